@@ -1,0 +1,274 @@
+//! The conformance suite: case files as data, one checker, per-clause coverage.
+//!
+//! Owns: the case format (`conformance/cases/*.json`), [`check_case`], and clause
+//! bookkeeping. Invariant: a case is pure data — adding one never needs Rust code. A case
+//! is a request to the same op service `w6w-sim eval` speaks, plus expectations over the
+//! response. The clause catalogue is embedded from `conformance/clauses.md`.
+//!
+//! Case file shape:
+//! ```json
+//! { "family": "PLAN", "description": "…",
+//!   "cases": [ { "id": "plan-dup-ids", "clauses": ["PLAN-1"], "description": "…",
+//!                "request": {"op": "validate", "workflow": {…}},
+//!                "expect": { … } } ] }
+//! ```
+//! Expectations (all optional; every one given must hold):
+//! - `"response": V` — the whole response equals V;
+//! - `"ok": V` — `response.ok` equals V;
+//! - `"error": {…}` — `response.error` includes these fields (subset match);
+//! - `"match": {"/ptr": V}` — the value at each JSON Pointer equals V;
+//! - `"includes": {"/ptr": V}` — the value at each pointer includes V (objects: subset of
+//!   keys, recursively; arrays: same length, element-wise includes; scalars: equal);
+//! - `"absent": ["/ptr"]` — nothing at each pointer;
+//! - `"contains": {"/ptr": "text"}` — the string at each pointer contains the text;
+//! - `"count": [{"pointer": "/invocations", "where": {…}, "equals": 3}]` — number of
+//!   array elements including `where`;
+//! - `"notContainsText": ["…"]` — the serialized response contains none of these strings.
+//!
+//! Numbers compare by value (`5` equals `5.0`).
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+/// The clause catalogue, vendored from the spec (`conformance/clauses.md`).
+pub const CLAUSES_MD: &str = include_str!("../../conformance/clauses.md");
+
+/// Every clause ID in the catalogue, with its one-line text, in catalogue order.
+pub fn clause_catalogue() -> Vec<(String, String)> {
+    CLAUSES_MD
+        .lines()
+        .filter_map(|line| {
+            let rest = line.strip_prefix("- ")?;
+            let (id, text) = rest.split_once(' ')?;
+            let valid = id.split_once('-').is_some_and(|(fam, num)| {
+                !fam.is_empty()
+                    && fam.chars().all(|c| c.is_ascii_uppercase())
+                    && !num.is_empty()
+                    && num.chars().all(|c| c.is_ascii_digit())
+            });
+            valid.then(|| (id.to_owned(), text.to_owned()))
+        })
+        .collect()
+}
+
+/// One case file.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct CaseFile {
+    pub family: String,
+    #[serde(default)]
+    pub description: String,
+    pub cases: Vec<Case>,
+}
+
+/// One conformance case.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Case {
+    pub id: String,
+    pub clauses: Vec<String>,
+    #[serde(default)]
+    pub description: String,
+    pub request: Value,
+    #[serde(default)]
+    pub expect: Map<String, Value>,
+}
+
+/// The result of checking one case.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CaseOutcome {
+    pub id: String,
+    pub clauses: Vec<String>,
+    /// Empty when the case passed.
+    pub failures: Vec<String>,
+    pub response: Value,
+}
+
+impl CaseOutcome {
+    pub fn passed(&self) -> bool {
+        self.failures.is_empty()
+    }
+}
+
+/// Run one case through `handler` (the op service, or a candidate adapter) and check it.
+pub fn check_case(case: &Case, handler: &dyn Fn(&Value) -> Value) -> CaseOutcome {
+    let response = handler(&case.request);
+    let failures = check_expectations(&case.expect, &response);
+    CaseOutcome {
+        id: case.id.clone(),
+        clauses: case.clauses.clone(),
+        failures,
+        response,
+    }
+}
+
+/// Check expectations against a response; returns one message per failed expectation.
+pub fn check_expectations(expect: &Map<String, Value>, response: &Value) -> Vec<String> {
+    let mut failures = Vec::new();
+    for (kind, spec) in expect {
+        match kind.as_str() {
+            "response" => {
+                if !json_eq(response, spec) {
+                    failures.push(format!("response: expected {spec}, got {response}"));
+                }
+            }
+            "ok" => match response.get("ok") {
+                Some(v) if json_eq(v, spec) => {}
+                Some(v) => failures.push(format!("ok: expected {spec}, got {v}")),
+                None => failures.push(format!("ok: expected {spec}, got response {response}")),
+            },
+            "error" => match response.get("error") {
+                Some(v) if includes(v, spec) => {}
+                Some(v) => failures.push(format!("error: expected to include {spec}, got {v}")),
+                None => failures.push(format!("error: expected {spec}, got response {response}")),
+            },
+            "match" | "includes" | "contains" => {
+                let Some(map) = spec.as_object() else {
+                    failures.push(format!("{kind}: expectation must be an object of pointers"));
+                    continue;
+                };
+                for (ptr, want) in map {
+                    let got = response.pointer(ptr);
+                    let ok = match (kind.as_str(), got) {
+                        (_, None) => false,
+                        ("match", Some(g)) => json_eq(g, want),
+                        ("includes", Some(g)) => includes(g, want),
+                        (_, Some(g)) => match (g.as_str(), want.as_str()) {
+                            (Some(g), Some(w)) => g.contains(w),
+                            _ => false,
+                        },
+                    };
+                    if !ok {
+                        let got = got.map_or_else(|| "nothing".to_owned(), Value::to_string);
+                        failures.push(format!("{kind} {ptr}: expected {want}, got {got}"));
+                    }
+                }
+            }
+            "absent" => {
+                for ptr in spec.as_array().into_iter().flatten() {
+                    let ptr = ptr.as_str().unwrap_or_default();
+                    if let Some(got) = response.pointer(ptr) {
+                        failures.push(format!("absent {ptr}: expected nothing, got {got}"));
+                    }
+                }
+            }
+            "count" => {
+                for c in spec.as_array().into_iter().flatten() {
+                    let ptr = c.get("pointer").and_then(Value::as_str).unwrap_or_default();
+                    let filter = c.get("where");
+                    let want = c.get("equals").and_then(Value::as_u64);
+                    let got = response
+                        .pointer(ptr)
+                        .and_then(Value::as_array)
+                        .map(|items| {
+                            items
+                                .iter()
+                                .filter(|i| filter.is_none_or(|f| includes(i, f)))
+                                .count()
+                        });
+                    if got.map(|g| g as u64) != want {
+                        let filter = filter.map_or_else(|| "{}".to_owned(), Value::to_string);
+                        failures.push(format!(
+                            "count {ptr} where {filter}: expected {want:?}, got {got:?}"
+                        ));
+                    }
+                }
+            }
+            "notContainsText" => {
+                let text = response.to_string();
+                for needle in spec.as_array().into_iter().flatten() {
+                    if let Some(n) = needle.as_str()
+                        && text.contains(n)
+                    {
+                        failures.push(format!("notContainsText: response contains {n:?}"));
+                    }
+                }
+            }
+            other => failures.push(format!("unknown expectation kind {other:?}")),
+        }
+    }
+    failures
+}
+
+/// JSON equality with numbers compared by value.
+pub fn json_eq(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => x == y || x.as_f64() == y.as_f64(),
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(a, b)| json_eq(a, b))
+        }
+        (Value::Object(x), Value::Object(y)) => {
+            x.len() == y.len()
+                && x.iter()
+                    .all(|(k, v)| y.get(k).is_some_and(|w| json_eq(v, w)))
+        }
+        _ => a == b,
+    }
+}
+
+/// Whether `got` includes `want` (see the module docs).
+pub fn includes(got: &Value, want: &Value) -> bool {
+    match (got, want) {
+        (Value::Object(g), Value::Object(w)) => w
+            .iter()
+            .all(|(k, wv)| g.get(k).is_some_and(|gv| includes(gv, wv))),
+        (Value::Array(g), Value::Array(w)) => {
+            g.len() == w.len() && g.iter().zip(w).all(|(g, w)| includes(g, w))
+        }
+        _ => json_eq(got, want),
+    }
+}
+
+/// Per-clause tallies: clause → (cases, passed).
+pub fn coverage(outcomes: &[CaseOutcome]) -> BTreeMap<String, (usize, usize)> {
+    let mut table: BTreeMap<String, (usize, usize)> = BTreeMap::new();
+    for o in outcomes {
+        for c in &o.clauses {
+            let entry = table.entry(c.clone()).or_default();
+            entry.0 += 1;
+            if o.passed() {
+                entry.1 += 1;
+            }
+        }
+    }
+    table
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn catalogue_has_every_family() {
+        let ids: Vec<String> = clause_catalogue().into_iter().map(|(id, _)| id).collect();
+        for id in [
+            "PLAN-1", "MODEL-8", "RUN-9", "RETRY-6", "ERR-13", "SEC-2", "CALL-4",
+        ] {
+            assert!(ids.contains(&id.to_owned()), "{id} missing");
+        }
+    }
+
+    #[test]
+    fn expectations_fail_when_they_should() {
+        let response = json!({"ok": {"a": 1, "b": [1, 2]}});
+        let pass: Map<String, Value> = serde_json::from_value(json!({
+            "ok": {"a": 1.0, "b": [1, 2]},
+            "match": {"/ok/a": 1},
+            "includes": {"/ok": {"b": [1, 2]}},
+            "absent": ["/error"],
+            "count": [{"pointer": "/ok/b", "equals": 2}]
+        }))
+        .expect("valid");
+        assert!(check_expectations(&pass, &response).is_empty());
+        let fail: Map<String, Value> = serde_json::from_value(json!({
+            "ok": {"a": 2},
+            "match": {"/ok/c": 1},
+            "absent": ["/ok/a"],
+            "count": [{"pointer": "/ok/b", "equals": 3}],
+            "notContainsText": ["\"b\""]
+        }))
+        .expect("valid");
+        assert_eq!(check_expectations(&fail, &response).len(), 5);
+    }
+}

@@ -1,0 +1,249 @@
+//! The host contract: `WorkflowContext` (RFC § Host contract) and its request types.
+//!
+//! Owns: the seam every host — simulated or real — implements. Invariant: the engine
+//! performs every effect through this trait (RUN-8): invoking actions, logging, durable
+//! checkpoints, loading state, the clock, sleeping, scheduling and cancellation. Nothing
+//! here knows how a host stores or runs anything.
+//!
+//! The trait uses `async fn` and is not object-safe on purpose: the engine is generic over
+//! its host and runs on one thread, which keeps a simulated run deterministic.
+
+#![allow(async_fn_in_trait)]
+
+use std::sync::{Arc, Mutex};
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::model::{RunState, RunStatePatch, StepError};
+
+/// How a run was started (`RunTrigger`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RunTrigger {
+    Manual,
+    Schedule,
+    Webhook,
+    Replay,
+}
+
+/// `WorkflowContext.run`: correlation ids.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunInfo {
+    pub id: String,
+    pub workflow_id: String,
+    pub trigger: RunTrigger,
+    pub attempt: u32,
+}
+
+/// An invocation failure as the runtime classifies it (`code`, `message`, `phase`,
+/// `retryable`). Same shape as a StepError.
+pub type InvokeError = StepError;
+
+/// META-1/META-3: the per-attempt `onExecuted` callback. The host calls [`OnExecuted::report`]
+/// with its raw report; the first call wins and later calls are ignored. Each attempt gets
+/// a fresh callback, so a report from a superseded attempt can never land.
+#[derive(Debug, Clone, Default)]
+pub struct OnExecuted {
+    slot: Arc<Mutex<Option<Value>>>,
+}
+
+impl OnExecuted {
+    pub fn new() -> Self {
+        OnExecuted::default()
+    }
+
+    /// Report meta for this attempt. Only the first report counts (META-3).
+    pub fn report(&self, raw: Value) {
+        let mut slot = self
+            .slot
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if slot.is_none() {
+            *slot = Some(raw);
+        }
+    }
+
+    /// The first report, if the host made one.
+    pub fn first_report(&self) -> Option<Value> {
+        self.slot
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .clone()
+    }
+}
+
+/// The invoke request (RFC: `{ app, action, connection?, params, stepId }` + `onExecuted`).
+#[derive(Debug, Clone)]
+pub struct InvokeRequest {
+    pub app: String,
+    pub action: String,
+    pub connection: Option<String>,
+    pub params: Map<String, Value>,
+    pub step_id: String,
+    /// 1-based attempt of the step this invocation is for.
+    pub attempt: u32,
+    pub on_executed: OnExecuted,
+}
+
+/// `schedule` directive for a `wait` step.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum ScheduleDirective {
+    At {
+        at: String,
+        #[serde(rename = "resumeToken")]
+        resume_token: String,
+    },
+    After {
+        #[serde(rename = "afterMs")]
+        after_ms: u64,
+        #[serde(rename = "resumeToken")]
+        resume_token: String,
+    },
+}
+
+/// Log levels of `WorkflowContext.log`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LogLevel {
+    Debug,
+    Info,
+    Warn,
+    Error,
+}
+
+/// A host-side failure that is not an action's failure.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum HostError {
+    /// The host process "died" (a simulated crash): the engine must stop at once and
+    /// leave recovery to whoever restarts it.
+    #[error("host crashed")]
+    Crashed,
+    /// The host does not offer this optional member (e.g. `schedule`).
+    #[error("host does not support {0}")]
+    Unsupported(&'static str),
+    /// Durable storage failed.
+    #[error("store error: {0}")]
+    Store(String),
+}
+
+impl HostError {
+    /// Stable machine code.
+    pub fn code(&self) -> &'static str {
+        match self {
+            HostError::Crashed => "host_crashed",
+            HostError::Unsupported(_) => "host_unsupported",
+            HostError::Store(_) => "store_error",
+        }
+    }
+}
+
+/// What the engine needs from a host. Optional RFC members have default methods that
+/// report "unsupported".
+pub trait WorkflowContext {
+    /// Correlation ids for this run.
+    fn run(&self) -> &RunInfo;
+
+    /// Package as an Invocation and call the runtime; returns the action's output.
+    /// `@w6w/*` internal apps (e.g. `@w6w/document`) route through the same seam.
+    async fn invoke(&self, req: InvokeRequest) -> Result<Value, InvokeError>;
+
+    /// Whether the catalog declares this action `idempotent: true` (RETRY-2).
+    fn action_idempotent(&self, step_id: &str, app: &str, action: &str) -> bool;
+
+    /// Route a log line to the host's sink.
+    fn log(&self, level: LogLevel, message: &str, data: Option<&Value>);
+
+    /// Durably persist a checkpoint; MUST be durable before returning (RUN-3).
+    async fn checkpoint(&self, patch: &RunStatePatch) -> Result<(), HostError>;
+
+    /// Idempotent read for resume / replay.
+    async fn load(&self, run_id: &str) -> Result<Option<RunState>, HostError>;
+
+    /// The host clock, in ms since the Unix epoch. The engine never reads a clock itself.
+    fn now_ms(&self) -> u64;
+
+    /// Wait `ms` on the host clock (retry backoff, RETRY-4/5).
+    async fn sleep(&self, ms: u64);
+
+    /// RUN-7: the cancellation signal, polled between steps.
+    fn aborted(&self) -> bool {
+        false
+    }
+
+    /// CTRL-7: whether `schedule` is available (plan-time `unsupported_wait` otherwise).
+    fn supports_schedule(&self) -> bool {
+        false
+    }
+
+    /// Durable scheduling for `wait`.
+    async fn schedule(&self, _directive: ScheduleDirective) -> Result<(), HostError> {
+        Err(HostError::Unsupported("schedule"))
+    }
+
+    /// CALL-*: dispatch a callable (workflow / function). `depth` is the hop count the
+    /// dispatch would reach; the host refuses past its bound with `call_depth_exceeded`.
+    async fn invoke_callable(
+        &self,
+        _target: &Value,
+        _input: Value,
+        _wait: bool,
+        _depth: u32,
+    ) -> Result<Value, InvokeError> {
+        Err(StepError::new(
+            "unsupported_callable",
+            "this host cannot dispatch @w6w/call targets",
+            crate::model::Phase::Resolution,
+        ))
+    }
+}
+
+/// Format ms since the Unix epoch as an RFC 3339 UTC timestamp with ms precision,
+/// e.g. `2026-01-01T00:00:00.000Z`. Pure arithmetic (no clock read).
+pub fn iso8601_from_ms(ms: u64) -> String {
+    let secs = ms / 1000;
+    let millis = ms % 1000;
+    let days = secs / 86_400;
+    let rem = secs % 86_400;
+    let (h, m, s) = (rem / 3600, (rem % 3600) / 60, rem % 60);
+    // Howard Hinnant's civil-from-days.
+    let z = days as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let mo = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = if mo <= 2 { y + 1 } else { y };
+    format!("{y:04}-{mo:02}-{d:02}T{h:02}:{m:02}:{s:02}.{millis:03}Z")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn iso8601_formats_known_instants() {
+        assert_eq!(iso8601_from_ms(0), "1970-01-01T00:00:00.000Z");
+        // The simulator's epoch.
+        assert_eq!(
+            iso8601_from_ms(1_767_225_600_000),
+            "2026-01-01T00:00:00.000Z"
+        );
+        assert_eq!(
+            iso8601_from_ms(1_709_210_096_789),
+            "2024-02-29T12:34:56.789Z"
+        );
+    }
+
+    #[test]
+    fn on_executed_keeps_first_report() {
+        let cb = OnExecuted::new();
+        cb.report(serde_json::json!({"app": "a"}));
+        cb.report(serde_json::json!({"app": "b"}));
+        assert_eq!(cb.first_report(), Some(serde_json::json!({"app": "a"})));
+    }
+}

@@ -1,0 +1,342 @@
+//! The run model: RunState, StepExecution, StepError, StepMeta and RunStatePatch.
+//!
+//! A RunState is never written whole by the engine: every checkpoint is a
+//! [`RunStatePatch`], and the store folds patches with [`RunState::apply`]. That keeps the
+//! bytes a run writes linear in its length (RUN-2) and gives every host one definition of
+//! what a patch means.
+
+use indexmap::IndexMap;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use super::serde_util::present;
+
+/// RUN-5: the five run statuses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RunStatus {
+    Queued,
+    Running,
+    Succeeded,
+    Failed,
+    Canceled,
+}
+
+impl RunStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunStatus::Queued => "queued",
+            RunStatus::Running => "running",
+            RunStatus::Succeeded => "succeeded",
+            RunStatus::Failed => "failed",
+            RunStatus::Canceled => "canceled",
+        }
+    }
+
+    /// Succeeded, failed and canceled runs never change again (queued runs resume).
+    pub fn is_terminal(self) -> bool {
+        matches!(
+            self,
+            RunStatus::Succeeded | RunStatus::Failed | RunStatus::Canceled
+        )
+    }
+}
+
+/// RUN-6: the five step statuses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum StepStatus {
+    Pending,
+    Running,
+    Succeeded,
+    Failed,
+    Skipped,
+}
+
+impl StepStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StepStatus::Pending => "pending",
+            StepStatus::Running => "running",
+            StepStatus::Succeeded => "succeeded",
+            StepStatus::Failed => "failed",
+            StepStatus::Skipped => "skipped",
+        }
+    }
+
+    /// RUN-4: terminal steps are never re-invoked on resume.
+    pub fn is_terminal(self) -> bool {
+        matches!(
+            self,
+            StepStatus::Succeeded | StepStatus::Failed | StepStatus::Skipped
+        )
+    }
+}
+
+/// The Invocation phase an error came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Phase {
+    Resolution,
+    Auth,
+    Execute,
+    Output,
+}
+
+impl Phase {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Phase::Resolution => "resolution",
+            Phase::Auth => "auth",
+            Phase::Execute => "execute",
+            Phase::Output => "output",
+        }
+    }
+}
+
+/// RFC § StepError. `stepId` is our addition (see `docs/decisions.md`): it names the step
+/// an error belongs to wherever the error appears outside that step's own record
+/// (`RunState.error`, `RunState.stepErrors`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StepError {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step_id: Option<String>,
+    pub code: String,
+    pub message: String,
+    pub phase: Phase,
+    pub retryable: bool,
+}
+
+impl StepError {
+    pub fn new(code: impl Into<String>, message: impl Into<String>, phase: Phase) -> Self {
+        StepError {
+            step_id: None,
+            code: code.into(),
+            message: message.into(),
+            phase,
+            retryable: false,
+        }
+    }
+
+    /// The same error attributed to `step_id`.
+    pub fn for_step(mut self, step_id: &str) -> Self {
+        self.step_id = Some(step_id.to_owned());
+        self
+    }
+}
+
+/// META-*: host-reported execution metadata, normalised to exactly four keys.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StepMeta {
+    pub app: String,
+    pub version: String,
+    pub action: String,
+    pub connection_id: Option<String>,
+}
+
+/// RUN-6: one step's record in a run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StepExecution {
+    pub step_id: String,
+    pub status: StepStatus,
+    /// 1-based; +1 per retry. 0 only for steps that never started (skipped).
+    pub attempt: u32,
+    /// Resolved params, with secret-derived values redacted (SEC-1).
+    #[serde(
+        default,
+        deserialize_with = "present",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub input: Option<Value>,
+    /// Present on succeeded (a present `null` is a real null output, BIND-4).
+    #[serde(
+        default,
+        deserialize_with = "present",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub output: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<StepError>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_at: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub finished_at: Option<String>,
+    /// META-5: persisted with the record it belongs to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<StepMeta>,
+    /// Engine extensions (e.g. `iterations` of a foreach), kept verbatim.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+impl StepExecution {
+    /// A fresh record for a step about to start.
+    pub fn new(step_id: &str, status: StepStatus, attempt: u32) -> Self {
+        StepExecution {
+            step_id: step_id.to_owned(),
+            status,
+            attempt,
+            input: None,
+            output: None,
+            error: None,
+            started_at: None,
+            finished_at: None,
+            meta: None,
+            extra: Map::new(),
+        }
+    }
+}
+
+/// RUN-5: the full state of one run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunState {
+    pub run_id: String,
+    pub workflow_id: String,
+    pub status: RunStatus,
+    #[serde(default)]
+    pub variables: Map<String, Value>,
+    /// Only started (or skipped) steps appear, in the order they first appeared.
+    #[serde(default)]
+    pub steps: IndexMap<String, StepExecution>,
+    #[serde(
+        default,
+        deserialize_with = "present",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub output: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<StepError>,
+    /// ERR-3 / RUNERR-5: swallowed-but-recorded failures, in the order they happened.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub step_errors: Vec<StepError>,
+    /// Engine extensions (e.g. a suspension's `resumeToken`), kept verbatim.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+impl RunState {
+    /// An empty state for a run that has not checkpointed yet.
+    pub fn new(run_id: &str, workflow_id: &str) -> Self {
+        RunState {
+            run_id: run_id.to_owned(),
+            workflow_id: workflow_id.to_owned(),
+            status: RunStatus::Queued,
+            variables: Map::new(),
+            steps: IndexMap::new(),
+            output: None,
+            error: None,
+            step_errors: Vec::new(),
+            extra: Map::new(),
+        }
+    }
+
+    /// Build the state a sequence of patches describes.
+    pub fn from_patches<'a>(patches: impl IntoIterator<Item = &'a RunStatePatch>) -> Option<Self> {
+        let mut state: Option<RunState> = None;
+        for patch in patches {
+            let s = state.get_or_insert_with(|| {
+                RunState::new(
+                    &patch.run_id,
+                    patch.workflow_id.as_deref().unwrap_or_default(),
+                )
+            });
+            s.apply(patch);
+        }
+        state
+    }
+
+    /// Fold one checkpoint into this state. Patch semantics (our definition; the
+    /// companions leave `RunStatePatch` SILENT):
+    /// - `resetSteps: true` first clears `steps`, `output`, `error` (a run-level retry
+    ///   drives the graph again from the top, RUNERR-2);
+    /// - fields named in `clear` are removed, then each field present in the patch
+    ///   replaces the state's;
+    /// - each entry of `steps` replaces that step's whole record (upsert, order kept);
+    /// - `stepErrors` entries are appended; `extra` keys are set (`null` removes).
+    pub fn apply(&mut self, patch: &RunStatePatch) {
+        if patch.reset_steps {
+            self.steps.clear();
+            self.output = None;
+            self.error = None;
+        }
+        if let Some(w) = &patch.workflow_id {
+            self.workflow_id.clone_from(w);
+        }
+        if let Some(status) = patch.status {
+            self.status = status;
+        }
+        if let Some(vars) = &patch.variables {
+            self.variables.clone_from(vars);
+        }
+        for field in &patch.clear {
+            match field {
+                PatchField::Output => self.output = None,
+                PatchField::Error => self.error = None,
+            }
+        }
+        if let Some(output) = &patch.output {
+            self.output = Some(output.clone());
+        }
+        if let Some(error) = &patch.error {
+            self.error = Some(error.clone());
+        }
+        for (id, exec) in &patch.steps {
+            self.steps.insert(id.clone(), exec.clone());
+        }
+        self.step_errors.extend(patch.step_errors.iter().cloned());
+        for (k, v) in &patch.extra {
+            if v.is_null() {
+                self.extra.remove(k);
+            } else {
+                self.extra.insert(k.clone(), v.clone());
+            }
+        }
+    }
+}
+
+/// One checkpoint: the change since the previous one (see [`RunState::apply`]).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunStatePatch {
+    pub run_id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workflow_id: Option<String>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub reset_steps: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<RunStatus>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub variables: Option<Map<String, Value>>,
+    /// Sets the run output (a present `null` sets a null output, RUNERR-5).
+    #[serde(
+        default,
+        deserialize_with = "present",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub output: Option<Value>,
+    /// Sets the run-level error.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<StepError>,
+    /// Fields to remove before the fields above are set (e.g. clearing `error` when a
+    /// run-level handler recovers the run, RUNERR-5).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub clear: Vec<PatchField>,
+    #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
+    pub steps: IndexMap<String, StepExecution>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub step_errors: Vec<StepError>,
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// A RunState field a patch can remove.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum PatchField {
+    Output,
+    Error,
+}
