@@ -8,6 +8,7 @@ mod error;
 pub(crate) mod ops;
 mod run;
 mod serde_util;
+mod validate;
 mod workflow;
 
 pub use error::{ValidationCode, ValidationError, pointer_token};
@@ -15,6 +16,7 @@ pub use run::{
     PatchField, Phase, RunState, RunStatePatch, RunStatus, StepError, StepExecution, StepMeta,
     StepStatus,
 };
+pub use validate::{ValidateOptions, validate_workflow};
 pub use workflow::{
     Backoff, CallableOnError, Edge, ErrorReroute, FanOut, OnError, RetryPolicy, Step, Uses, When,
     Workflow, WorkflowVariable,
