@@ -52,7 +52,8 @@ impl AdapterError {
         }
     }
 
-    fn message(&self) -> &str {
+    /// The human-readable reason, without the code.
+    pub fn message(&self) -> &str {
         match self {
             AdapterError::Spawn(m)
             | AdapterError::Handshake(m)

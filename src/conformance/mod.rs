@@ -198,8 +198,11 @@ pub fn check_expectations(expect: &Map<String, Value>, response: &Value) -> Vec<
                         });
                     if got.map(|g| g as u64) != want {
                         let filter = filter.map_or_else(|| "{}".to_owned(), Value::to_string);
+                        let want =
+                            want.map_or_else(|| "(no valid equals)".into(), |w| w.to_string());
+                        let got = got.map_or_else(|| "no array there".into(), |g| g.to_string());
                         failures.push(format!(
-                            "count {ptr} where {filter}: expected {want:?}, got {got:?}"
+                            "count {ptr} where {filter}: expected {want}, got {got}"
                         ));
                     }
                 }

@@ -358,25 +358,24 @@ impl ProcessAdapter {
             }
             Err(e) => {
                 running.kill();
-                let e = match e {
-                    AdapterError::Handshake(m) => AdapterError::Handshake(m),
-                    other => AdapterError::Handshake(other.to_string()),
-                };
-                self.broken = Some(e);
+                self.broken = Some(AdapterError::Handshake(e.message().to_owned()));
             }
         }
     }
 
     fn exchange(&mut self, request: &Value) -> Result<Value, AdapterError> {
+        if let Some(e) = &self.broken {
+            return Err(e.clone());
+        }
         if self.running.is_none() {
             // The previous process failed; start a fresh one so one crash costs one case.
             match Running::spawn(&self.argv) {
                 Ok(r) => self.handshake(r),
                 Err(e) => self.broken = Some(e),
             }
-        }
-        if let Some(e) = &self.broken {
-            return Err(e.clone());
+            if let Some(e) = &self.broken {
+                return Err(e.clone());
+            }
         }
         let Some(running) = self.running.as_mut() else {
             return Err(AdapterError::Unavailable(
