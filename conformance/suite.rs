@@ -31,7 +31,11 @@ fn every_case_passes_through_the_process_adapter() {
     let command = format!("'{}' adapter serve", env!("CARGO_BIN_EXE_w6w-sim"));
     let mut adapter = ProcessAdapter::start(&command, ProcessOptions::default())
         .unwrap_or_else(|e| panic!("{command}: {e}"));
-    assert_eq!(adapter.name(), Reference.name(), "the ack names the reference");
+    assert_eq!(
+        adapter.name(),
+        Reference.name(),
+        "the ack names the reference"
+    );
     let report = conformance::run(&mut adapter, &RunOptions::default())
         .unwrap_or_else(|e| panic!("the suite does not load:\n{e}"));
     report.assert_all_passed();

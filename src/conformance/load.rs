@@ -552,7 +552,7 @@ fn lint_expect(l: &mut Linter<'_>, at: &str, expect: &Map<String, Value>) {
                         Some(Value::String(p)) => lint_pointer(l, format!("{at_item}/pointer"), p),
                         _ => l.bad(at_item.clone(), "count needs a string \"pointer\""),
                     }
-                    if !obj.get("equals").is_some_and(|e| e.as_u64().is_some()) {
+                    if obj.get("equals").is_none_or(|e| e.as_u64().is_none()) {
                         l.bad(at_item, "count needs \"equals\": a non-negative integer");
                     }
                 }
