@@ -385,3 +385,31 @@ fn the_documented_transcript_is_what_adapter_serve_says() {
         .collect();
     assert_eq!(got, expected);
 }
+
+#[test]
+fn one_crash_costs_one_case_because_the_adapter_is_restarted() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let marker = dir.path().join("crashed-once");
+    let adapter = format!("{} '{}' '{BIN}'", sh_adapter("flaky"), marker.display());
+    let (v, code) = json_report(&["--cases", &fixture_cases(), "--adapter", &adapter]);
+    assert_eq!(code, 1);
+    let results: Vec<(bool, bool)> = v["cases"]
+        .as_array()
+        .expect("cases")
+        .iter()
+        .map(|c| (c["passed"] == true, c["adapterFailed"] == true))
+        .collect();
+    // Case 1: the crash. Case 2: the restarted adapter answers correctly. Case 3: answered,
+    // and red only because its expectation is deliberately wrong.
+    assert_eq!(
+        results,
+        [(false, true), (true, false), (false, false)],
+        "{v}"
+    );
+    assert!(
+        v["cases"][0]["failures"][0]
+            .as_str()
+            .is_some_and(|m| m.contains("crashing on purpose")),
+        "{v}"
+    );
+}

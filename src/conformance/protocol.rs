@@ -3,7 +3,7 @@
 //! Owns: the message shapes both sides agree on (see `docs/adapter-protocol.md`) and
 //! [`serve`], which exposes any [`Adapter`] through the protocol — `w6w-sim adapter serve`
 //! is `serve` over the [`super::Reference`] adapter. Refuses to know about processes; the
-//! client side is [`super::process`].
+//! client side is [`super::ProcessAdapter`].
 
 use std::io::{self, BufRead, Write};
 
