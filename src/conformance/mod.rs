@@ -1,4 +1,5 @@
-//! The conformance suite: case files as data, one checker, per-clause coverage.
+//! The conformance suite: case files as data, one checker, per-clause coverage, and the
+//! adapters a candidate host plugs in through.
 //!
 //! Owns: the case format (`conformance/cases/*.json`), [`check_case`], and clause
 //! bookkeeping. Invariant: a case is pure data — adding one never needs Rust code. A case
@@ -12,7 +13,7 @@
 //!                "request": {"op": "validate", "workflow": {…}},
 //!                "expect": { … } } ] }
 //! ```
-//! Expectations (all optional; every one given must hold):
+//! Expectations (at least one per case; every one given must hold):
 //! - `"response": V` — the whole response equals V;
 //! - `"ok": V` — `response.ok` equals V;
 //! - `"error": {…}` — `response.error` includes these fields (subset match);
@@ -26,6 +27,35 @@
 //! - `"notContainsText": ["…"]` — the serialized response contains none of these strings.
 //!
 //! Numbers compare by value (`5` equals `5.0`).
+//!
+//! Loading ([`Suite::load`]) lints every file before any case runs and reports every
+//! problem with its file and JSON Pointer: unknown fields (keys starting with `$`, such as
+//! `"$comment"`, are annotations and allowed), a missing or empty `expect` (a case that
+//! could never fail), an unknown expectation kind or a malformed one, a clause ID not in
+//! the catalogue, a duplicate case id across files.
+//!
+//! Running: an [`Adapter`] answers requests — the in-process [`Reference`], a
+//! [`ProcessAdapter`] speaking the JSON-lines [`protocol`] (`docs/adapter-protocol.md`), or
+//! a host crate's own. [`run`] loads, selects ([`Selection`]: `--clause`, `--case`) and
+//! returns a [`SuiteReport`] (text, JSON, JUnit).
+
+mod adapter;
+mod diff;
+mod load;
+mod process;
+pub mod protocol;
+mod report;
+
+pub use adapter::{Adapter, AdapterError, FnAdapter, Reference};
+pub use diff::{DiffEntry, MAX_DIFF_ENTRIES, json_diff};
+pub use load::{
+    EXPECTATION_KINDS, LoadError, LoadProblem, LoadedFile, MAX_CASE_FILE_BYTES, Selection, Suite,
+    default_cases_dir,
+};
+pub use process::{ProcessAdapter, ProcessOptions, split_command};
+pub use report::{
+    CaseResult, ClauseRow, RunOptions, SuiteReport, check_with, run, run_suite, xml_escape,
+};
 
 use std::collections::BTreeMap;
 
@@ -168,8 +198,11 @@ pub fn check_expectations(expect: &Map<String, Value>, response: &Value) -> Vec<
                         });
                     if got.map(|g| g as u64) != want {
                         let filter = filter.map_or_else(|| "{}".to_owned(), Value::to_string);
+                        let want =
+                            want.map_or_else(|| "(no valid equals)".into(), |w| w.to_string());
+                        let got = got.map_or_else(|| "no array there".into(), |g| g.to_string());
                         failures.push(format!(
-                            "count {ptr} where {filter}: expected {want:?}, got {got:?}"
+                            "count {ptr} where {filter}: expected {want}, got {got}"
                         ));
                     }
                 }

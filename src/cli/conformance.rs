@@ -1,0 +1,215 @@
+//! `w6w-sim conformance` (run the suite) and `w6w-sim adapter serve` (the reference host
+//! through the adapter protocol): argument parsing and printing only.
+//!
+//! Exit codes of `conformance`: 0 every selected case passed, 1 some case failed (an
+//! adapter that dies, hangs or writes garbage fails cases; it is not a usage error), 2 the
+//! suite could not start (malformed case file, unknown `--clause`, no case selected, an
+//! adapter command that cannot be parsed or started) or the JUnit file cannot be written.
+
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use crate::conformance::{
+    self, Adapter, ProcessAdapter, ProcessOptions, Reference, Selection, Suite,
+};
+
+#[derive(Debug, clap::Subcommand)]
+pub(crate) enum ConformanceCommand {
+    /// Run the conformance suite against the built-in reference or a candidate adapter;
+    /// prints a per-clause table and ends with `N passed, M failed`.
+    Conformance(ConformanceArgs),
+    /// Speak the adapter protocol (docs/adapter-protocol.md).
+    #[command(subcommand)]
+    Adapter(AdapterCommand),
+}
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct ConformanceArgs {
+    /// Directory of case files (*.json) [default: the suite bundled with w6w-sim].
+    #[arg(long, value_name = "DIR")]
+    cases: Option<PathBuf>,
+    /// Only cases naming this clause (RETRY-2) or family (RETRY, every RETRY-n); repeatable.
+    #[arg(long = "clause", value_name = "CLAUSE")]
+    clauses: Vec<String>,
+    /// Only cases whose id contains TEXT.
+    #[arg(long = "case", value_name = "TEXT")]
+    case_id: Option<String>,
+    /// Print the report as one JSON document instead of the table.
+    #[arg(long)]
+    json: bool,
+    /// Also write a JUnit XML report to FILE.
+    #[arg(long, value_name = "FILE")]
+    junit: Option<PathBuf>,
+    /// Check a candidate host: spawn 'CMD ARGS' (split like a simple shell, no shell runs)
+    /// and speak the adapter protocol over its stdin/stdout.
+    #[arg(long, value_name = "'CMD ARGS'")]
+    adapter: Option<String>,
+    /// Per-request timeout for --adapter, in milliseconds.
+    #[arg(long, value_name = "MS", default_value_t = 10_000)]
+    timeout_ms: u64,
+    /// How long --adapter may take to start and answer the hello, in milliseconds.
+    #[arg(long, value_name = "MS", default_value_t = 30_000)]
+    startup_timeout_ms: u64,
+    /// For each failing case, also run the reference and print a field-level diff.
+    #[arg(long)]
+    diff_reference: bool,
+}
+
+#[derive(Debug, clap::Subcommand)]
+pub(crate) enum AdapterCommand {
+    /// Serve the built-in reference host over the adapter protocol on stdin/stdout.
+    Serve,
+}
+
+pub(crate) fn main(command: ConformanceCommand) -> ExitCode {
+    match command {
+        ConformanceCommand::Conformance(args) => conformance(&args),
+        ConformanceCommand::Adapter(AdapterCommand::Serve) => serve(),
+    }
+}
+
+fn usage_error(message: impl std::fmt::Display) -> ExitCode {
+    eprintln!("w6w-sim conformance: {message}");
+    ExitCode::from(2)
+}
+
+fn conformance(args: &ConformanceArgs) -> ExitCode {
+    let dir = args
+        .cases
+        .clone()
+        .unwrap_or_else(conformance::default_cases_dir);
+    let suite = match Suite::load(&dir) {
+        Ok(s) => s,
+        Err(e) => {
+            let hint = if args.cases.is_none() {
+                "\n(the bundled cases were not found; pass --cases DIR)"
+            } else {
+                ""
+            };
+            let n = e.problems.len();
+            return usage_error(format!(
+                "cannot load the cases ({n} problem{}):\n{e}{hint}",
+                if n == 1 { "" } else { "s" }
+            ));
+        }
+    };
+    let selection = match Selection::new(&args.clauses, args.case_id.as_deref()) {
+        Ok(s) => s,
+        Err(e) => return usage_error(e),
+    };
+    if !suite.cases().any(|(_, c)| selection.selects(c)) {
+        return usage_error(format!(
+            "no case in {} matches the selection (--clause / --case)",
+            dir.display()
+        ));
+    }
+    let mut adapter: Box<dyn Adapter> = match &args.adapter {
+        None => Box::new(Reference),
+        Some(command) => {
+            let options = ProcessOptions {
+                request_timeout: Duration::from_millis(args.timeout_ms),
+                startup_timeout: Duration::from_millis(args.startup_timeout_ms),
+                ..ProcessOptions::default()
+            };
+            match ProcessAdapter::start(command, options) {
+                Ok(a) => Box::new(a),
+                Err(e) => return usage_error(e),
+            }
+        }
+    };
+    let mut progress = Progress::new();
+    let report = conformance::run_suite(
+        adapter.as_mut(),
+        &suite,
+        &selection,
+        args.diff_reference,
+        &mut |done, total, id| progress.tick(done, total, id),
+    );
+    progress.clear();
+    // Stop the adapter process now, not at exit, so its exit is not billed to printing.
+    drop(adapter);
+
+    let mut status = if report.all_passed() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    };
+    if let Some(path) = &args.junit
+        && let Err(e) = std::fs::write(path, report.to_junit())
+    {
+        eprintln!(
+            "w6w-sim conformance: cannot write the JUnit report {}: {e}",
+            path.display()
+        );
+        status = ExitCode::from(2);
+    }
+    let text = if args.json {
+        serde_json::to_string_pretty(&report.to_json()).map(|mut s| {
+            s.push('\n');
+            s
+        })
+    } else {
+        Ok(report.to_text())
+    };
+    let printed = text
+        .map_err(std::io::Error::other)
+        .and_then(|t| std::io::stdout().lock().write_all(t.as_bytes()));
+    if printed.is_err() {
+        return ExitCode::from(2);
+    }
+    status
+}
+
+/// A one-line progress indicator on stderr, only when stderr is a terminal.
+struct Progress {
+    on: bool,
+    last: Option<std::time::Instant>,
+}
+
+impl Progress {
+    fn new() -> Self {
+        Progress {
+            on: std::io::stderr().is_terminal(),
+            last: None,
+        }
+    }
+
+    fn tick(&mut self, done: usize, total: usize, id: &str) {
+        if !self.on {
+            return;
+        }
+        // Redraw at most every 50 ms: a fast suite must not be slowed by its own progress.
+        #[allow(clippy::disallowed_methods)] // real time: throttling terminal output
+        let now = std::time::Instant::now();
+        if done < total
+            && self
+                .last
+                .is_some_and(|t| now.duration_since(t) < Duration::from_millis(50))
+        {
+            return;
+        }
+        self.last = Some(now);
+        let id: String = id.chars().take(60).collect();
+        eprint!("\r\x1b[2K[{done}/{total}] {id}");
+    }
+
+    fn clear(&self) {
+        if self.on {
+            eprint!("\r\x1b[2K");
+        }
+    }
+}
+
+fn serve() -> ExitCode {
+    let stdin = std::io::stdin();
+    let stdout = std::io::stdout();
+    match conformance::protocol::serve(&mut stdin.lock(), &mut stdout.lock(), &mut Reference) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("w6w-sim adapter serve: {e}");
+            ExitCode::from(2)
+        }
+    }
+}

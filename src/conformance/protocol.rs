@@ -1,0 +1,320 @@
+//! The w6w adapter protocol, version 1: JSON lines over a process's stdin/stdout.
+//!
+//! Owns: the message shapes both sides agree on (see `docs/adapter-protocol.md`) and
+//! [`serve`], which exposes any [`Adapter`] through the protocol — `w6w-sim adapter serve`
+//! is `serve` over the [`super::Reference`] adapter. Refuses to know about processes; the
+//! client side is [`super::ProcessAdapter`].
+
+use std::io::{self, BufRead, Write};
+
+use serde_json::{Value, json};
+
+use super::Adapter;
+
+/// The `protocol` field of the hello and the ack.
+pub const PROTOCOL: &str = "w6w-adapter";
+/// The protocol version this crate speaks.
+pub const VERSION: u64 = 1;
+/// The longest line either side reads, in bytes: a limit, so a runaway peer is an error
+/// rather than an out-of-memory abort.
+pub const MAX_LINE_BYTES: usize = 16 * 1024 * 1024;
+
+/// The hello the suite sends first.
+pub fn hello() -> Value {
+    json!({"protocol": PROTOCOL, "version": VERSION,
+           "suite": {"name": "w6w-sim", "version": env!("CARGO_PKG_VERSION")}})
+}
+
+/// The ack an adapter answers a hello with (`version`, the implementation's own, is
+/// optional).
+pub fn ack(name: &str, version: Option<&str>) -> Value {
+    let mut implementation = json!({"name": name});
+    if let (Some(v), Some(obj)) = (version, implementation.as_object_mut()) {
+        obj.insert("version".into(), v.into());
+    }
+    json!({"protocol": PROTOCOL, "version": VERSION, "implementation": implementation})
+}
+
+/// A request envelope.
+pub fn request(id: u64, request: &Value) -> Value {
+    json!({"id": id, "request": request})
+}
+
+/// Check an ack line; returns the implementation's display name (`name version`).
+pub fn parse_ack(line: &str) -> Result<String, String> {
+    let v: Value = serde_json::from_str(line)
+        .map_err(|e| format!("the first line is not JSON ({e}): {}", clip(line)))?;
+    if v.get("protocol").and_then(Value::as_str) != Some(PROTOCOL) {
+        return Err(format!(
+            "the first line is not an ack (no \"protocol\": \"{PROTOCOL}\"): {}",
+            clip(line)
+        ));
+    }
+    if let Some(e) = v.get("error") {
+        let msg = e.as_str().map_or_else(|| e.to_string(), str::to_owned);
+        return Err(format!("the adapter refused the hello: {msg}"));
+    }
+    if v.get("version").and_then(Value::as_u64) != Some(VERSION) {
+        return Err(format!(
+            "the ack names version {}, this suite speaks version {VERSION}",
+            v.get("version")
+                .map_or_else(|| "nothing".into(), Value::to_string)
+        ));
+    }
+    let imp = v.get("implementation");
+    let Some(name) = imp
+        .and_then(|i| i.get("name"))
+        .and_then(Value::as_str)
+        .filter(|n| !n.is_empty())
+    else {
+        return Err(format!(
+            "the ack needs \"implementation\": {{\"name\": …}}: {}",
+            clip(line)
+        ));
+    };
+    Ok(
+        match imp.and_then(|i| i.get("version")).and_then(Value::as_str) {
+            Some(version) if !version.is_empty() => format!("{name} {version}"),
+            _ => name.to_owned(),
+        },
+    )
+}
+
+/// Shorten a peer's line for an error message.
+pub(crate) fn clip(line: &str) -> String {
+    const MAX: usize = 300;
+    let line = line.trim_end();
+    if line.len() <= MAX {
+        return format!("{line:?}");
+    }
+    let mut end = MAX;
+    while !line.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{:?}… ({} bytes)", &line[..end], line.len())
+}
+
+/// What [`read_line`] found.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Line {
+    Text(String),
+    Eof,
+    TooLong,
+    NotUtf8,
+}
+
+/// Read one `\n`-terminated line of at most [`MAX_LINE_BYTES`] (the newline and a `\r`
+/// before it are dropped). A too-long line is consumed up to its end.
+pub(crate) fn read_line(reader: &mut impl BufRead) -> io::Result<Line> {
+    let mut buf = Vec::new();
+    let mut too_long = false;
+    loop {
+        let chunk = match reader.fill_buf() {
+            Ok(c) => c,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        if chunk.is_empty() {
+            if buf.is_empty() && !too_long {
+                return Ok(Line::Eof);
+            }
+            break;
+        }
+        let (take, done) = match chunk.iter().position(|&b| b == b'\n') {
+            Some(i) => (i + 1, true),
+            None => (chunk.len(), false),
+        };
+        if !too_long {
+            if buf.len() + take > MAX_LINE_BYTES + 1 {
+                too_long = true;
+                buf.clear();
+            } else {
+                buf.extend_from_slice(&chunk[..take]);
+            }
+        }
+        reader.consume(take);
+        if done {
+            break;
+        }
+    }
+    if too_long {
+        return Ok(Line::TooLong);
+    }
+    if buf.last() == Some(&b'\n') {
+        buf.pop();
+    }
+    if buf.last() == Some(&b'\r') {
+        buf.pop();
+    }
+    Ok(String::from_utf8(buf).map_or(Line::NotUtf8, Line::Text))
+}
+
+/// Serve `adapter` over the protocol: read the hello from `input`, ack it (naming
+/// `adapter.name()`), then answer one response line per request line until `input` ends. Never aborts on a bad line: a
+/// malformed envelope gets `{"id": …, "protocolError": "…"}`. Returns `Err` only when
+/// `input` or `output` fails.
+pub fn serve(
+    input: &mut impl BufRead,
+    output: &mut impl Write,
+    adapter: &mut dyn Adapter,
+) -> io::Result<()> {
+    let send = |output: &mut dyn Write, v: &Value| -> io::Result<()> {
+        let text = serde_json::to_string(v).map_err(io::Error::other)?;
+        writeln!(output, "{text}")?;
+        output.flush()
+    };
+    let mut greeted = false;
+    loop {
+        let line = match read_line(input)? {
+            Line::Eof => return Ok(()),
+            Line::Text(t) if t.trim().is_empty() => continue,
+            Line::Text(t) => Ok(t),
+            Line::TooLong => Err(format!("line longer than {MAX_LINE_BYTES} bytes")),
+            Line::NotUtf8 => Err("line is not UTF-8".to_owned()),
+        };
+        if !greeted {
+            match line.and_then(|l| check_hello(&l)) {
+                Ok(()) => {
+                    greeted = true;
+                    send(output, &ack(&adapter.name(), None))?;
+                    continue;
+                }
+                Err(e) => {
+                    // A peer that does not speak the protocol gets one refusal, then we stop.
+                    return send(output, &json!({"protocol": PROTOCOL, "error": e}));
+                }
+            }
+        }
+        let message = line
+            .and_then(|l| serde_json::from_str::<Value>(&l).map_err(|e| format!("not JSON: {e}")));
+        let reply = match message {
+            Err(e) => json!({"id": Value::Null, "protocolError": e}),
+            Ok(m) => {
+                let id = m.get("id").cloned().unwrap_or(Value::Null);
+                match (id.as_u64(), m.get("request")) {
+                    (Some(_), Some(req)) => match adapter.handle(req) {
+                        Ok(response) => json!({"id": id, "response": response}),
+                        Err(e) => json!({"id": id, "protocolError": e.to_string()}),
+                    },
+                    _ => json!({"id": id, "protocolError":
+                        "expected {\"id\": <non-negative integer>, \"request\": {…}}"}),
+                }
+            }
+        };
+        send(output, &reply)?;
+    }
+}
+
+fn check_hello(line: &str) -> Result<(), String> {
+    let v: Value =
+        serde_json::from_str(line).map_err(|e| format!("expected a hello, got non-JSON: {e}"))?;
+    if v.get("protocol").and_then(Value::as_str) != Some(PROTOCOL) {
+        return Err(format!(
+            "expected a hello {{\"protocol\": \"{PROTOCOL}\", \"version\": {VERSION}}}"
+        ));
+    }
+    match v.get("version").and_then(Value::as_u64) {
+        Some(VERSION) => Ok(()),
+        other => Err(format!(
+            "unsupported protocol version {}; this adapter speaks {VERSION}",
+            other.map_or_else(|| "(none)".to_owned(), |v| v.to_string())
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::conformance::Reference;
+
+    fn serve_lines(input: &str) -> Vec<Value> {
+        let mut out = Vec::new();
+        serve(
+            &mut io::Cursor::new(input.as_bytes()),
+            &mut out,
+            &mut Reference,
+        )
+        .expect("in-memory io");
+        String::from_utf8(out)
+            .expect("utf-8")
+            .lines()
+            .map(|l| serde_json::from_str(l).expect("every line is JSON"))
+            .collect()
+    }
+
+    #[test]
+    fn serve_acks_then_answers_in_order_and_survives_bad_lines() {
+        let hello = hello().to_string();
+        let input = format!(
+            "{hello}\n\n{}\nnot json\n{{\"id\": \"x\"}}\n{}\n",
+            request(1, &json!({"op": "nope"})),
+            request(7, &json!({"op": "plan", "workflow": {}})),
+        );
+        let out = serve_lines(&input);
+        assert_eq!(out.len(), 5, "{out:?}");
+        let name = parse_ack(&out[0].to_string()).expect("ack parses");
+        assert_eq!(name, Reference.name());
+        assert_eq!(out[1]["id"], 1);
+        assert_eq!(out[1]["response"]["error"]["code"], "bad_request");
+        assert_eq!(out[2]["id"], Value::Null);
+        assert!(out[2]["protocolError"].is_string());
+        assert_eq!(out[3]["id"], "x");
+        assert!(out[3]["protocolError"].is_string());
+        assert_eq!(out[4]["id"], 7);
+        // After bad lines, a request still gets the op service's own answer.
+        assert_eq!(
+            out[4]["response"],
+            crate::service::handle(&json!({"op": "plan", "workflow": {}}))
+        );
+    }
+
+    #[test]
+    fn serve_refuses_a_wrong_hello_once() {
+        for first in [
+            "hello",
+            r#"{"protocol":"other"}"#,
+            r#"{"protocol":"w6w-adapter","version":2}"#,
+        ] {
+            let out = serve_lines(&format!("{first}\n{}\n", request(1, &json!({}))));
+            assert_eq!(out.len(), 1, "{first}");
+            let err = parse_ack(&out[0].to_string()).expect_err("refusal");
+            assert!(err.contains("refused"), "{err}");
+        }
+    }
+
+    #[test]
+    fn acks_are_checked() {
+        assert_eq!(
+            parse_ack(r#"{"protocol":"w6w-adapter","version":1,"implementation":{"name":"h"}}"#),
+            Ok("h".to_owned())
+        );
+        assert_eq!(
+            parse_ack(&ack("h", Some("1.2")).to_string()),
+            Ok("h 1.2".to_owned())
+        );
+        for bad in [
+            "",
+            "{}",
+            r#"{"protocol":"w6w-adapter","version":2,"implementation":{"name":"h"}}"#,
+            r#"{"protocol":"w6w-adapter","version":1}"#,
+            r#"{"protocol":"w6w-adapter","version":1,"implementation":{"name":""}}"#,
+        ] {
+            assert!(parse_ack(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn lines_are_bounded_and_utf8_checked() {
+        let mut r = io::Cursor::new(b"a\r\nb\n\xff\nlast".to_vec());
+        assert_eq!(read_line(&mut r).expect("io"), Line::Text("a".into()));
+        assert_eq!(read_line(&mut r).expect("io"), Line::Text("b".into()));
+        assert_eq!(read_line(&mut r).expect("io"), Line::NotUtf8);
+        assert_eq!(read_line(&mut r).expect("io"), Line::Text("last".into()));
+        assert_eq!(read_line(&mut r).expect("io"), Line::Eof);
+        let mut long = vec![b'x'; MAX_LINE_BYTES + 10];
+        long.extend_from_slice(b"\nnext\n");
+        let mut r = io::BufReader::with_capacity(4096, io::Cursor::new(long));
+        assert_eq!(read_line(&mut r).expect("io"), Line::TooLong);
+        assert_eq!(read_line(&mut r).expect("io"), Line::Text("next".into()));
+    }
+}

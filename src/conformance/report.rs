@@ -1,0 +1,628 @@
+//! Running a suite against an adapter and reporting it: text, JSON and JUnit XML.
+//!
+//! Owns: [`run`] / [`run_suite`], the [`SuiteReport`] (per case, per clause of the whole
+//! catalogue — zero-case clauses included — totals and timing) and its three renderings.
+//! Refuses to know how an adapter is reached.
+
+use std::fmt::Write as _;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use super::diff::{self, DiffEntry};
+use super::load::{LoadError, Selection, Suite};
+use super::{Adapter, Case, CaseOutcome, check_expectations, clause_catalogue, coverage};
+
+/// What to run: where the cases are, which to select, and whether to diff failures
+/// against the reference.
+#[derive(Debug, Clone, Default)]
+pub struct RunOptions {
+    /// The case directory; `None` means [`super::default_cases_dir`].
+    pub cases_dir: Option<PathBuf>,
+    /// `--clause` filters: a family (`RETRY`) or a clause ID (`RETRY-2`).
+    pub clauses: Vec<String>,
+    /// `--case`: only cases whose id contains this.
+    pub case_id: Option<String>,
+    /// For every failing case, also ask the in-process reference and diff the responses.
+    pub diff_reference: bool,
+}
+
+/// The result of one case.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CaseResult {
+    /// The case file's stem (`retry` for `retry.json`).
+    pub file: String,
+    /// The case file's `family`.
+    pub family: String,
+    pub description: String,
+    pub outcome: CaseOutcome,
+    /// Whether the adapter failed to answer (then `outcome.response` is null).
+    pub adapter_failed: bool,
+    pub elapsed: Duration,
+    /// With `diff_reference`, for a failing case the adapter answered: reference vs
+    /// candidate, field by field (empty: they agree, so the case disagrees with both).
+    pub reference_diff: Option<Vec<DiffEntry>>,
+}
+
+/// One row of the per-clause table.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClauseRow {
+    pub clause: String,
+    pub text: String,
+    /// Cases that ran and name this clause.
+    pub cases: usize,
+    pub passed: usize,
+    pub failed: usize,
+    /// Cases in the loaded suite naming this clause, selected or not.
+    pub in_suite: usize,
+}
+
+/// Everything one suite run found.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SuiteReport {
+    pub implementation: String,
+    pub cases: Vec<CaseResult>,
+    /// One row per catalogue clause in scope of the `--clause` filters, catalogue order.
+    pub clauses: Vec<ClauseRow>,
+    pub elapsed: Duration,
+}
+
+/// Load the cases `options` names and run them against `adapter`: the entry point a host
+/// crate's `#[test]` calls. `Err` only when the suite cannot start (a malformed case file,
+/// an unknown `--clause`); failing cases are data in the report.
+///
+/// ```no_run
+/// use w6w_sim::conformance::{self, Reference, RunOptions};
+/// let report = conformance::run(&mut Reference, &RunOptions::default()).expect("suite loads");
+/// report.assert_all_passed();
+/// ```
+pub fn run(adapter: &mut dyn Adapter, options: &RunOptions) -> Result<SuiteReport, LoadError> {
+    let suite = match &options.cases_dir {
+        Some(dir) => Suite::load(dir)?,
+        None => Suite::load_default()?,
+    };
+    let selection = Selection::new(&options.clauses, options.case_id.as_deref())?;
+    Ok(run_suite(
+        adapter,
+        &suite,
+        &selection,
+        options.diff_reference,
+        &mut |_, _, _| {},
+    ))
+}
+
+/// Run the selected cases of a loaded suite. `progress(done, total, case_id)` is called
+/// after each case.
+pub fn run_suite(
+    adapter: &mut dyn Adapter,
+    suite: &Suite,
+    selection: &Selection,
+    diff_reference: bool,
+    progress: &mut dyn FnMut(usize, usize, &str),
+) -> SuiteReport {
+    #[allow(clippy::disallowed_methods)] // real time: the report states the suite's speed
+    let started = Instant::now();
+    let selected: Vec<_> = suite
+        .cases()
+        .filter(|(_, c)| selection.selects(c))
+        .collect();
+    let total = selected.len();
+    let mut cases = Vec::with_capacity(total);
+    for (done, (file, case)) in selected.into_iter().enumerate() {
+        #[allow(clippy::disallowed_methods)] // real time: per-case duration for JUnit
+        let case_started = Instant::now();
+        let (outcome, adapter_failed) = check_with(case, adapter);
+        let elapsed = case_started.elapsed();
+        let reference_diff = (diff_reference && !outcome.passed() && !adapter_failed)
+            .then(|| diff::json_diff(&crate::service::handle(&case.request), &outcome.response));
+        cases.push(CaseResult {
+            file: file.stem(),
+            family: file.file.family.clone(),
+            description: case.description.clone(),
+            outcome,
+            adapter_failed,
+            elapsed,
+            reference_diff,
+        });
+        progress(done + 1, total, &case.id);
+    }
+    let elapsed = started.elapsed();
+    let outcomes: Vec<CaseOutcome> = cases.iter().map(|c| c.outcome.clone()).collect();
+    let tally = coverage(&outcomes);
+    let mut in_suite = std::collections::HashMap::<&str, usize>::new();
+    for (_, case) in suite.cases() {
+        for c in &case.clauses {
+            *in_suite.entry(c.as_str()).or_default() += 1;
+        }
+    }
+    let clauses = clause_catalogue()
+        .into_iter()
+        .filter(|(id, _)| selection.covers_clause(id))
+        .map(|(clause, text)| {
+            let (cases, passed) = tally.get(&clause).copied().unwrap_or_default();
+            ClauseRow {
+                in_suite: in_suite.get(clause.as_str()).copied().unwrap_or_default(),
+                clause,
+                text,
+                cases,
+                passed,
+                failed: cases - passed,
+            }
+        })
+        .collect();
+    SuiteReport {
+        implementation: adapter.name(),
+        cases,
+        clauses,
+        elapsed,
+    }
+}
+
+/// Run one case through an adapter; the flag says the adapter gave no response.
+pub fn check_with(case: &Case, adapter: &mut dyn Adapter) -> (CaseOutcome, bool) {
+    let (response, failures, adapter_failed) = match adapter.handle(&case.request) {
+        Ok(response) => {
+            let failures = check_expectations(&case.expect, &response);
+            (response, failures, false)
+        }
+        Err(e) => (Value::Null, vec![e.to_string()], true),
+    };
+    let outcome = CaseOutcome {
+        id: case.id.clone(),
+        clauses: case.clauses.clone(),
+        failures,
+        response,
+    };
+    (outcome, adapter_failed)
+}
+
+impl SuiteReport {
+    pub fn passed(&self) -> usize {
+        self.cases.iter().filter(|c| c.outcome.passed()).count()
+    }
+
+    pub fn failed(&self) -> usize {
+        self.cases.len() - self.passed()
+    }
+
+    /// No case failed (the exit-status rule of `w6w-sim conformance`).
+    pub fn all_passed(&self) -> bool {
+        self.failed() == 0
+    }
+
+    pub fn cases_per_second(&self) -> f64 {
+        let secs = self.elapsed.as_secs_f64();
+        if secs > 0.0 {
+            self.cases.len() as f64 / secs
+        } else {
+            0.0
+        }
+    }
+
+    /// Panic with the failures section of the text report unless every case passed: the
+    /// one line a host crate's `#[test]` ends with.
+    #[track_caller]
+    pub fn assert_all_passed(&self) {
+        if !self.all_passed() {
+            let mut text = String::new();
+            self.write_failures(&mut text);
+            panic!(
+                "{} of {} conformance cases failed against {}:\n{text}",
+                self.failed(),
+                self.cases.len(),
+                self.implementation
+            );
+        }
+    }
+
+    /// The human report: per-clause table, failures, timing, and the closing line
+    /// `N passed, M failed`.
+    pub fn to_text(&self) -> String {
+        let mut out = String::new();
+        let _ = writeln!(out, "w6w conformance suite against {}", self.implementation);
+        let _ = writeln!(out);
+        let width = self
+            .clauses
+            .iter()
+            .map(|r| r.clause.len())
+            .max()
+            .unwrap_or(6)
+            .max(6);
+        let _ = writeln!(
+            out,
+            "{:<width$}  {:>5}  {:>6}  {:>6}",
+            "clause", "cases", "passed", "failed"
+        );
+        for r in &self.clauses {
+            let note = if r.in_suite == 0 {
+                "  no cases"
+            } else if r.cases == 0 {
+                "  none selected"
+            } else if r.failed > 0 {
+                "  FAILED"
+            } else {
+                ""
+            };
+            let _ = writeln!(
+                out,
+                "{:<width$}  {:>5}  {:>6}  {:>6}{note}",
+                r.clause, r.cases, r.passed, r.failed
+            );
+        }
+        let uncovered = self.clauses.iter().filter(|r| r.in_suite == 0).count();
+        let _ = writeln!(
+            out,
+            "\n{} clauses: {} with cases, {uncovered} with no cases",
+            self.clauses.len(),
+            self.clauses.len() - uncovered
+        );
+        if !self.all_passed() {
+            let _ = writeln!(out, "\nFailures:");
+            self.write_failures(&mut out);
+        }
+        let _ = writeln!(
+            out,
+            "\n{} cases in {:.3} s, {:.0} cases/s",
+            self.cases.len(),
+            self.elapsed.as_secs_f64(),
+            self.cases_per_second()
+        );
+        let _ = writeln!(out, "{} passed, {} failed", self.passed(), self.failed());
+        out
+    }
+
+    fn write_failures(&self, out: &mut String) {
+        for c in self.cases.iter().filter(|c| !c.outcome.passed()) {
+            let _ = writeln!(
+                out,
+                "  {} [{}] ({}.json)",
+                c.outcome.id,
+                c.outcome.clauses.join(", "),
+                c.file
+            );
+            if !c.description.is_empty() {
+                let _ = writeln!(out, "    {}", c.description);
+            }
+            for f in &c.outcome.failures {
+                let _ = writeln!(out, "    - {f}");
+            }
+            match &c.reference_diff {
+                Some(d) if d.is_empty() => {
+                    let _ = writeln!(
+                        out,
+                        "    the reference gives the same response: the case disagrees with the reference too"
+                    );
+                }
+                Some(d) => {
+                    let _ = writeln!(
+                        out,
+                        "    diff against the reference (- reference  + candidate):"
+                    );
+                    for line in diff::render(d) {
+                        let _ = writeln!(out, "      {line}");
+                    }
+                }
+                None => {}
+            }
+        }
+    }
+
+    /// The same report as one JSON document.
+    pub fn to_json(&self) -> Value {
+        let cases: Vec<Value> = self
+            .cases
+            .iter()
+            .map(|c| {
+                let mut v = json!({
+                    "id": c.outcome.id,
+                    "file": c.file,
+                    "family": c.family,
+                    "clauses": c.outcome.clauses,
+                    "passed": c.outcome.passed(),
+                    "failures": c.outcome.failures,
+                    "elapsedMs": c.elapsed.as_secs_f64() * 1000.0,
+                });
+                if !c.outcome.passed()
+                    && let Some(obj) = v.as_object_mut()
+                {
+                    obj.insert("adapterFailed".into(), c.adapter_failed.into());
+                    obj.insert("response".into(), c.outcome.response.clone());
+                    if let Some(d) = &c.reference_diff {
+                        let d: Vec<Value> = d.iter().map(DiffEntry::to_json).collect();
+                        obj.insert("referenceDiff".into(), d.into());
+                    }
+                }
+                v
+            })
+            .collect();
+        let clauses: Vec<Value> = self
+            .clauses
+            .iter()
+            .map(|r| {
+                json!({"clause": r.clause, "text": r.text, "cases": r.cases, "passed": r.passed,
+                       "failed": r.failed, "casesInSuite": r.in_suite})
+            })
+            .collect();
+        let uncovered: Vec<&str> = self
+            .clauses
+            .iter()
+            .filter(|r| r.in_suite == 0)
+            .map(|r| r.clause.as_str())
+            .collect();
+        json!({
+            "implementation": self.implementation,
+            "cases": cases,
+            "clauses": clauses,
+            "clausesWithoutCases": uncovered,
+            "totals": {"cases": self.cases.len(), "passed": self.passed(), "failed": self.failed()},
+            "elapsedMs": self.elapsed.as_secs_f64() * 1000.0,
+            "casesPerSecond": self.cases_per_second(),
+        })
+    }
+
+    /// JUnit XML: one `<testsuite>` per case file, one `<testcase>` per case named by its
+    /// id, classname `w6w.conformance.<file>`, clauses as `<property name="clause">`.
+    pub fn to_junit(&self) -> String {
+        let mut out = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+        let _ = writeln!(
+            out,
+            "<testsuites name=\"{}\" tests=\"{}\" failures=\"{}\" errors=\"0\" time=\"{:.3}\">",
+            xml_escape(&format!("w6w conformance: {}", self.implementation)),
+            self.cases.len(),
+            self.failed(),
+            self.elapsed.as_secs_f64()
+        );
+        let mut files: Vec<&str> = Vec::new();
+        for c in &self.cases {
+            if !files.contains(&c.file.as_str()) {
+                files.push(&c.file);
+            }
+        }
+        for file in files {
+            let group: Vec<&CaseResult> = self.cases.iter().filter(|c| c.file == file).collect();
+            let failures = group.iter().filter(|c| !c.outcome.passed()).count();
+            let time: f64 = group.iter().map(|c| c.elapsed.as_secs_f64()).sum();
+            let _ = writeln!(
+                out,
+                "  <testsuite name=\"{}\" tests=\"{}\" failures=\"{failures}\" errors=\"0\" skipped=\"0\" time=\"{time:.3}\">",
+                xml_escape(file),
+                group.len()
+            );
+            for c in group {
+                let _ = writeln!(
+                    out,
+                    "    <testcase name=\"{}\" classname=\"w6w.conformance.{}\" time=\"{:.6}\">",
+                    xml_escape(&c.outcome.id),
+                    xml_escape(&c.file),
+                    c.elapsed.as_secs_f64()
+                );
+                out.push_str("      <properties>\n");
+                for clause in &c.outcome.clauses {
+                    let _ = writeln!(
+                        out,
+                        "        <property name=\"clause\" value=\"{}\"/>",
+                        xml_escape(clause)
+                    );
+                }
+                out.push_str("      </properties>\n");
+                if !c.outcome.passed() {
+                    let mut body = format!("clauses: {}\n", c.outcome.clauses.join(", "));
+                    for f in &c.outcome.failures {
+                        let _ = writeln!(body, "- {f}");
+                    }
+                    if let Some(d) = &c.reference_diff {
+                        let _ = writeln!(
+                            body,
+                            "diff against the reference (- reference  + candidate):"
+                        );
+                        for line in diff::render(d) {
+                            let _ = writeln!(body, "  {line}");
+                        }
+                    }
+                    let _ = writeln!(
+                        out,
+                        "      <failure message=\"{}\" type=\"{}\">{}</failure>",
+                        xml_escape(c.outcome.failures.first().map_or("", String::as_str)),
+                        if c.adapter_failed {
+                            "adapter"
+                        } else {
+                            "expectation"
+                        },
+                        xml_escape(&body)
+                    );
+                }
+                out.push_str("    </testcase>\n");
+            }
+            out.push_str("  </testsuite>\n");
+        }
+        out.push_str("</testsuites>\n");
+        out
+    }
+}
+
+/// Escape text for an XML 1.0 attribute or element. Characters XML 1.0 cannot carry at
+/// all (most C0 controls) become `\u{…}` text rather than an ill-formed document.
+pub fn xml_escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&apos;"),
+            '\n' => out.push_str("&#10;"),
+            '\r' => out.push_str("&#13;"),
+            '\t' => out.push_str("&#9;"),
+            c if (c as u32) < 0x20 || c == '\u{FFFE}' || c == '\u{FFFF}' => {
+                let _ = write!(out, "\\u{{{:x}}}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::conformance::{AdapterError, FnAdapter, LoadedFile};
+    use crate::conformance::{CaseFile, Reference};
+
+    fn suite(cases: Value) -> Suite {
+        let file: CaseFile =
+            serde_json::from_value(json!({"family": "PLAN", "cases": cases})).expect("case file");
+        Suite {
+            files: vec![LoadedFile {
+                path: "cases/plan.json".into(),
+                file,
+            }],
+        }
+    }
+
+    fn two_cases() -> Suite {
+        suite(json!([
+            {"id": "good", "clauses": ["PLAN-1", "PLAN-2"], "request": {"op": "x"},
+             "expect": {"ok": 1}},
+            {"id": "bad <&>", "clauses": ["PLAN-2"], "description": "d", "request": {"op": "y"},
+             "expect": {"ok": 1, "match": {"/ok": 1}}}
+        ]))
+    }
+
+    fn answer_x(request: &Value) -> Value {
+        if request["op"] == "x" {
+            json!({"ok": 1})
+        } else {
+            json!({"ok": "\u{1}wrong"})
+        }
+    }
+
+    #[test]
+    fn the_report_counts_cases_per_clause_and_lists_every_clause() {
+        let mut adapter = FnAdapter::new("fake", answer_x);
+        let report = run_suite(
+            &mut adapter,
+            &two_cases(),
+            &Selection::all(),
+            false,
+            &mut |_, _, _| {},
+        );
+        assert_eq!((report.passed(), report.failed()), (1, 1));
+        assert_eq!(report.clauses.len(), clause_catalogue().len());
+        let row = |id: &str| {
+            report
+                .clauses
+                .iter()
+                .find(|r| r.clause == id)
+                .expect(id)
+                .clone()
+        };
+        assert_eq!((row("PLAN-1").cases, row("PLAN-1").passed), (1, 1));
+        assert_eq!((row("PLAN-2").cases, row("PLAN-2").failed), (2, 1));
+        assert_eq!(row("RUN-1").in_suite, 0);
+        let text = report.to_text();
+        assert_eq!(text.lines().last(), Some("1 passed, 1 failed"));
+        assert!(text.contains("RUN-1"), "zero-case clauses are listed");
+        assert!(
+            text.contains("- match /ok: expected 1, got \"\\u0001wrong\""),
+            "{text}"
+        );
+        let v = report.to_json();
+        assert_eq!(v["totals"], json!({"cases": 2, "passed": 1, "failed": 1}));
+        assert_eq!(v["cases"][1]["response"], json!({"ok": "\u{1}wrong"}));
+        assert!(
+            v["clausesWithoutCases"]
+                .as_array()
+                .is_some_and(|a| a.contains(&json!("RUN-1")))
+        );
+    }
+
+    #[test]
+    fn filters_narrow_cases_and_clause_rows() {
+        let mut adapter = FnAdapter::new("fake", answer_x);
+        let sel = Selection::new(&["PLAN-1".into()], None).expect("valid");
+        let report = run_suite(&mut adapter, &two_cases(), &sel, false, &mut |_, _, _| {});
+        assert_eq!(report.cases.len(), 1);
+        assert_eq!(report.clauses.len(), 1);
+        let sel = Selection::new(&[], Some("bad")).expect("valid");
+        let report = run_suite(&mut adapter, &two_cases(), &sel, false, &mut |_, _, _| {});
+        assert_eq!(report.cases.len(), 1);
+        let text = report.to_text();
+        let line = text
+            .lines()
+            .find(|l| l.starts_with("PLAN-1 "))
+            .expect("PLAN-1 row");
+        assert_eq!(
+            line.split_whitespace().collect::<Vec<_>>(),
+            ["PLAN-1", "0", "0", "0", "none", "selected"]
+        );
+    }
+
+    struct Dead;
+    impl Adapter for Dead {
+        fn name(&self) -> String {
+            "dead".into()
+        }
+        fn handle(&mut self, _: &Value) -> Result<Value, AdapterError> {
+            Err(AdapterError::Exited("gone".into()))
+        }
+    }
+
+    #[test]
+    fn an_adapter_error_fails_even_a_case_it_would_pass() {
+        let s = suite(json!([{"id": "e", "clauses": ["PLAN-1"], "request": {},
+                              "expect": {"absent": ["/ok"]}}]));
+        let report = run_suite(&mut Dead, &s, &Selection::all(), true, &mut |_, _, _| {});
+        assert_eq!(report.failed(), 1);
+        assert_eq!(report.cases[0].outcome.failures, ["adapter exited: gone"]);
+        assert!(report.cases[0].adapter_failed);
+        assert_eq!(report.cases[0].reference_diff, None);
+    }
+
+    #[test]
+    fn diff_reference_shows_fields_or_says_the_reference_agrees() {
+        let s = suite(
+            json!([{"id": "u", "clauses": ["PLAN-1"], "request": {"op": "nope"},
+                              "expect": {"ok": true}}]),
+        );
+        let report = run_suite(
+            &mut Reference,
+            &s,
+            &Selection::all(),
+            true,
+            &mut |_, _, _| {},
+        );
+        assert_eq!(report.cases[0].reference_diff, Some(vec![]));
+        assert!(
+            report
+                .to_text()
+                .contains("the case disagrees with the reference too")
+        );
+        let mut liar = FnAdapter::new("liar", |_: &Value| json!({"error": {"code": "other"}}));
+        let report = run_suite(&mut liar, &s, &Selection::all(), true, &mut |_, _, _| {});
+        let d = report.cases[0].reference_diff.clone().expect("diffed");
+        assert!(d.iter().any(|e| e.pointer == "/error/code"), "{d:?}");
+    }
+
+    #[test]
+    fn junit_is_escaped_and_names_cases_by_id() {
+        let mut adapter = FnAdapter::new("fa\"ke", answer_x);
+        let report = run_suite(
+            &mut adapter,
+            &two_cases(),
+            &Selection::all(),
+            false,
+            &mut |_, _, _| {},
+        );
+        let xml = report.to_junit();
+        assert!(xml.contains("<testcase name=\"good\" classname=\"w6w.conformance.plan\""));
+        assert!(xml.contains("<testcase name=\"bad &lt;&amp;&gt;\""));
+        assert!(xml.contains("<property name=\"clause\" value=\"PLAN-2\"/>"));
+        assert!(xml.contains("name=\"w6w conformance: fa&quot;ke\""));
+        assert!(!xml.contains('\u{1}'));
+        assert_eq!(xml_escape("a\u{1}b"), "a\\u{1}b");
+        assert_eq!(xml.matches("<failure ").count(), 1);
+        assert_eq!(xml_escape("a'\n<"), "a&apos;&#10;&lt;");
+    }
+}

@@ -1,0 +1,415 @@
+//! `w6w-sim conformance` and `w6w-sim adapter serve` end to end: the same cases through the
+//! in-process reference and through the process protocol give the same results; broken
+//! adapters and broken case files give honest red reports, never a hang.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use w6w_sim::conformance::clause_catalogue;
+
+const BIN: &str = env!("CARGO_BIN_EXE_w6w-sim");
+
+fn data(rel: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data")
+        .join(rel)
+}
+
+fn fixture_cases() -> String {
+    data("cases").display().to_string()
+}
+
+fn serve_command() -> String {
+    format!("'{BIN}' adapter serve")
+}
+
+fn sh_adapter(name: &str) -> String {
+    format!("sh '{}'", data(&format!("adapters/{name}.sh")).display())
+}
+
+fn conformance(args: &[&str]) -> Output {
+    Command::new(BIN)
+        .arg("conformance")
+        .args(args)
+        .output()
+        .expect("w6w-sim runs")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn json_report(args: &[&str]) -> (Value, i32) {
+    let mut all = vec!["--json"];
+    all.extend_from_slice(args);
+    let out = conformance(&all);
+    let v: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("--json is JSON ({e}): {}{}", stdout(&out), stderr(&out)));
+    (v, out.status.code().expect("exit code"))
+}
+
+/// (id, passed, failures) of every case: what must agree across hosts.
+fn per_case(report: &Value) -> Vec<(String, bool, Vec<String>)> {
+    report["cases"]
+        .as_array()
+        .expect("cases")
+        .iter()
+        .map(|c| {
+            let failures = c["failures"]
+                .as_array()
+                .expect("failures")
+                .iter()
+                .map(|f| f.as_str().expect("string").to_owned())
+                .collect();
+            (
+                c["id"].as_str().expect("id").to_owned(),
+                c["passed"].as_bool().expect("passed"),
+                failures,
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn the_process_adapter_gives_the_same_results_as_the_in_process_reference() {
+    let serve = serve_command();
+    let fixtures = fixture_cases();
+    // The bundled suite (whatever state it is in) and the fixture with a red case.
+    for extra in [vec![], vec!["--cases", fixtures.as_str()]] {
+        let (inproc, inproc_code) = json_report(&extra);
+        let mut args = extra.clone();
+        args.extend(["--adapter", serve.as_str()]);
+        let (process, process_code) = json_report(&args);
+        assert_eq!(per_case(&inproc), per_case(&process), "{extra:?}");
+        assert_eq!(inproc["clauses"], process["clauses"], "{extra:?}");
+        assert_eq!(inproc["totals"], process["totals"], "{extra:?}");
+        assert_eq!(inproc_code, process_code, "{extra:?}");
+        assert_eq!(inproc["implementation"], process["implementation"]);
+        assert!(!per_case(&inproc).is_empty());
+    }
+    let (fixture, code) = json_report(&["--cases", &fixtures, "--adapter", &serve]);
+    assert_eq!(code, 1, "a failing case makes the exit status 1");
+    assert_eq!(
+        fixture["totals"],
+        json!({"cases": 3, "passed": 2, "failed": 1})
+    );
+}
+
+#[test]
+fn the_text_report_lists_every_clause_failures_timing_and_the_closing_line() {
+    let out = conformance(&["--cases", &fixture_cases()]);
+    assert_eq!(out.status.code(), Some(1));
+    let text = stdout(&out);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.last(), Some(&"2 passed, 1 failed"));
+    for (id, _) in clause_catalogue() {
+        let row = lines
+            .iter()
+            .find(|l| l.split_whitespace().next() == Some(id.as_str()))
+            .unwrap_or_else(|| panic!("no row for {id}"));
+        let cols: Vec<&str> = row.split_whitespace().collect();
+        match id.as_str() {
+            "PLAN-4" | "PLAN-3" | "RUN-1" => assert_eq!(cols[1..], ["1", "1", "0"], "{row}"),
+            "PLAN-5" => assert_eq!(cols[1..], ["1", "0", "1", "FAILED"], "{row}"),
+            _ => assert_eq!(cols[1..], ["0", "0", "0", "no", "cases"], "{row}"),
+        }
+    }
+    assert!(text.contains("  fixture-deliberately-wrong [PLAN-5] (fixture.json)"));
+    assert!(text.contains("    - ok: expected [\"b\",\"a\"], got [\"a\",\"b\"]"));
+    let timing = lines[lines.len() - 2];
+    assert!(
+        timing.starts_with("3 cases in ") && timing.ends_with(" cases/s"),
+        "{timing}"
+    );
+    assert!(
+        stderr(&out).is_empty(),
+        "no progress indicator when stderr is not a terminal: {:?}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn clause_and_case_filters_select_cases_and_rows() {
+    let f = fixture_cases();
+    let (v, code) = json_report(&["--cases", &f, "--clause", "PLAN-4"]);
+    assert_eq!(code, 0);
+    assert_eq!(v["totals"]["cases"], 1);
+    assert_eq!(v["clauses"].as_array().map(Vec::len), Some(1));
+    let (v, _) = json_report(&["--cases", &f, "--clause", "plan"]);
+    assert_eq!(v["totals"]["cases"], 3);
+    assert!(
+        v["clauses"]
+            .as_array()
+            .expect("rows")
+            .iter()
+            .all(|r| r["clause"].as_str().is_some_and(|c| c.starts_with("PLAN-")))
+    );
+    let (v, _) = json_report(&["--cases", &f, "--clause", "RUN", "--clause", "PLAN-3"]);
+    assert_eq!(v["totals"]["cases"], 2);
+    let (v, code) = json_report(&["--cases", &f, "--case", "cycle"]);
+    assert_eq!((v["totals"]["cases"].clone(), code), (json!(1), 0));
+    for bad in [
+        vec!["--clause", "RETYR"],
+        vec!["--clause", "RETRY-999"],
+        vec!["--case", "no-such-case"],
+    ] {
+        let mut args = vec!["--cases", f.as_str()];
+        args.extend(bad.iter());
+        let out = conformance(&args);
+        assert_eq!(out.status.code(), Some(2), "{bad:?}");
+        assert!(stdout(&out).is_empty(), "{bad:?}");
+    }
+}
+
+#[test]
+fn junit_has_one_testcase_per_case_with_clauses_and_the_diff() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("junit.xml");
+    let out = conformance(&[
+        "--cases",
+        &fixture_cases(),
+        "--junit",
+        path.to_str().expect("utf-8"),
+        "--adapter",
+        &sh_adapter("wrong"),
+        "--diff-reference",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let xml = std::fs::read_to_string(&path).expect("junit written");
+    assert!(xml.starts_with("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites "));
+    assert_eq!(xml.matches("<testcase ").count(), 3);
+    assert_eq!(xml.matches("<failure ").count(), 3);
+    assert!(
+        xml.contains(
+            "<testcase name=\"fixture-chain-order\" classname=\"w6w.conformance.fixture\""
+        )
+    );
+    assert!(xml.contains("<property name=\"clause\" value=\"RUN-1\"/>"));
+    assert!(xml.contains("name=\"w6w conformance: wrong-adapter 0.0.1\""));
+    // The expectation diff, XML-escaped.
+    assert!(
+        xml.contains("/ok: - [&quot;c&quot;,&quot;a&quot;,&quot;b&quot;]  + &quot;wrong&quot;"),
+        "{xml}"
+    );
+    let bad_dir = dir.path().join("missing/junit.xml");
+    let out = conformance(&[
+        "--cases",
+        &fixture_cases(),
+        "--clause",
+        "PLAN-4",
+        "--junit",
+        bad_dir.to_str().expect("utf-8"),
+    ]);
+    assert_eq!(out.status.code(), Some(2), "an unwritable JUnit file");
+    assert!(stderr(&out).contains("cannot write the JUnit report"));
+}
+
+#[test]
+fn a_wrong_adapter_is_red_with_the_differing_field() {
+    let out = conformance(&[
+        "--cases",
+        &fixture_cases(),
+        "--adapter",
+        &sh_adapter("wrong"),
+        "--diff-reference",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let text = stdout(&out);
+    assert!(text.starts_with("w6w conformance suite against wrong-adapter 0.0.1\n"));
+    assert_eq!(text.lines().last(), Some("0 passed, 3 failed"));
+    assert!(text.contains("    - ok: expected [\"c\",\"a\",\"b\"], got \"wrong\""));
+    assert!(text.contains("      /ok: - [\"c\",\"a\",\"b\"]  + \"wrong\""));
+    assert!(text.contains("      /error: - {\"code\":\"invalid_workflow\""));
+}
+
+/// Run a broken adapter; every case fails with a message containing each of `needles`.
+fn assert_all_red(adapter: &str, extra: &[&str], needles: &[&str]) {
+    let started = Instant::now();
+    let mut args = vec!["--cases", "", "--adapter", adapter];
+    let f = fixture_cases();
+    args[1] = &f;
+    args.extend_from_slice(extra);
+    let (v, code) = json_report(&args);
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "{adapter} took {:?}",
+        started.elapsed()
+    );
+    assert_eq!(code, 1, "{adapter}");
+    assert_eq!(
+        v["totals"],
+        json!({"cases": 3, "passed": 0, "failed": 3}),
+        "{adapter}"
+    );
+    for c in v["cases"].as_array().expect("cases") {
+        assert_eq!(c["adapterFailed"], true, "{c}");
+        let msg = c["failures"][0].as_str().expect("message");
+        for n in needles {
+            assert!(msg.contains(n), "{adapter}: {msg:?} lacks {n:?}");
+        }
+    }
+}
+
+#[test]
+fn a_crashing_adapter_is_red_with_its_exit_status_and_stderr() {
+    assert_all_red(
+        &sh_adapter("crash"),
+        &[],
+        &["exited (exit status: 3)", "boom: simulated crash"],
+    );
+}
+
+#[test]
+fn a_silent_adapter_times_out_and_is_given_up_on() {
+    let (v, _) = json_report(&[
+        "--cases",
+        &fixture_cases(),
+        "--adapter",
+        &sh_adapter("silent"),
+        "--timeout-ms",
+        "200",
+    ]);
+    let msgs: Vec<&str> = v["cases"]
+        .as_array()
+        .expect("cases")
+        .iter()
+        .map(|c| c["failures"][0].as_str().expect("message"))
+        .collect();
+    // Three timeouts in a row (each on a fresh process), then no more restarts.
+    assert!(
+        msgs[0].contains("adapter timeout: no answer within 200 ms"),
+        "{msgs:?}"
+    );
+    assert_all_red(&sh_adapter("silent"), &["--timeout-ms", "200"], &["200 ms"]);
+}
+
+#[test]
+fn a_garbled_or_mute_adapter_or_one_without_the_protocol_is_red() {
+    assert_all_red(&sh_adapter("garbled"), &[], &["not JSON", "DEBUG handling"]);
+    assert_all_red(
+        &sh_adapter("no-hello"),
+        &[],
+        &["adapter handshake", "Welcome to some other program"],
+    );
+    assert_all_red(
+        &sh_adapter("mute"),
+        &["--startup-timeout-ms", "200"],
+        &["adapter handshake", "ack to the hello"],
+    );
+}
+
+#[test]
+fn an_adapter_that_cannot_start_is_a_usage_error() {
+    for cmd in ["/nonexistent/host-adapter", "'unterminated", ""] {
+        let out = conformance(&["--cases", &fixture_cases(), "--adapter", cmd]);
+        assert_eq!(out.status.code(), Some(2), "{cmd:?}");
+        assert!(stderr(&out).contains("adapter spawn"), "{}", stderr(&out));
+    }
+}
+
+#[test]
+fn malformed_case_files_name_the_file_and_the_json_pointer() {
+    let out = conformance(&["--cases", data("bad-cases").to_str().expect("utf-8")]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    for needle in [
+        "broken.json: at /cases/1/expects: unknown field \"expects\"",
+        "broken.json: at /cases/1/clauses/1: \"RETRY-99\" is not a clause ID",
+        "broken.json: at /cases/1: missing field \"expect\"",
+        "broken.json: at /cases/2/expect/count/0/pointer: \"invocations\" is not a JSON Pointer",
+        "broken.json: at /cases/2/expect/count/0: count needs \"equals\"",
+    ] {
+        assert!(err.contains(needle), "{needle:?} not in {err}");
+    }
+    let out = conformance(&["--cases", data("bad-syntax").to_str().expect("utf-8")]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("syntax.json: not valid JSON (line 3, column 15)"),
+        "{}",
+        stderr(&out)
+    );
+    let out = conformance(&["--cases", data("no-such-dir").to_str().expect("utf-8")]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("cannot read the case directory"));
+}
+
+/// The worked transcript in docs/adapter-protocol.md is real: every `→` line sent to
+/// `w6w-sim adapter serve` gets exactly the `←` line that follows it.
+#[test]
+fn the_documented_transcript_is_what_adapter_serve_says() {
+    let doc = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/adapter-protocol.md"),
+    )
+    .expect("docs/adapter-protocol.md");
+    let start = doc.find("<!-- transcript -->").expect("transcript marker");
+    let block = &doc[start..];
+    let block = &block[block.find("```").expect("fence") + 3..];
+    let block = &block[block.find('\n').expect("newline") + 1..];
+    let block = &block[..block.find("```").expect("closing fence")];
+    let mut sent = String::new();
+    let mut expected = Vec::new();
+    for line in block.lines() {
+        if let Some(l) = line.strip_prefix("→ ") {
+            sent.push_str(l);
+            sent.push('\n');
+        } else if let Some(l) = line.strip_prefix("← ") {
+            expected.push(serde_json::from_str::<Value>(l).expect("← line is JSON"));
+        }
+    }
+    assert!(expected.len() >= 4, "transcript too short");
+    let mut child = Command::new(BIN)
+        .args(["adapter", "serve"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("serve starts");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(sent.as_bytes())
+        .expect("write");
+    let out = child.wait_with_output().expect("serve exits at EOF");
+    assert!(out.status.success());
+    let got: Vec<Value> = String::from_utf8(out.stdout)
+        .expect("utf-8")
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("every line is JSON"))
+        .collect();
+    assert_eq!(got, expected);
+}
+
+#[test]
+fn one_crash_costs_one_case_because_the_adapter_is_restarted() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let marker = dir.path().join("crashed-once");
+    let adapter = format!("{} '{}' '{BIN}'", sh_adapter("flaky"), marker.display());
+    let (v, code) = json_report(&["--cases", &fixture_cases(), "--adapter", &adapter]);
+    assert_eq!(code, 1);
+    let results: Vec<(bool, bool)> = v["cases"]
+        .as_array()
+        .expect("cases")
+        .iter()
+        .map(|c| (c["passed"] == true, c["adapterFailed"] == true))
+        .collect();
+    // Case 1: the crash. Case 2: the restarted adapter answers correctly. Case 3: answered,
+    // and red only because its expectation is deliberately wrong.
+    assert_eq!(
+        results,
+        [(false, true), (true, false), (false, false)],
+        "{v}"
+    );
+    assert!(
+        v["cases"][0]["failures"][0]
+            .as_str()
+            .is_some_and(|m| m.contains("crashing on purpose")),
+        "{v}"
+    );
+}

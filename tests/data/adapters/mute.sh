@@ -1,0 +1,3 @@
+#!/bin/sh
+# A program that never answers the hello.
+exec sleep 60
