@@ -132,8 +132,8 @@ pub(crate) struct Analysis {
 ///
 /// `ids[i]` is step `i`'s id (`None` when the document has no usable id for it; such a
 /// step is still a node, just one no edge can name). Ids resolve to their first
-/// declaration. Cycle detection runs only when no id is duplicated: with duplicates the
-/// graph itself is ambiguous, and a "cycle" through the wrong twin would be invented.
+/// declaration, so with duplicate ids the graph is the graph of *names* the edges
+/// describe: a cycle in it survives whichever twin is renamed, and is reported too.
 pub(crate) fn analyse(ids: &[Option<&str>], edges: &[EdgeEnds<'_>]) -> Analysis {
     let n = ids.len();
     let mut errors = Vec::new();
@@ -151,7 +151,6 @@ pub(crate) fn analyse(ids: &[Option<&str>], edges: &[EdgeEnds<'_>]) -> Analysis 
             index.insert(id, i);
         }
     }
-    let duplicates = !errors.is_empty();
     // PLAN-2 / ERR-13: every edge, success or error, must name existing steps.
     let mut endpoints = Vec::with_capacity(edges.len());
     for (e, edge) in edges.iter().enumerate() {
@@ -162,7 +161,7 @@ pub(crate) fn analyse(ids: &[Option<&str>], edges: &[EdgeEnds<'_>]) -> Analysis 
                 errors.push(ValidationError::new(
                     ValidationCode::DanglingEdge,
                     format!("/edges/{e}/{field}"),
-                    format!("edge {e} {field} {name:?}, which names no step"),
+                    format!("edge {e}'s {field:?} is {name:?}, but no step has that id"),
                 ));
             }
             found
@@ -170,13 +169,6 @@ pub(crate) fn analyse(ids: &[Option<&str>], edges: &[EdgeEnds<'_>]) -> Analysis 
         let from = resolve(edge.from, "from");
         let to = resolve(edge.to, "to");
         endpoints.push(from.zip(to));
-    }
-    if duplicates {
-        return Analysis {
-            errors,
-            endpoints,
-            order: None,
-        };
     }
     let graph = Csr::new(n, &endpoints);
     // PLAN-4: no edges → the declared order, without touching the heap.
@@ -595,13 +587,15 @@ mod tests {
     }
 
     #[test]
-    fn duplicates_suppress_cycle_detection_but_not_dangling_edges() {
+    fn duplicates_dangling_edges_and_cycles_are_all_reported_together() {
+        // The self-loop is on the name "a", whichever of the two steps keeps it.
         let found = codes(&["a", "a"], &[("a", "a"), ("a", "zz")]);
         assert_eq!(
             found,
             [
                 ("duplicate_step_id".to_owned(), "/steps/1/id".to_owned()),
-                ("dangling_edge".to_owned(), "/edges/1/to".to_owned())
+                ("dangling_edge".to_owned(), "/edges/1/to".to_owned()),
+                ("cycle".to_owned(), "/edges".to_owned())
             ]
         );
     }

@@ -32,13 +32,19 @@ pub fn key_grammar_problems(key: &str) -> Vec<String> {
         Some(c) => problems.push(format!("must start with a lowercase letter a-z, not {c:?}")),
         None => {}
     }
-    if let Some((pos, c)) = key
-        .chars()
-        .enumerate()
-        .find(|&(_, c)| !(c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-'))
-    {
+    // The first character has its own rule above; list each other illegal one once.
+    let mut illegal: Vec<char> = Vec::new();
+    for c in key.chars().skip(1) {
+        let legal = c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-';
+        if !legal && !illegal.contains(&c) {
+            illegal.push(c);
+        }
+    }
+    if !illegal.is_empty() {
+        let shown: Vec<String> = illegal.iter().map(|c| format!("{c:?}")).collect();
         problems.push(format!(
-            "may contain only a-z, 0-9 and '-', but has {c:?} at position {pos}"
+            "may contain only a-z, 0-9 and '-', not {}",
+            shown.join(", ")
         ));
     }
     if key.contains("--") {
@@ -113,6 +119,7 @@ mod tests {
             ("abC", "'C'"),
             ("ab.c", "'.'"),
             ("añb", "'ñ'"),
+            ("a_b_C", "not '_', 'C'"),
             ("ab--c", "--"),
             ("abc-", "end with"),
         ] {

@@ -301,8 +301,8 @@ impl Walk {
                             Code::InvalidKey,
                             "/key",
                             format!(
-                                "key {key:?} {} (a key is 3 to 39 characters: a lowercase letter, then a-z, 0-9 or '-', with no \"--\" and no trailing '-')",
-                                problems.join(", ")
+                                "key {key:?} breaks the key grammar: it {}",
+                                problems.join("; it ")
                             ),
                         );
                     }
