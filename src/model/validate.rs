@@ -16,6 +16,7 @@
 //! `invalid_type`, which is what makes every accepted document round-trip byte-for-value
 //! through the typed model (see `docs/decisions-foundation.md`).
 
+use serde::Deserialize;
 use serde_json::{Map, Number, Value};
 
 use super::{ValidationCode as Code, ValidationError, Workflow, pointer_token};
@@ -74,8 +75,9 @@ pub(crate) fn validate_document(
         return Err(errors);
     }
     // The walk above checks every field the typed model reads, so this only fails on a
-    // bug; it is still an `Err`, never a panic.
-    serde_json::from_value(doc.clone()).map_err(|e| {
+    // bug; it is still an `Err`, never a panic. Deserializing from `&Value` avoids
+    // cloning the whole document first.
+    Workflow::deserialize(doc).map_err(|e| {
         vec![ValidationError::new(
             Code::InvalidType,
             "",
