@@ -2,6 +2,10 @@
 //!
 //! Invariant: every command is a thin call into the library; exit codes are 0 (success),
 //! 1 (the input is invalid), 2 (usage, I/O or JSON syntax error).
+//!
+//! Adding a command family: put it in its own file as a `#[derive(Subcommand)]` enum with
+//! a `run(cmd) -> ExitCode` function, then add one `mod` line, one `#[command(flatten)]`
+//! variant to [`Command`] and one arm to the `match` in [`main`] — the way `model` does.
 
 use std::io::{BufRead, Write};
 use std::process::ExitCode;
@@ -9,6 +13,8 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod conformance;
+mod input;
+mod model;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -23,6 +29,9 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// `validate`, `plan`: save-time checks and the execution order of workflow documents.
+    #[command(flatten)]
+    Model(model::ModelCommand),
     /// JSON-lines service on stdin/stdout: one response line per request line.
     Eval,
     #[command(flatten)]
@@ -33,6 +42,7 @@ enum Command {
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
+        Command::Model(cmd) => model::run(cmd),
         Command::Eval => eval(),
         Command::Conf(c) => conformance::main(c),
     }

@@ -39,6 +39,8 @@ pub enum ValidationCode {
     UnsupportedStrategy,
     /// A control's params are malformed at plan time.
     ParamInvalid,
+    /// SEC-2: the document nests deeper than `model::MAX_NESTING_DEPTH`.
+    NestingTooDeep,
 }
 
 impl ValidationCode {
@@ -60,6 +62,7 @@ impl ValidationCode {
             ValidationCode::UnsupportedWait => "unsupported_wait",
             ValidationCode::UnsupportedStrategy => "unsupported_strategy",
             ValidationCode::ParamInvalid => "param_invalid",
+            ValidationCode::NestingTooDeep => "nesting_too_deep",
         }
     }
 }
@@ -80,6 +83,17 @@ pub struct ValidationError {
 }
 
 impl ValidationError {
+    /// The wire shape `{status, code, path, message}`, built without a fallible
+    /// serializer so callers never need to handle an error that cannot happen.
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "status": self.status,
+            "code": self.code.as_str(),
+            "path": self.path,
+            "message": self.message,
+        })
+    }
+
     pub fn new(code: ValidationCode, path: impl Into<String>, message: impl Into<String>) -> Self {
         ValidationError {
             status: 400,
@@ -103,7 +117,52 @@ impl std::fmt::Display for ValidationError {
 
 impl std::error::Error for ValidationError {}
 
+/// A list of problems in the wire shape: a JSON array of [`ValidationError::to_json`].
+pub fn errors_to_json(errors: &[ValidationError]) -> serde_json::Value {
+    serde_json::Value::Array(errors.iter().map(ValidationError::to_json).collect())
+}
+
 /// Escape one reference token for a JSON Pointer (RFC 6901 §3: `~` → `~0`, `/` → `~1`).
 pub fn pointer_token(token: &str) -> String {
     token.replace('~', "~0").replace('/', "~1")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wire_codes_match_serde_spelling() {
+        use ValidationCode::*;
+        for code in [
+            DuplicateStepId,
+            DanglingEdge,
+            Cycle,
+            InvalidEdgeWhen,
+            DottedStepId,
+            InvalidRetryPolicy,
+            InvalidKey,
+            NoSteps,
+            InvalidType,
+            MissingField,
+            InvalidValue,
+            SubBlockEdge,
+            UnknownControl,
+            UnsupportedWait,
+            UnsupportedStrategy,
+            ParamInvalid,
+            NestingTooDeep,
+        ] {
+            let serde = serde_json::to_value(code).expect("serializes");
+            assert_eq!(serde, code.as_str(), "{code:?}");
+            let e = ValidationError::new(code, "/a~1b", "m");
+            assert_eq!(e.to_json(), serde_json::to_value(&e).expect("serializes"));
+        }
+    }
+
+    #[test]
+    fn pointer_tokens_escape_tilde_before_slash() {
+        assert_eq!(pointer_token("a/b~c"), "a~1b~0c");
+        assert_eq!(pointer_token("~1"), "~01");
+    }
 }

@@ -1,42 +1,130 @@
 //! `validate` and `plan` ops of the request service.
 //!
-//! FOUNDATION PLACEHOLDER: typed parse + planner only; the foundation issue replaces this
-//! with full save-time validation (every problem, JSON Pointer paths).
+//! Requests: `{"op": "validate" | "plan", "workflow": W, "runnable"?: bool,
+//! "previous"?: P}`. `runnable` applies the PLAN-9 gate; `previous` is the stored document
+//! a save replaces (MODEL-5: the key grammar is checked only when `previous` has no key).
+//! Responses: `{"ok": true}` / `{"ok": [ids]}`, or
+//! `{"error": {"code": "invalid_workflow", "errors": [{status, code, path, message}]}}`;
+//! a request that is itself malformed gets `bad_request`.
 
 use serde_json::{Value, json};
 
-use crate::model::Workflow;
+use crate::model::{ValidateOptions, ValidationError, Workflow, errors_to_json, validate_save};
 use crate::service::{bad_request, ok};
 
-fn invalid(errors: Value) -> Value {
-    json!({"error": {"code": "invalid_workflow", "errors": errors}})
+/// The error response for an invalid workflow.
+pub(crate) fn invalid(errors: &[ValidationError]) -> Value {
+    json!({"error": {"code": "invalid_workflow", "errors": errors_to_json(errors)}})
 }
 
-fn parse(request: &Value) -> Result<Workflow, Value> {
-    let Some(w) = request.get("workflow") else {
-        return Err(bad_request("missing \"workflow\""));
+/// Validate the request's workflow; `Err` is the finished response.
+fn validated(request: &Value) -> Result<Workflow, Value> {
+    let Some(doc) = request.get("workflow") else {
+        return Err(bad_request(
+            "missing \"workflow\": the workflow document to check",
+        ));
     };
-    serde_json::from_value::<Workflow>(w.clone()).map_err(|e| {
-        invalid(
-            json!([{"status": 400, "code": "invalid_type", "path": "", "message": e.to_string()}]),
-        )
-    })
+    let runnable = match request.get("runnable") {
+        None | Some(Value::Null) => false,
+        Some(Value::Bool(b)) => *b,
+        Some(_) => return Err(bad_request("\"runnable\" must be a boolean")),
+    };
+    let previous = match request.get("previous") {
+        None | Some(Value::Null) => None,
+        Some(p @ Value::Object(_)) => Some(p),
+        Some(_) => {
+            return Err(bad_request(
+                "\"previous\" must be the stored workflow document (an object) or null",
+            ));
+        }
+    };
+    validate_save(doc, previous, ValidateOptions { runnable }).map_err(|e| invalid(&e))
 }
 
 pub(crate) fn validate(request: &Value) -> Value {
-    match parse(request).map(|w| crate::plan::plan(&w)) {
-        Ok(Ok(_)) => ok(Value::Bool(true)),
-        Ok(Err(errors)) => invalid(serde_json::to_value(errors).unwrap_or_default()),
-        Err(e) => e,
+    match validated(request) {
+        Ok(_) => ok(Value::Bool(true)),
+        Err(response) => response,
     }
 }
 
 pub(crate) fn plan(request: &Value) -> Value {
-    match parse(request) {
-        Ok(w) => match crate::plan::plan(&w) {
-            Ok(p) => ok(json!(p.ids(&w))),
-            Err(errors) => invalid(serde_json::to_value(errors).unwrap_or_default()),
-        },
-        Err(e) => e,
+    let workflow = match validated(request) {
+        Ok(w) => w,
+        Err(response) => return response,
+    };
+    match crate::plan::plan(&workflow) {
+        Ok(p) => ok(json!(p.ids(&workflow))),
+        Err(errors) => invalid(&errors),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn wf() -> Value {
+        json!({"manifestVersion": "2", "id": "w", "name": "w",
+               "steps": [{"id": "b"}, {"id": "a"}], "edges": [{"from": "a", "to": "b"}]})
+    }
+
+    #[test]
+    fn validate_and_plan_succeed() {
+        assert_eq!(
+            validate(&json!({"op": "validate", "workflow": wf()})),
+            json!({"ok": true})
+        );
+        assert_eq!(
+            plan(&json!({"op": "plan", "workflow": wf()})),
+            json!({"ok": ["a", "b"]})
+        );
+    }
+
+    #[test]
+    fn plan_9_runnable_flag_gates_drafts() {
+        let draft = json!({"op": "validate", "workflow": wf()});
+        assert_eq!(validate(&draft), json!({"ok": true}));
+        let mut gated = draft.clone();
+        gated["runnable"] = json!(true);
+        let out = validate(&gated);
+        assert_eq!(out["error"]["code"], "invalid_workflow");
+        assert_eq!(out["error"]["errors"][0]["path"], "/steps/0/uses");
+        assert_eq!(out["error"]["errors"][0]["status"], 400);
+    }
+
+    #[test]
+    fn invalid_workflow_errors_have_the_wire_shape() {
+        let out = plan(&json!({"op": "plan", "workflow": {"manifestVersion": "2"}}));
+        let errors = out["error"]["errors"].as_array().expect("errors array");
+        assert_eq!(errors.len(), 3, "{out}");
+        for e in errors {
+            let keys: Vec<&String> = e.as_object().expect("object").keys().collect();
+            assert_eq!(keys, ["status", "code", "path", "message"]);
+        }
+    }
+
+    #[test]
+    fn malformed_requests_are_bad_requests() {
+        for request in [
+            json!({"op": "validate"}),
+            json!({"op": "validate", "workflow": wf(), "runnable": "yes"}),
+            json!({"op": "plan", "workflow": wf(), "previous": [1]}),
+        ] {
+            assert_eq!(
+                validate(&request)["error"]["code"],
+                "bad_request",
+                "{request}"
+            );
+        }
+    }
+
+    #[test]
+    fn model_5_previous_document_skips_the_key_grammar() {
+        let mut w = wf();
+        w["key"] = json!("Old_Key");
+        let first = validate(&json!({"op": "validate", "workflow": w.clone()}));
+        assert_eq!(first["error"]["errors"][0]["code"], "invalid_key");
+        let later = validate(&json!({"op": "validate", "workflow": w.clone(), "previous": w}));
+        assert_eq!(later, json!({"ok": true}));
     }
 }

@@ -1,11 +1,30 @@
 //! Save-time validation: every problem of a workflow document, each with a JSON Pointer.
 //!
-//! FOUNDATION PLACEHOLDER: typed parse + planner checks only. The foundation issue
-//! replaces the body, keeping the signatures.
+//! Owns: the storage rules of a workflow document (types, required fields, enums, retry
+//! well-formedness, the key grammar, dotted ids, graph validity) and the runnability gate
+//! (PLAN-9). Validation walks the raw `serde_json::Value` first and collects *all*
+//! problems, sorted into document order; only a document with none is deserialized into
+//! the typed [`Workflow`], so typed code never sees a malformed document.
+//!
+//! Refuses to know: how anything runs. The declarative fields `settings`, `position`,
+//! `notes` and `ports` are never inspected (MODEL-2, CTRL-10): execution is identical with
+//! them present, absent or arbitrary, so no value there can make a workflow invalid.
+//!
+//! Null policy: a present `null` is accepted only where the RFC gives it a meaning
+//! (`key`, `retry`, `uses.connection`, `variables[].default`) or where the field is
+//! opaque (`trigger` excepted, see below). Everywhere else `null` is refused with
+//! `invalid_type`, which is what makes every accepted document round-trip byte-for-value
+//! through the typed model (see `docs/decisions-foundation.md`).
 
-use serde_json::Value;
+use serde::Deserialize;
+use serde_json::{Map, Number, Value};
 
-use super::{ValidationCode, ValidationError, Workflow};
+use super::{ValidationCode as Code, ValidationError, Workflow, pointer_token};
+use crate::plan::{EdgeEnds, analyse};
+
+/// Deepest container nesting a document may have. serde_json's text parser already stops
+/// at 128; documents built in memory are held to this bound before anything recurses.
+pub const MAX_NESTING_DEPTH: usize = 256;
 
 /// What a validation call checks beyond storage rules.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -14,19 +33,750 @@ pub struct ValidateOptions {
     pub runnable: bool,
 }
 
+/// Whether the MODEL-5 key grammar applies to this save (see `model::key`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum KeyGate {
+    /// The key is being assigned for the first time: check the grammar.
+    Check,
+    /// A key is already stored: never re-check it.
+    Skip,
+}
+
 /// Validate a workflow document. On success the typed workflow is returned; otherwise
-/// *all* problems found.
+/// *all* problems found, in document order.
+///
+/// The document is treated as a first save, so a `key` it sets is checked against the
+/// MODEL-5 grammar; to validate a save over a stored document use
+/// [`validate_save`](super::validate_save), which skips the grammar for a stored key.
 pub fn validate_workflow(
     doc: &Value,
-    _opts: ValidateOptions,
+    opts: ValidateOptions,
 ) -> Result<Workflow, Vec<ValidationError>> {
-    let workflow: Workflow = serde_json::from_value(doc.clone()).map_err(|e| {
-        vec![ValidationError::new(
-            ValidationCode::InvalidType,
-            "",
-            e.to_string(),
-        )]
-    })?;
-    crate::plan::plan(&workflow)?;
-    Ok(workflow)
+    validate_document(doc, KeyGate::Check, opts)
 }
+
+pub(crate) fn validate_document(
+    doc: &Value,
+    gate: KeyGate,
+    opts: ValidateOptions,
+) -> Result<Workflow, Vec<ValidationError>> {
+    if let Some(too_deep) = nesting_problem(doc) {
+        return Err(vec![too_deep]);
+    }
+    let mut walk = Walk {
+        errors: Vec::new(),
+        gate,
+        opts,
+    };
+    walk.workflow(doc);
+    let mut errors = walk.errors;
+    if !errors.is_empty() {
+        sort_into_document_order(doc, &mut errors);
+        return Err(errors);
+    }
+    // The walk above checks every field the typed model reads, so this only fails on a
+    // bug; it is still an `Err`, never a panic. Deserializing from `&Value` avoids
+    // cloning the whole document first.
+    Workflow::deserialize(doc).map_err(|e| {
+        vec![ValidationError::new(
+            Code::InvalidType,
+            "",
+            format!("the document does not fit the workflow model: {e}"),
+        )]
+    })
+}
+
+/// The JSON kind of a value, as a noun phrase for messages.
+fn kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// A short rendering of a value for messages (long values are cut).
+fn show(v: &Value) -> String {
+    const MAX: usize = 60;
+    let text = v.to_string();
+    if text.chars().count() <= MAX {
+        text
+    } else {
+        let cut: String = text.chars().take(MAX).collect();
+        format!("{cut}…")
+    }
+}
+
+fn child(path: &str, name: &str) -> String {
+    format!("{path}/{}", pointer_token(name))
+}
+
+fn item(path: &str, index: usize) -> String {
+    format!("{path}/{index}")
+}
+
+/// The one-pass collector.
+struct Walk {
+    errors: Vec<ValidationError>,
+    gate: KeyGate,
+    opts: ValidateOptions,
+}
+
+impl Walk {
+    fn push(&mut self, code: Code, path: impl Into<String>, message: impl Into<String>) {
+        self.errors.push(ValidationError::new(code, path, message));
+    }
+
+    fn missing(&mut self, parent: &str, name: &str, what: &str) {
+        self.push(
+            Code::MissingField,
+            child(parent, name),
+            format!("the required field {name:?} is missing: {what}"),
+        );
+    }
+
+    /// `v` as an object, or an `invalid_type` problem at `path`.
+    fn object<'v>(
+        &mut self,
+        v: &'v Value,
+        path: &str,
+        what: &str,
+    ) -> Option<&'v Map<String, Value>> {
+        match v {
+            Value::Object(o) => Some(o),
+            other => {
+                self.push(
+                    Code::InvalidType,
+                    path,
+                    format!("{what} must be an object, not {}", kind(other)),
+                );
+                None
+            }
+        }
+    }
+
+    fn required_string<'v>(
+        &mut self,
+        obj: &'v Map<String, Value>,
+        parent: &str,
+        name: &str,
+        what: &str,
+    ) -> Option<&'v str> {
+        match obj.get(name) {
+            None => {
+                self.missing(parent, name, what);
+                None
+            }
+            Some(Value::String(s)) => Some(s),
+            Some(other) => {
+                self.push(
+                    Code::InvalidType,
+                    child(parent, name),
+                    format!("{name} must be a string, not {}", kind(other)),
+                );
+                None
+            }
+        }
+    }
+
+    fn optional_string<'v>(
+        &mut self,
+        obj: &'v Map<String, Value>,
+        parent: &str,
+        name: &str,
+    ) -> Option<&'v str> {
+        match obj.get(name) {
+            None => None,
+            Some(Value::String(s)) => Some(s),
+            Some(other) => {
+                self.not_null_type(parent, name, "a string", other);
+                None
+            }
+        }
+    }
+
+    fn not_null_type(&mut self, parent: &str, name: &str, want: &str, got: &Value) {
+        let hint = if got.is_null() {
+            "; omit the field instead of writing null"
+        } else {
+            ""
+        };
+        self.push(
+            Code::InvalidType,
+            child(parent, name),
+            format!("{name} must be {want}, not {}{hint}", kind(got)),
+        );
+    }
+
+    /// An optional enum-valued string field: wrong type → `invalid_type`, a string outside
+    /// `allowed` → `code`.
+    fn optional_enum(
+        &mut self,
+        obj: &Map<String, Value>,
+        parent: &str,
+        name: &str,
+        allowed: &[&str],
+        code: Code,
+    ) {
+        let Some(v) = obj.get(name) else { return };
+        match v {
+            Value::String(s) if allowed.contains(&s.as_str()) => {}
+            Value::String(s) => {
+                let choices: Vec<String> = allowed.iter().map(|a| format!("{a:?}")).collect();
+                self.push(
+                    code,
+                    child(parent, name),
+                    format!("{name} must be one of {}, not {s:?}", choices.join(", ")),
+                );
+            }
+            other => self.not_null_type(parent, name, "a string", other),
+        }
+    }
+
+    fn optional_object(&mut self, obj: &Map<String, Value>, parent: &str, name: &str) {
+        match obj.get(name) {
+            None | Some(Value::Object(_)) => {}
+            Some(other) => self.not_null_type(parent, name, "an object", other),
+        }
+    }
+
+    fn workflow(&mut self, doc: &Value) {
+        let Some(root) = doc.as_object() else {
+            self.push(
+                Code::InvalidType,
+                "",
+                format!(
+                    "a workflow document must be a JSON object, not {}",
+                    kind(doc)
+                ),
+            );
+            return;
+        };
+        match root.get("manifestVersion") {
+            None => self.missing("", "manifestVersion", "the workflow model version, \"2\""),
+            Some(Value::String(s)) if s == "2" => {}
+            Some(Value::String(s)) => self.push(
+                Code::InvalidValue,
+                "/manifestVersion",
+                format!("manifestVersion must be \"2\" for this workflow model, not {s:?}"),
+            ),
+            Some(other) => self.push(
+                Code::InvalidType,
+                "/manifestVersion",
+                format!(
+                    "manifestVersion must be the string \"2\", not {}",
+                    kind(other)
+                ),
+            ),
+        }
+        self.required_string(root, "", "id", "the host-issued workflow id");
+        self.required_string(root, "", "name", "the workflow's machine name");
+        self.key(root);
+        self.optional_string(root, "", "displayName");
+        self.optional_string(root, "", "description");
+        self.optional_object(root, "", "trigger");
+        self.variables(root);
+        let ids = self.steps(root);
+        let ends = self.edges(root);
+        // `settings` is declarative only (MODEL-1/2): never inspected.
+        self.retry_field(root, "");
+        self.workflow_on_error(root);
+        self.reroute(root);
+        if let Some(ids) = ids {
+            // PLAN-1/2/3 over whatever ids and endpoints are usable.
+            self.errors.extend(analyse(&ids, &ends).errors);
+        }
+    }
+
+    /// MODEL-5: `key` is a string or null; its grammar is checked on first assignment.
+    fn key(&mut self, root: &Map<String, Value>) {
+        match root.get("key") {
+            None | Some(Value::Null) => {}
+            Some(Value::String(key)) => {
+                if self.gate == KeyGate::Check {
+                    let problems = super::key::key_grammar_problems(key);
+                    if !problems.is_empty() {
+                        self.push(
+                            Code::InvalidKey,
+                            "/key",
+                            format!(
+                                "key {key:?} breaks the key grammar: it {}",
+                                problems.join("; it ")
+                            ),
+                        );
+                    }
+                }
+            }
+            Some(other) => self.push(
+                Code::InvalidType,
+                "/key",
+                format!("key must be a string or null, not {}", kind(other)),
+            ),
+        }
+    }
+
+    fn variables(&mut self, root: &Map<String, Value>) {
+        let Some(v) = root.get("variables") else {
+            return;
+        };
+        let Value::Array(vars) = v else {
+            self.not_null_type("", "variables", "an array of variables", v);
+            return;
+        };
+        for (i, var) in vars.iter().enumerate() {
+            let path = item("/variables", i);
+            let Some(obj) = self.object(var, &path, "a workflow variable") else {
+                continue;
+            };
+            self.required_string(obj, &path, "key", "the variable's name, read as vars.<key>");
+            self.optional_enum(
+                obj,
+                &path,
+                "type",
+                &["string", "number", "boolean", "object", "array"],
+                Code::InvalidValue,
+            );
+            match obj.get("required") {
+                None | Some(Value::Bool(_)) => {}
+                Some(other) => self.not_null_type(&path, "required", "a boolean", other),
+            }
+            // `default` may be any value, null included.
+        }
+    }
+
+    /// The steps; returns each step's usable id (by index) when `steps` is an array.
+    fn steps<'v>(&mut self, root: &'v Map<String, Value>) -> Option<Vec<Option<&'v str>>> {
+        let steps = match root.get("steps") {
+            None => {
+                self.missing("", "steps", "the workflow's steps (an array)");
+                return None;
+            }
+            Some(Value::Array(steps)) => steps,
+            Some(other) => {
+                self.not_null_type("", "steps", "an array of steps", other);
+                return None;
+            }
+        };
+        if steps.is_empty() && self.opts.runnable {
+            self.push(
+                Code::NoSteps,
+                "/steps",
+                "a runnable workflow needs at least one step; this one has none",
+            );
+        }
+        Some(
+            steps
+                .iter()
+                .enumerate()
+                .map(|(i, s)| self.step(s, &item("/steps", i)))
+                .collect(),
+        )
+    }
+
+    fn step<'v>(&mut self, v: &'v Value, path: &str) -> Option<&'v str> {
+        let obj = self.object(v, path, "a step")?;
+        let id = self.required_string(obj, path, "id", "the step's machine name");
+        if let Some(id) = id {
+            if id.is_empty() {
+                self.push(
+                    Code::InvalidValue,
+                    child(path, "id"),
+                    "a step id must not be empty: steps.<id>.output could never address it",
+                );
+            } else if id.contains('.') {
+                // PLAN-8
+                self.push(
+                    Code::DottedStepId,
+                    child(path, "id"),
+                    format!(
+                        "step id {id:?} contains '.'; expressions address outputs as steps.<id>.output and split paths on '.', so this step could never be referenced"
+                    ),
+                );
+            }
+        }
+        self.uses(obj, path);
+        self.optional_object(obj, path, "with");
+        self.retry_field(obj, path);
+        self.optional_enum(
+            obj,
+            path,
+            "onError",
+            &["fail", "continue", "continue-record"],
+            Code::InvalidValue,
+        );
+        self.optional_enum(
+            obj,
+            path,
+            "fanOut",
+            &["sequential", "parallel"],
+            Code::InvalidValue,
+        );
+        // `ports`, `notes`, `position`: declarative only (MODEL-2, CTRL-10), never inspected.
+        id
+    }
+
+    /// `uses`: `{ app, action, connection? }`. A stored draft may leave it, or its app and
+    /// action, unset; the runnable gate (PLAN-9) requires them. `{ function }` (function.md,
+    /// companion notes §4.3) is accepted as the other arm of the union.
+    fn uses(&mut self, step: &Map<String, Value>, path: &str) {
+        let runnable = self.opts.runnable;
+        let uses = match step.get("uses") {
+            None => {
+                if runnable {
+                    self.missing(
+                        path,
+                        "uses",
+                        "a runnable step names its target as uses { app, action }",
+                    );
+                }
+                return;
+            }
+            Some(Value::Object(uses)) => uses,
+            Some(other) => {
+                self.not_null_type(
+                    path,
+                    "uses",
+                    "an object { app, action, connection? }",
+                    other,
+                );
+                return;
+            }
+        };
+        let path = child(path, "uses");
+        let app = self.optional_string(uses, &path, "app");
+        let action = self.optional_string(uses, &path, "action");
+        match uses.get("connection") {
+            None | Some(Value::Null | Value::String(_)) => {}
+            Some(other) => self.push(
+                Code::InvalidType,
+                child(&path, "connection"),
+                format!("connection must be a string or null, not {}", kind(other)),
+            ),
+        }
+        let function = match uses.get("function") {
+            None => None,
+            Some(Value::String(f)) => Some(f.as_str()),
+            Some(other) => {
+                self.not_null_type(&path, "function", "a string (a function id)", other);
+                return;
+            }
+        };
+        if !runnable {
+            return;
+        }
+        match function {
+            Some(_) if app.is_some() || action.is_some() => self.push(
+                Code::InvalidValue,
+                &path,
+                "uses names both a function and an app/action; a runnable step names exactly one target",
+            ),
+            Some("") => self.push(
+                Code::InvalidValue,
+                child(&path, "function"),
+                "a runnable step's function id must not be empty",
+            ),
+            Some(_) => {}
+            None => {
+                for (name, value, what) in [
+                    ("app", app, "the app id a runnable step invokes"),
+                    ("action", action, "the action key a runnable step invokes"),
+                ] {
+                    match value {
+                        None if uses.get(name).is_none() => self.missing(&path, name, what),
+                        Some("") => self.push(
+                            Code::InvalidValue,
+                            child(&path, name),
+                            format!("a runnable step's uses.{name} must not be empty"),
+                        ),
+                        _ => {}
+                    }
+                }
+            }
+        }
+    }
+
+    /// `retry` on a step or the workflow: absent or null means no retry (MODEL-3); any
+    /// other problem is `invalid_retry_policy` at the exact field (MODEL-4).
+    fn retry_field(&mut self, obj: &Map<String, Value>, parent: &str) {
+        let path = child(parent, "retry");
+        match obj.get("retry") {
+            None | Some(Value::Null) => {}
+            Some(Value::Object(policy)) => self.retry_policy(policy, &path),
+            Some(other) => self.push(
+                Code::InvalidRetryPolicy,
+                path,
+                format!(
+                    "retry must be a RetryPolicy object {{ maxAttempts, backoff?, delayMs? }} or null, not {}",
+                    kind(other)
+                ),
+            ),
+        }
+    }
+
+    fn retry_policy(&mut self, policy: &Map<String, Value>, path: &str) {
+        match policy.get("maxAttempts") {
+            None => self.push(
+                Code::InvalidRetryPolicy,
+                child(path, "maxAttempts"),
+                "maxAttempts is required: the total number of attempts including the first (1 = no retry)",
+            ),
+            Some(Value::Number(n)) if is_integer_at_least_one(n) => {}
+            Some(other) => self.push(
+                Code::InvalidRetryPolicy,
+                child(path, "maxAttempts"),
+                format!(
+                    "maxAttempts must be an integer >= 1 (there is no upper bound), not {}",
+                    show(other)
+                ),
+            ),
+        }
+        match policy.get("backoff") {
+            None => {}
+            Some(Value::String(s)) if s == "fixed" || s == "exponential" => {}
+            Some(other) => self.push(
+                Code::InvalidRetryPolicy,
+                child(path, "backoff"),
+                format!(
+                    "backoff must be \"fixed\" or \"exponential\" when present, not {}",
+                    show(other)
+                ),
+            ),
+        }
+        match policy.get("delayMs") {
+            None => {}
+            Some(Value::Number(n)) if n.as_f64().is_some_and(|d| d.is_finite() && d >= 0.0) => {}
+            Some(other) => self.push(
+                Code::InvalidRetryPolicy,
+                child(path, "delayMs"),
+                format!(
+                    "delayMs must be a finite number of milliseconds >= 0 when present, not {}",
+                    show(other)
+                ),
+            ),
+        }
+    }
+
+    /// RUNERR: the run-level onError is the narrower CallableOnError.
+    fn workflow_on_error(&mut self, root: &Map<String, Value>) {
+        if let Some(Value::String(s)) = root.get("onError")
+            && s == "continue-record"
+        {
+            self.push(
+                Code::InvalidValue,
+                "/onError",
+                "a workflow's onError must be \"fail\" or \"continue\"; \"continue-record\" exists only on steps (a handled run always records its error in stepErrors)",
+            );
+            return;
+        }
+        self.optional_enum(
+            root,
+            "",
+            "onError",
+            &["fail", "continue"],
+            Code::InvalidValue,
+        );
+    }
+
+    /// RUNERR-7: `reroute` is `{ target: Callable, with? }`.
+    fn reroute(&mut self, root: &Map<String, Value>) {
+        let Some(v) = root.get("reroute") else {
+            return;
+        };
+        let Value::Object(reroute) = v else {
+            self.not_null_type("", "reroute", "an object { target, with? }", v);
+            return;
+        };
+        let path = "/reroute";
+        match reroute.get("target") {
+            None => self.missing(
+                path,
+                "target",
+                "the callable to dispatch, { kind: \"workflow\", workflow } or { kind: \"function\", function }",
+            ),
+            Some(target) => {
+                let target_path = child(path, "target");
+                if let Some(target) = self.object(target, &target_path, "reroute.target") {
+                    self.callable(target, &target_path);
+                }
+            }
+        }
+        self.optional_object(reroute, path, "with");
+    }
+
+    /// `Callable = { kind: "function", function } | { kind: "workflow", workflow }`.
+    fn callable(&mut self, target: &Map<String, Value>, path: &str) {
+        let Some(kind_name) =
+            self.required_string(target, path, "kind", "\"workflow\" or \"function\"")
+        else {
+            return;
+        };
+        match kind_name {
+            "workflow" | "function" => {
+                let what = format!("the id of the {kind_name} to dispatch");
+                self.required_string(target, path, kind_name, &what);
+            }
+            other => self.push(
+                Code::InvalidValue,
+                child(path, "kind"),
+                format!("kind must be \"workflow\" or \"function\", not {other:?}"),
+            ),
+        }
+    }
+
+    fn edges<'v>(&mut self, root: &'v Map<String, Value>) -> Vec<EdgeEnds<'v>> {
+        let Some(v) = root.get("edges") else {
+            return Vec::new();
+        };
+        let Value::Array(edges) = v else {
+            self.not_null_type("", "edges", "an array of edges", v);
+            return Vec::new();
+        };
+        edges
+            .iter()
+            .enumerate()
+            .map(|(i, edge)| self.edge(edge, &item("/edges", i)))
+            .collect()
+    }
+
+    fn edge<'v>(&mut self, v: &'v Value, path: &str) -> EdgeEnds<'v> {
+        let Some(obj) = self.object(v, path, "an edge") else {
+            return EdgeEnds {
+                from: None,
+                to: None,
+            };
+        };
+        let from = self.required_string(obj, path, "from", "the id of the step the edge leaves");
+        let to = self.required_string(obj, path, "to", "the id of the step the edge enters");
+        // PLAN-6: only the two-member enum; an omitted `when` means "success".
+        match obj.get("when") {
+            None => {}
+            Some(Value::String(s)) if s == "success" || s == "error" => {}
+            Some(other) => self.push(
+                Code::InvalidEdgeWhen,
+                child(path, "when"),
+                format!(
+                    "when must be \"success\" or \"error\" (omit it for \"success\"), not {}",
+                    show(other)
+                ),
+            ),
+        }
+        EdgeEnds { from, to }
+    }
+}
+
+/// MODEL-3: an integer ≥ 1, however it is spelled (`3`, `3.0`, `1e300`).
+fn is_integer_at_least_one(n: &Number) -> bool {
+    if let Some(u) = n.as_u64() {
+        return u >= 1;
+    }
+    if n.is_i64() {
+        return false; // negative
+    }
+    n.as_f64()
+        .is_some_and(|f| f.is_finite() && f >= 1.0 && f.fract() == 0.0)
+}
+
+/// SEC-2: refuse documents nested deeper than [`MAX_NESTING_DEPTH`] before anything
+/// recursive (serde's `from_value`, `Clone`, `Display`) touches them. Iterative.
+fn nesting_problem(doc: &Value) -> Option<ValidationError> {
+    enum Token<'a> {
+        Index(usize),
+        Key(&'a str),
+    }
+    enum Children<'a> {
+        Array(std::iter::Enumerate<std::slice::Iter<'a, Value>>),
+        Object(serde_json::map::Iter<'a>),
+    }
+    fn children(v: &Value) -> Option<Children<'_>> {
+        match v {
+            Value::Array(a) => Some(Children::Array(a.iter().enumerate())),
+            Value::Object(o) => Some(Children::Object(o.iter())),
+            _ => None,
+        }
+    }
+    // Each frame: the container's remaining children and the token of the one below it.
+    let mut frames: Vec<(Children<'_>, Token<'_>)> = Vec::new();
+    frames.push((children(doc)?, Token::Index(0)));
+    while let Some((iter, token)) = frames.last_mut() {
+        let next = match iter {
+            Children::Array(it) => it.next().map(|(i, v)| (Token::Index(i), v)),
+            Children::Object(it) => it.next().map(|(k, v)| (Token::Key(k.as_str()), v)),
+        };
+        let Some((t, v)) = next else {
+            frames.pop();
+            continue;
+        };
+        *token = t;
+        if let Some(c) = children(v) {
+            if frames.len() >= MAX_NESTING_DEPTH {
+                let path: String = frames
+                    .iter()
+                    .map(|(_, t)| match t {
+                        Token::Index(i) => format!("/{i}"),
+                        Token::Key(k) => format!("/{}", pointer_token(k)),
+                    })
+                    .collect();
+                return Some(ValidationError::new(
+                    Code::NestingTooDeep,
+                    path,
+                    format!(
+                        "the document nests arrays/objects more than {MAX_NESTING_DEPTH} levels deep here; flatten it"
+                    ),
+                ));
+            }
+            frames.push((c, Token::Index(0)));
+        }
+    }
+    None
+}
+
+/// Sort problems into document order: by the position, in the document as written, of
+/// each path's members (a missing member sorts after its present siblings). A problem
+/// with a whole collection (`cycle` at `/edges`) sorts after that collection's members.
+/// The sort is stable, so problems at one path keep the order they were found in.
+fn sort_into_document_order(doc: &Value, errors: &mut [ValidationError]) {
+    errors.sort_by_cached_key(|e| {
+        let mut key = document_position(doc, &e.path);
+        if e.code == Code::Cycle {
+            key.push(usize::MAX);
+        }
+        key
+    });
+}
+
+fn document_position(doc: &Value, path: &str) -> Vec<usize> {
+    let mut key = Vec::new();
+    let mut at = Some(doc);
+    for raw in path.split('/').skip(1) {
+        let token = raw.replace("~1", "/").replace("~0", "~");
+        at = match at {
+            Some(Value::Object(o)) => match o.keys().position(|k| *k == token) {
+                Some(pos) => {
+                    key.push(pos);
+                    o.get(&token)
+                }
+                None => {
+                    key.push(o.len());
+                    None
+                }
+            },
+            Some(Value::Array(a)) => {
+                let i = token.parse::<usize>().unwrap_or(a.len());
+                key.push(i);
+                a.get(i)
+            }
+            _ => {
+                key.push(0);
+                None
+            }
+        };
+    }
+    key
+}
+
+#[cfg(test)]
+#[path = "validate_tests.rs"]
+mod tests;
