@@ -14,8 +14,8 @@ use w6w_sim::expr::{Dialect, ExprCode, Logic};
 
 /// expr-notes: the complete operator list of the dialect.
 const DIALECT_OPS: [&str; 23] = [
-    "var", "missing", "==", "!=", "===", "!==", "!", "!!", ">", ">=", "<", "<=", "and", "or",
-    "??", "if", "?:", "in", "+", "-", "*", "/", "%",
+    "var", "missing", "==", "!=", "===", "!==", "!", "!!", ">", ">=", "<", "<=", "and", "or", "??",
+    "if", "?:", "in", "+", "-", "*", "/", "%",
 ];
 
 fn cases() -> Vec<(Value, Value, Value)> {
@@ -80,7 +80,10 @@ fn supported_cases_pass_and_others_are_refused() {
     for (rule, data, expected) in &cases {
         let mut ops = Vec::new();
         operators(rule, &mut ops);
-        let foreign: Vec<&String> = ops.iter().filter(|o| !DIALECT_OPS.contains(&o.as_str())).collect();
+        let foreign: Vec<&String> = ops
+            .iter()
+            .filter(|o| !DIALECT_OPS.contains(&o.as_str()))
+            .collect();
         match Logic::compile(rule, Dialect::W6w) {
             Ok(logic) if foreign.is_empty() => {
                 supported += 1;
@@ -96,7 +99,10 @@ fn supported_cases_pass_and_others_are_refused() {
                     failures.push(format!("{rule}: refused with {e}, uses {foreign:?}"));
                 }
                 if !e.message.contains(&format!("\"{op}\"")) {
-                    failures.push(format!("{rule}: message {:?} does not name {op}", e.message));
+                    failures.push(format!(
+                        "{rule}: message {:?} does not name {op}",
+                        e.message
+                    ));
                 }
                 *refused_by_op.entry(op).or_default() += 1;
             }
@@ -104,7 +110,12 @@ fn supported_cases_pass_and_others_are_refused() {
             Err(e) => failures.push(format!("{rule}: only dialect operators but refused: {e}")),
         }
     }
-    assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} failures:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
     assert_eq!((supported, refused), (196, 81));
     let expected: BTreeMap<String, usize> = [
         ("merge", 12),
