@@ -59,14 +59,16 @@ enum CNode {
     Logic(Logic),
     /// An ExprValue or a root-anchored template string: always one string (ENV-1, TPL-4).
     Parts(Vec<CPart>),
-    Object(Vec<(String, CNode)>),
-    Array(Vec<CNode>),
+    /// Fields with their JSON Pointers, computed once at compile time.
+    Object(Vec<(String, String, CNode)>),
+    Array(Vec<(String, CNode)>),
 }
 
 /// A with block compiled once, resolvable many times.
 #[derive(Debug, Clone)]
 pub struct CompiledWith {
-    params: Vec<(String, CNode)>,
+    /// (param name, its JSON Pointer, compiled value).
+    params: Vec<(String, String, CNode)>,
     dialect: Dialect,
 }
 
@@ -112,10 +114,9 @@ impl CompiledWith {
     ) -> Result<CompiledWith, ResolveError> {
         let mut params = Vec::with_capacity(with.len());
         for (k, v) in with {
-            params.push((
-                k.clone(),
-                compile_value(v, dialect, &pointer_push("", k), 1)?,
-            ));
+            let pointer = pointer_push("", k);
+            let node = compile_value(v, dialect, &pointer, 1)?;
+            params.push((k.clone(), pointer, node));
         }
         Ok(CompiledWith { params, dialect })
     }
@@ -163,9 +164,8 @@ impl CompiledWith {
             secret_paths: Vec::new(),
         };
         let mut params = Map::with_capacity(self.params.len());
-        for (k, node) in &self.params {
-            let pointer = pointer_push("", k);
-            params.insert(k.clone(), ctx.resolve(node, &pointer)?);
+        for (k, pointer, node) in &self.params {
+            params.insert(k.clone(), ctx.resolve(node, pointer)?);
         }
         Ok(Resolved {
             params,
@@ -192,18 +192,17 @@ fn compile_value(
         Value::Array(items) => {
             let mut nodes = Vec::with_capacity(items.len());
             for (i, item) in items.iter().enumerate() {
-                nodes.push(compile_value(
-                    item,
-                    dialect,
-                    &pointer_push(pointer, &i.to_string()),
-                    depth + 1,
-                )?);
+                let here = pointer_push(pointer, &i.to_string());
+                let node = compile_value(item, dialect, &here, depth + 1)?;
+                nodes.push((here, node));
             }
-            Ok(if nodes.iter().all(|n| matches!(n, CNode::Literal(_))) {
-                CNode::Literal(v.clone())
-            } else {
-                CNode::Array(nodes)
-            })
+            Ok(
+                if nodes.iter().all(|(_, n)| matches!(n, CNode::Literal(_))) {
+                    CNode::Literal(v.clone())
+                } else {
+                    CNode::Array(nodes)
+                },
+            )
         }
         Value::Object(map) => {
             // EXPR-6: a single-key `$` / `$expr` object is a marker, wherever it is.
@@ -224,13 +223,15 @@ fn compile_value(
             }
             let mut fields = Vec::with_capacity(map.len());
             for (k, item) in map {
-                fields.push((
-                    k.clone(),
-                    compile_value(item, dialect, &pointer_push(pointer, k), depth + 1)?,
-                ));
+                let here = pointer_push(pointer, k);
+                let node = compile_value(item, dialect, &here, depth + 1)?;
+                fields.push((k.clone(), here, node));
             }
             Ok(
-                if fields.iter().all(|(_, n)| matches!(n, CNode::Literal(_))) {
+                if fields
+                    .iter()
+                    .all(|(_, _, n)| matches!(n, CNode::Literal(_)))
+                {
                     CNode::Literal(v.clone())
                 } else {
                     CNode::Object(fields)
@@ -368,15 +369,15 @@ impl<'a> Ctx<'a, '_> {
             }
             CNode::Object(fields) => {
                 let mut out = Map::with_capacity(fields.len());
-                for (k, n) in fields {
-                    out.insert(k.clone(), self.resolve(n, &pointer_push(pointer, k))?);
+                for (k, here, n) in fields {
+                    out.insert(k.clone(), self.resolve(n, here)?);
                 }
                 Ok(Value::Object(out))
             }
             CNode::Array(items) => {
                 let mut out = Vec::with_capacity(items.len());
-                for (i, n) in items.iter().enumerate() {
-                    out.push(self.resolve(n, &pointer_push(pointer, &i.to_string()))?);
+                for (here, n) in items {
+                    out.push(self.resolve(n, here)?);
                 }
                 Ok(Value::Array(out))
             }

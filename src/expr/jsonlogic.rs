@@ -18,8 +18,8 @@ use serde_json::{Map, Value};
 use super::limits::MAX_NESTING_DEPTH;
 use super::scope::DataRoot;
 use super::value::{
-    Val, Walk, json_property, loose_eq, property, same_value_zero, strict_eq, to_js_string,
-    to_number, truthy,
+    Val, Walk, json_property, loose_eq, object_get, property, same_value_zero, strict_eq,
+    to_js_string, to_number, truthy,
 };
 
 /// Which operator set a rule may use.
@@ -234,12 +234,23 @@ fn compile(rule: &Value, dialect: Dialect, depth: usize) -> Result<Node, ExprErr
         return Err(too_deep());
     }
     match rule {
-        Value::Array(items) => Ok(Node::Array(
-            items
+        Value::Array(items) => {
+            let nodes: Vec<Node> = items
                 .iter()
                 .map(|i| compile(i, dialect, depth + 1))
-                .collect::<Result<_, _>>()?,
-        )),
+                .collect::<Result<_, _>>()?;
+            // An array of constants needs no evaluation: hand out the rule's own array.
+            // (A fresh JS array differs only in identity, and no rule can compare one
+            // literal node with itself.)
+            if nodes
+                .iter()
+                .all(|n| matches!(n, Node::Lit(v) if !v.is_object()))
+            {
+                Ok(Node::Lit(rule.clone()))
+            } else {
+                Ok(Node::Array(nodes))
+            }
+        }
         Value::Object(map) if map.len() == 1 => {
             let Some((name, args)) = map.iter().next() else {
                 return Ok(Node::Lit(rule.clone()));
@@ -323,12 +334,36 @@ impl<'a> Data<'a, '_> {
             Data::Item(v) => (*v).clone(),
         }
     }
+}
 
-    fn first(&self, seg: &str) -> Option<Val<'a>> {
+/// Where a walk stands: on a borrowed JSON value (the fast, common case) or on a value
+/// JS computed (`length`, a string index, an item of a fresh array).
+enum At<'a> {
+    Json(&'a Value),
+    Computed(Val<'a>),
+}
+
+impl<'a> At<'a> {
+    fn from_val(v: Val<'a>) -> At<'a> {
+        match v {
+            Val::Ref(r) => At::Json(r),
+            other => At::Computed(other),
+        }
+    }
+
+    /// One property read; `None` when it names nothing.
+    fn step(self, seg: &str) -> Option<At<'a>> {
         match self {
-            Data::Json(v) => json_property(v, seg),
-            Data::Root(r) => r.root(seg).map(Val::from_json),
-            Data::Item(v) => property(v, seg),
+            At::Json(Value::Object(map)) => object_get(map, seg).map(At::Json),
+            At::Json(other) => json_property(other, seg).map(At::from_val),
+            At::Computed(v) => property(&v, seg).map(At::from_val),
+        }
+    }
+
+    fn is_nullish(&self) -> bool {
+        match self {
+            At::Json(v) => v.is_null(),
+            At::Computed(v) => v.is_nullish(),
         }
     }
 }
@@ -338,20 +373,28 @@ fn walk<'a, S: AsRef<str>>(data: &Data<'a, '_>, segments: &[S]) -> Walk<'a> {
     let Some((first, rest)) = segments.split_first() else {
         return Walk::Found(data.whole());
     };
-    let mut current = match data.first(first.as_ref()) {
-        Some(v) => v,
-        None => return Walk::Missing,
+    let first = first.as_ref();
+    let start = match data {
+        Data::Json(v) => At::Json(v).step(first),
+        Data::Root(r) => r.root(first).map(At::Json),
+        Data::Item(v) => property(v, first).map(At::from_val),
+    };
+    let Some(mut current) = start else {
+        return Walk::Missing;
     };
     for seg in rest {
         if current.is_nullish() {
             return Walk::Missing;
         }
-        current = match property(&current, seg.as_ref()) {
-            Some(v) => v,
+        current = match current.step(seg.as_ref()) {
+            Some(next) => next,
             None => return Walk::Missing,
         };
     }
-    Walk::Found(current)
+    Walk::Found(match current {
+        At::Json(v) => Val::from_json(v),
+        At::Computed(v) => v,
+    })
 }
 
 /// A dotted-path lookup on the data root with the same JS property walk `var` uses
@@ -426,9 +469,19 @@ fn fold_numbers(args: &[Node], data: &Data<'_, '_>, f: impl Fn(f64, f64) -> f64)
     it.fold(first, f)
 }
 
+/// Pairwise over all operands: a<b, b<c, … (every operand is evaluated, as the reference
+/// maps them all before comparing).
 fn compare_chain(args: &[Node], data: &Data<'_, '_>, f: impl Fn(f64, f64) -> bool) -> bool {
-    let nums: Vec<f64> = args.iter().map(|n| to_number(&eval(n, data))).collect();
-    nums.windows(2).all(|w| f(w[0], w[1]))
+    let mut holds = true;
+    let mut prev: Option<f64> = None;
+    for n in args {
+        let x = to_number(&eval(n, data));
+        if let Some(p) = prev {
+            holds &= f(p, x);
+        }
+        prev = Some(x);
+    }
+    holds
 }
 
 fn call<'a>(op: Op, args: &'a [Node], data: &Data<'a, '_>) -> Val<'a> {
@@ -493,8 +546,8 @@ fn call<'a>(op: Op, args: &'a [Node], data: &Data<'a, '_>) -> Val<'a> {
             Val::Bool(match &hay {
                 Val::Str(s) => s.contains(to_js_string(&needle).as_str()),
                 other => other
-                    .array_items()
-                    .is_some_and(|items| items.iter().any(|i| same_value_zero(i, &needle))),
+                    .any_item(|i| same_value_zero(i, &needle))
+                    .unwrap_or(false),
             })
         }
         Op::Add => Val::Num(fold_numbers(args, data, |a, b| a + b)),

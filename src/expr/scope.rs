@@ -218,7 +218,7 @@ impl<'a> DataRoot<'a> {
 /// `docs/decisions-expr.md`.
 pub fn step_into<'v>(value: &'v Value, segment: &str) -> Option<&'v Value> {
     match value {
-        Value::Object(map) => map.get(segment),
+        Value::Object(map) => super::value::object_get(map, segment),
         Value::Array(items) => super::value::canonical_index(segment).and_then(|i| items.get(i)),
         _ => None,
     }

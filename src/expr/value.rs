@@ -56,6 +56,19 @@ impl<'a> Val<'a> {
         matches!(self, Val::Arr(_)) || self.as_json_container().is_some_and(Value::is_array)
     }
 
+    /// Whether any array element satisfies `f`; `None` when this is not an array.
+    pub(crate) fn any_item(&self, mut f: impl FnMut(&Val<'_>) -> bool) -> Option<bool> {
+        match self {
+            Val::Arr(items) => Some(items.iter().any(f)),
+            Val::Ref(Value::Array(items)) => Some(items.iter().any(|i| f(&Val::from_json(i)))),
+            Val::Owned(v) => match v.as_ref() {
+                Value::Array(items) => Some(items.iter().any(|i| f(&Val::from_json(i)))),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+
     /// Array elements as values, for arrays only.
     pub(crate) fn array_items(&self) -> Option<Vec<Val<'_>>> {
         match self {
@@ -232,9 +245,19 @@ fn detach<'a>(v: &Val<'_>) -> Val<'a> {
     }
 }
 
+/// Key lookup. Small objects (the common case for step outputs and scopes) are scanned
+/// linearly: comparing a few short keys is cheaper than hashing one.
+pub(crate) fn object_get<'a>(map: &'a Map<String, Value>, key: &str) -> Option<&'a Value> {
+    if map.len() <= 8 {
+        map.iter().find_map(|(k, v)| (k == key).then_some(v))
+    } else {
+        map.get(key)
+    }
+}
+
 pub(crate) fn json_property<'a>(v: &'a Value, seg: &str) -> Option<Val<'a>> {
     match v {
-        Value::Object(map) => map.get(seg).map(Val::from_json),
+        Value::Object(map) => object_get(map, seg).map(Val::from_json),
         Value::Array(items) => {
             if seg == "length" {
                 Some(Val::Num(items.len() as f64))
