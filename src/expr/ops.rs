@@ -124,6 +124,7 @@ pub(crate) fn resolve(request: &Value) -> Value {
 }
 
 /// `{"op":"parse","text":T,"mode":"editor"|"render","rootAnchored"?:true}` → `{"ok":[parts]}`.
+/// With `rootAnchored`, the text is parsed in editor mode whatever `mode` says.
 pub(crate) fn parse(request: &Value) -> Value {
     let Some(text) = request.get("text").and_then(Value::as_str) else {
         return bad_request("\"text\" must be a string");
@@ -138,10 +139,9 @@ pub(crate) fn parse(request: &Value) -> Value {
         }
     };
     let anchored = request.get("rootAnchored").and_then(Value::as_bool) == Some(true);
+    // The root-anchoring rule always parses in editor mode (amendment 2026-08-14 item 4),
+    // so `mode` does not apply to it.
     let parts = if anchored {
-        if mode == Mode::Render {
-            return bad_request("\"rootAnchored\" applies to editor mode only");
-        }
         parse_root_anchored(text)
     } else {
         parse_template(text, mode).map(|p| p.parts)
