@@ -4,12 +4,35 @@
 //! Owns: everything that turns a `with` value into params. Invariant: knows nothing of
 //! runs or steps beyond the [`RunScope`]; `secrets` is reachable only through
 //! [`RunScope::secret`], never through the generic data root (EXPR-5).
+//!
+//! Where to start reading:
+//! - [`scope`](RunScope) — the eight closed roots and the secrets-free [`DataRoot`].
+//! - `jsonlogic` — the dialect: [`Logic::compile`] once, evaluate many times.
+//! - `template` — `{{ }}` text ⇄ [`Part`]s, chains, root anchoring.
+//! - `compile` — [`CompiledWith`]: a with block parsed once, resolved per step run.
+//! - `resolve` — the pinned entry points, [`ResolveError`] codes and [`Resolved`] taint.
+//! - `value` / `number` — JS coercion and formatting the dialect inherits.
 
+mod compile;
+mod jsonlogic;
+mod limits;
+mod number;
 pub(crate) mod ops;
 mod resolve;
 mod scope;
+mod template;
+mod value;
 
+pub use compile::CompiledWith;
+pub use jsonlogic::{Dialect, ExprCode, ExprError, Logic, apply};
+pub use limits::{MAX_NESTING_DEPTH, MAX_TEMPLATE_BYTES, MAX_TEMPLATE_SCAN_BYTES};
 pub use resolve::{
-    REDACTED, ResolveCode, ResolveError, ResolveMode, Resolved, resolve_with, resolve_with_mode,
+    REDACTED, ResolveCode, ResolveError, ResolveMode, ResolveOptions, Resolved, binding_step,
+    check_required, resolve_with, resolve_with_mode, resolve_with_options, resolve_with_test,
 };
 pub use scope::{DataRoot, ROOTS, RunScope, is_root, step_into};
+pub use template::{
+    ChainOp, Mode, Parsed, Part, TemplateTooLarge, coalesce_operand_refs, has_refused_chain_token,
+    parse as parse_template, parse_coalesce_chain, parse_root_anchored, part_is_anchored,
+    serialize as serialize_template,
+};

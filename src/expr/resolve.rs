@@ -1,11 +1,11 @@
-//! resolveWith: walk a `with` block once against a run scope (EXPR-3, EXPR-6, EXPR-7).
-//!
-//! MINIMAL FOUNDATION VERSION — `$` path markers and recursion only. The expression issue
-//! replaces this file with the full dialect (`$expr`, ExprValue, templates, test mode),
-//! keeping every public signature below.
+//! resolveWith's public face: modes, errors with stable codes, the resolved params with
+//! their secret taint (SEC-1), and the one-call entry points. The work happens in
+//! [`super::compile`]: every entry point here compiles the with block and resolves it.
 
 use serde_json::{Map, Value};
 
+use super::compile::CompiledWith;
+use super::jsonlogic::Dialect;
 use super::scope::RunScope;
 
 /// Placeholder written instead of a secret-derived value in recorded input (SEC-1).
@@ -21,7 +21,17 @@ pub enum ResolveMode {
     Test,
 }
 
-/// Stable codes for resolution failures (phase `"resolution"`).
+/// Everything that shapes one resolution besides the block and the scope.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ResolveOptions<'a> {
+    pub mode: ResolveMode,
+    /// The step under a single-step test, named in BIND-3 messages.
+    pub tested_step: Option<&'a str>,
+    /// The JSONLogic dialect; [`Dialect::W6w`] unless a workflow opts in.
+    pub dialect: Dialect,
+}
+
+/// Stable codes for resolution failures (phase `"resolution"`). Never renamed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum ResolveCode {
     /// ENV-5: a render part's ref is absent/null/empty.
@@ -30,10 +40,15 @@ pub enum ResolveCode {
     RenderRefNotAString,
     /// ENV-3 / TPL-6: a secret part or `{{ secrets.X }}` names no available secret.
     SecretNotFound,
-    /// EXPR-2: JSONLogic that the dialect refuses (unknown operator, bad shape).
+    /// EXPR-2: JSONLogic that the dialect refuses for its shape (empty arithmetic, an `=`
+    /// marker whose payload is not JSON, a `$` path that is not a string).
     InvalidExpression,
-    /// BIND-3: test mode, a `$` binding names a step with no output in the supplied state.
+    /// EXPR-2: a one-key object whose key is not an operator of the dialect.
+    UnknownOperator,
+    /// BIND-3: test mode, a binding names a step with no output in the supplied state.
     StepOutputMissing,
+    /// BIND-6: a required param resolved to null.
+    ParamInvalid,
     /// SEC-2: a limit (nesting depth, template length, …) was exceeded.
     LimitExceeded,
 }
@@ -45,7 +60,9 @@ impl ResolveCode {
             ResolveCode::RenderRefNotAString => "render_ref_not_a_string",
             ResolveCode::SecretNotFound => "secret_not_found",
             ResolveCode::InvalidExpression => "invalid_expression",
+            ResolveCode::UnknownOperator => "unknown_operator",
             ResolveCode::StepOutputMissing => "step_output_missing",
+            ResolveCode::ParamInvalid => "param_invalid",
             ResolveCode::LimitExceeded => "limit_exceeded",
         }
     }
@@ -56,10 +73,29 @@ impl ResolveCode {
 pub struct ResolveError {
     pub code: ResolveCode,
     pub message: String,
-    /// The ref / path / step the error concerns, when there is one.
+    /// The ref / path / operator / secret name the error concerns, when there is one.
     pub reference: Option<String>,
     /// JSON Pointer into the with block where it happened.
     pub path: String,
+    /// The step the error names: for BIND-3/BIND-6, the step the binding points at.
+    pub step: Option<String>,
+}
+
+impl ResolveError {
+    pub(crate) fn new(code: ResolveCode, message: String, path: &str) -> ResolveError {
+        ResolveError {
+            code,
+            message,
+            reference: None,
+            path: path.to_owned(),
+            step: None,
+        }
+    }
+
+    pub(crate) fn with_ref(mut self, reference: &str) -> ResolveError {
+        self.reference = Some(reference.to_owned());
+        self
+    }
 }
 
 impl std::fmt::Display for ResolveError {
@@ -75,7 +111,8 @@ impl std::error::Error for ResolveError {}
 pub struct Resolved {
     /// The params handed to the action.
     pub params: Map<String, Value>,
-    /// JSON Pointers (into `params`) of values derived from secret plaintext.
+    /// JSON Pointers (into `params`) of values derived from secret plaintext: every string
+    /// built from a secret part or a `{{ secrets.X }}` marker, wholly.
     pub secret_paths: Vec<String>,
 }
 
@@ -105,36 +142,74 @@ pub fn resolve_with(with: &Map<String, Value>, scope: &RunScope) -> Result<Resol
 pub fn resolve_with_mode(
     with: &Map<String, Value>,
     scope: &RunScope,
-    _mode: ResolveMode,
+    mode: ResolveMode,
 ) -> Result<Resolved, ResolveError> {
-    let mut params = Map::new();
-    for (k, v) in with {
-        params.insert(k.clone(), resolve_value(v, scope));
-    }
-    Ok(Resolved {
-        params,
-        secret_paths: Vec::new(),
-    })
+    resolve_with_options(
+        with,
+        scope,
+        &ResolveOptions {
+            mode,
+            ..ResolveOptions::default()
+        },
+    )
 }
 
-fn resolve_value(value: &Value, scope: &RunScope) -> Value {
-    match value {
-        Value::Object(map) if map.len() == 1 && map.contains_key("$") => {
-            let path = map.get("$").and_then(Value::as_str).unwrap_or_default();
-            scope
-                .data_root()
-                .lookup(path)
-                .cloned()
-                .unwrap_or(Value::Null)
+/// BIND-2…5: resolve the with block of `tested_step` for a single-step test.
+pub fn resolve_with_test(
+    with: &Map<String, Value>,
+    scope: &RunScope,
+    tested_step: &str,
+) -> Result<Resolved, ResolveError> {
+    resolve_with_options(
+        with,
+        scope,
+        &ResolveOptions {
+            mode: ResolveMode::Test,
+            tested_step: Some(tested_step),
+            dialect: Dialect::W6w,
+        },
+    )
+}
+
+/// Resolve with every option spelled out (compiles, then resolves once).
+pub fn resolve_with_options(
+    with: &Map<String, Value>,
+    scope: &RunScope,
+    options: &ResolveOptions<'_>,
+) -> Result<Resolved, ResolveError> {
+    CompiledWith::compile_with(with, options.dialect)?.resolve_with_options(scope, options)
+}
+
+/// BIND-6: the step a `{"$": "steps.<id>…"}` binding points at, if it is one.
+pub fn binding_step(value: &Value) -> Option<&str> {
+    let map = value.as_object().filter(|m| m.len() == 1)?;
+    let path = map.get("$")?.as_str()?;
+    let mut segs = path.split('.');
+    (segs.next() == Some("steps")).then(|| segs.next())?
+}
+
+/// BIND-6: fail when a required param resolved to null, naming the step its binding
+/// points at when it is a `$` binding to a step.
+pub fn check_required(
+    with: &Map<String, Value>,
+    resolved: &Resolved,
+    required: &[&str],
+) -> Result<(), ResolveError> {
+    for name in required {
+        if resolved.params.get(*name).is_none_or(Value::is_null) {
+            let pointer = format!("/{}", name.replace('~', "~0").replace('/', "~1"));
+            let step = with.get(*name).and_then(binding_step);
+            let message = match step {
+                Some(s) => format!(
+                    "required param {name:?} resolved to null: its binding points at step {s:?}, which has no such output"
+                ),
+                None => format!("required param {name:?} resolved to null"),
+            };
+            let mut e =
+                ResolveError::new(ResolveCode::ParamInvalid, message, &pointer).with_ref(name);
+            e.step = step.map(str::to_owned);
+            return Err(e);
         }
-        Value::Object(map) => Value::Object(
-            map.iter()
-                .map(|(k, v)| (k.clone(), resolve_value(v, scope)))
-                .collect(),
-        ),
-        Value::Array(items) => {
-            Value::Array(items.iter().map(|v| resolve_value(v, scope)).collect())
-        }
-        other => other.clone(),
     }
+    Ok(())
 }

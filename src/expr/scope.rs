@@ -210,11 +210,16 @@ impl<'a> DataRoot<'a> {
     }
 }
 
-/// Index one level into a value by a path segment: object key, or array index.
+/// Index one level into a value by a path segment: object key, or canonical array index
+/// (`"0"`, `"12"` — not `"01"` or `"+1"`, which JS reads as absent properties).
+///
+/// This is the plain JSON step. Expression paths (`$`, `var`, var parts) additionally read
+/// `length` of arrays and strings and index strings, as the reference library does; see
+/// `docs/decisions-expr.md`.
 pub fn step_into<'v>(value: &'v Value, segment: &str) -> Option<&'v Value> {
     match value {
-        Value::Object(map) => map.get(segment),
-        Value::Array(items) => segment.parse::<usize>().ok().and_then(|i| items.get(i)),
+        Value::Object(map) => super::value::object_get(map, segment),
+        Value::Array(items) => super::value::canonical_index(segment).and_then(|i| items.get(i)),
         _ => None,
     }
 }

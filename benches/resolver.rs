@@ -1,0 +1,152 @@
+//! Expression-layer throughput (issue 3 item 12).
+//!
+//! - `jsonlogic/*`: raw JSONLogic evaluation, ours (`Logic`, compiled once) next to
+//!   datalogic-rs called directly (compiled once, data pre-parsed into its arena form, one
+//!   arena per evaluation), on rules where both agree. Ours includes building the JSON
+//!   result; datalogic's returns an arena borrow.
+//! - `with/*`: a realistic with block (path lookups, templates, an envelope, JSONLogic, a
+//!   secret, a vendor placeholder) resolved compiled-once vs compiled on every call.
+//! - `layer/*`: one `$expr` resolved through a compiled with block vs the same rule
+//!   evaluated raw, so the cost of the marker layer is visible.
+
+use std::hint::black_box;
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use datalogic_rs::bumpalo::Bump;
+use datalogic_rs::{DataValue, Engine};
+use serde_json::{Map, Value, json};
+use w6w_sim::expr::{CompiledWith, Dialect, Logic, ResolveMode, RunScope, resolve_with};
+
+fn rules() -> Vec<(&'static str, Value)> {
+    vec![
+        (
+            "compare",
+            json!({"and": [
+                {">=": [{"var": "user.age"}, 18]},
+                {"==": [{"var": "user.country"}, "NL"]},
+                {"in": [{"var": "user.tier"}, ["gold", "silver"]]}
+            ]}),
+        ),
+        (
+            "arith",
+            json!({"+": [{"*": [{"var": "order.qty"}, {"var": "order.price"}]}, {"var": "order.shipping"}]}),
+        ),
+        (
+            "if",
+            json!({"if": [{"<": [{"var": "temp"}, 0]}, "freezing", {"<": [{"var": "temp"}, 20]}, "mild", "hot"]}),
+        ),
+    ]
+}
+
+fn data() -> Value {
+    json!({"user": {"age": 30, "country": "NL", "tier": "gold"},
+           "order": {"qty": 3, "price": 9.5, "shipping": 4}, "temp": 15})
+}
+
+fn jsonlogic(c: &mut Criterion) {
+    let data = data();
+    let data_text = data.to_string();
+    let engine = Engine::new();
+    let parse_arena = Bump::new();
+    let dl_data = DataValue::from_str(&data_text, &parse_arena).expect("valid JSON");
+    let mut group = c.benchmark_group("jsonlogic");
+    for (name, rule) in rules() {
+        let ours = Logic::compile(&rule, Dialect::W6w).expect("dialect rule");
+        let theirs = engine
+            .compile(rule.to_string().as_str())
+            .expect("valid rule");
+        // Both must agree on the benchmarked rules, or the comparison means nothing.
+        let dl_answer = engine
+            .eval_str(rule.to_string().as_str(), data_text.as_str())
+            .expect("evaluates");
+        let dl_answer: Value = serde_json::from_str(&dl_answer).expect("JSON");
+        assert_eq!(
+            ours.evaluate(&data)
+                .as_f64()
+                .map_or(ours.evaluate(&data), |x| json!(x)),
+            dl_answer.as_f64().map_or(dl_answer.clone(), |x| json!(x)),
+            "{name}"
+        );
+        group.bench_function(format!("ours/{name}"), |b| {
+            b.iter(|| black_box(ours.evaluate(black_box(&data))))
+        });
+        group.bench_function(format!("datalogic/{name}"), |b| {
+            b.iter(|| {
+                let arena = Bump::new();
+                let out = engine
+                    .evaluate(&theirs, black_box(&dl_data), &arena)
+                    .map(|v| v.is_null());
+                black_box(out)
+            })
+        });
+    }
+    group.finish();
+}
+
+fn scope() -> RunScope {
+    let items: Vec<Value> = (0..20)
+        .map(|i| json!({"title": format!("issue {i}"), "id": i}))
+        .collect();
+    RunScope::from_json(&json!({
+        "vars": {"channel": "#ops", "env": "prod", "owner": null},
+        "steps": {"fetch": {"output": {"count": 20, "items": items},
+                            "meta": {"app": "linear", "version": "1.0.0", "action": "search-issues", "connectionId": null}}},
+        "trigger": {"type": "schedule", "event": {"since": "2026-07-02"}},
+        "documents": {},
+        "secrets": {"API_KEY": "sk-live-123"}
+    }))
+}
+
+fn with_block() -> Map<String, Value> {
+    let v = json!({
+        "channelId": {"$": "vars.channel"},
+        "text": "Found {{ steps.fetch.output.count }} issues since {{ trigger.event.since }}",
+        "auth": "Bearer {{ secrets.API_KEY }}",
+        "summary": {"type": "expr", "parts": [{"kind": "text", "value": "Top: "}, {"kind": "var", "ref": "steps.fetch.output.items.0.title"}]},
+        "urgent": {"$expr": {"and": [{">": [{"var": "steps.fetch.output.count"}, 10]}, {"==": [{"var": "vars.env"}, "prod"]}]}},
+        "fallback": "{{ vars.owner ?? \"nobody\" }}",
+        "vendor": "Hi {{name}}, see {{ link }}",
+        "payload": {"first": {"$": "steps.fetch.output.items.0"}, "limit": 50, "tags": ["a", "b"]}
+    });
+    match v {
+        Value::Object(m) => m,
+        _ => Map::new(),
+    }
+}
+
+fn with(c: &mut Criterion) {
+    let scope = scope();
+    let block = with_block();
+    let compiled = CompiledWith::compile(&block).expect("compiles");
+    let mut group = c.benchmark_group("with");
+    group.bench_function("compiled", |b| {
+        b.iter(|| black_box(compiled.resolve(black_box(&scope), ResolveMode::Run)))
+    });
+    group.bench_function("uncompiled", |b| {
+        b.iter(|| black_box(resolve_with(black_box(&block), black_box(&scope))))
+    });
+    group.finish();
+}
+
+fn layer(c: &mut Criterion) {
+    let (_, rule) = rules().remove(0);
+    let scope = RunScope::from_json(&json!({"vars": data()}));
+    let scoped_rule: Value =
+        serde_json::from_str(&rule.to_string().replace("\"user.", "\"vars.user.")).expect("JSON");
+    let mut block = Map::new();
+    block.insert("x".into(), json!({"$expr": scoped_rule}));
+    let scoped = CompiledWith::compile(&block).expect("compiles");
+    let raw = Logic::compile(&rule, Dialect::W6w).expect("compiles");
+    let data = data();
+    let mut group = c.benchmark_group("layer");
+    group.bench_function("raw-logic", |b| {
+        b.iter(|| black_box(raw.evaluate(black_box(&data))))
+    });
+    group.bench_function("with-$expr", |b| {
+        b.iter(|| black_box(scoped.resolve(black_box(&scope), ResolveMode::Run)))
+    });
+    group.finish();
+}
+
+criterion_group!(benches, jsonlogic, with, layer);
+criterion_main!(benches);

@@ -1,0 +1,534 @@
+//! Compiled with blocks: a with block is walked once at compile time (EXPR-3, EXPR-6) into
+//! a tree whose leaves are already parsed — `$` paths split, `$expr` and expr parts
+//! compiled, template strings parsed and root-checked — so a run, and a workflow run many
+//! times, never re-parses. Resolution then walks that tree once against a scope (EXPR-7:
+//! values it produces are never walked again).
+//!
+//! Owns: marker recognition, the ExprValue envelope (ENV-*), root-anchored string
+//! resolution (TPL-*), test mode (BIND-2…5) and secret taint (SEC-1). The only call to
+//! [`RunScope::secret`] in this crate's expression layer is in [`render_parts`], for a
+//! secret part; everything else reads the secrets-free [`DataRoot`] (EXPR-5).
+
+use serde_json::{Map, Value};
+
+use super::jsonlogic::{Dialect, ExprCode, ExprError, Logic, lookup_root};
+use super::limits::MAX_NESTING_DEPTH;
+use super::resolve::{ResolveCode, ResolveError, ResolveMode, ResolveOptions, Resolved};
+use super::scope::{DataRoot, RunScope};
+use super::template::{Mode, Part, TemplateTooLarge, parse, part_is_anchored};
+use super::value::{Val, template_string};
+
+/// A path reference (`$`, a var part, a `{{ path }}` marker), split once.
+#[derive(Debug, Clone)]
+struct PathRef {
+    path: String,
+    segments: Vec<String>,
+}
+
+impl PathRef {
+    fn new(path: &str) -> PathRef {
+        PathRef {
+            path: path.to_owned(),
+            segments: if path.is_empty() {
+                Vec::new()
+            } else {
+                path.split('.').map(str::to_owned).collect()
+            },
+        }
+    }
+}
+
+/// A compiled envelope or template part.
+#[derive(Debug, Clone)]
+enum CPart {
+    Text(String),
+    /// A var part; an empty ref contributes "" and never the root (ENV-4).
+    Var(PathRef),
+    Secret(String),
+    Expr(Logic),
+    Render(String),
+}
+
+#[derive(Debug, Clone)]
+enum CNode {
+    /// Nothing to resolve: the original value, returned as-is (TPL-1 passthrough).
+    Literal(Value),
+    /// `{"$": path}` (EXPR-1, BIND-1: type-preserved).
+    Path(PathRef),
+    /// `{"$expr": logic}` (EXPR-2, BIND-1: type-preserved).
+    Logic(Logic),
+    /// An ExprValue or a root-anchored template string: always one string (ENV-1, TPL-4).
+    Parts(Vec<CPart>),
+    /// Fields with their JSON Pointers, computed once at compile time.
+    Object(Vec<(String, String, CNode)>),
+    Array(Vec<(String, CNode)>),
+}
+
+/// A with block compiled once, resolvable many times.
+#[derive(Debug, Clone)]
+pub struct CompiledWith {
+    /// (param name, its JSON Pointer, compiled value).
+    params: Vec<(String, String, CNode)>,
+    dialect: Dialect,
+}
+
+fn pointer_push(pointer: &str, key: &str) -> String {
+    format!("{pointer}/{}", key.replace('~', "~0").replace('/', "~1"))
+}
+
+fn expr_error(e: ExprError, pointer: &str) -> ResolveError {
+    let code = match e.code {
+        ExprCode::UnknownOperator => ResolveCode::UnknownOperator,
+        ExprCode::InvalidArguments => ResolveCode::InvalidExpression,
+        ExprCode::LimitExceeded => ResolveCode::LimitExceeded,
+    };
+    let mut err = ResolveError::new(code, e.message, pointer);
+    err.reference = e.operator;
+    err
+}
+
+fn template_error(e: TemplateTooLarge, pointer: &str) -> ResolveError {
+    ResolveError::new(ResolveCode::LimitExceeded, e.message, pointer)
+}
+
+fn raw_expr_error(raw: &str, pointer: &str) -> ResolveError {
+    ResolveError::new(
+        ResolveCode::InvalidExpression,
+        format!("the {{{{ = }}}} marker's payload is not valid JSON: {raw:?}"),
+        pointer,
+    )
+    .with_ref(raw)
+}
+
+impl CompiledWith {
+    /// Compile under the default [`Dialect::W6w`].
+    pub fn compile(with: &Map<String, Value>) -> Result<CompiledWith, ResolveError> {
+        CompiledWith::compile_with(with, Dialect::W6w)
+    }
+
+    /// Compile under a dialect. Static problems (an unknown operator, an `=` marker that is
+    /// not JSON, a limit) are reported here, the first in document order.
+    pub fn compile_with(
+        with: &Map<String, Value>,
+        dialect: Dialect,
+    ) -> Result<CompiledWith, ResolveError> {
+        let mut params = Vec::with_capacity(with.len());
+        for (k, v) in with {
+            let pointer = pointer_push("", k);
+            let node = compile_value(v, dialect, &pointer, 1)?;
+            params.push((k.clone(), pointer, node));
+        }
+        Ok(CompiledWith { params, dialect })
+    }
+
+    /// Resolve against a scope in a mode.
+    pub fn resolve(&self, scope: &RunScope, mode: ResolveMode) -> Result<Resolved, ResolveError> {
+        self.resolve_with_options(
+            scope,
+            &ResolveOptions {
+                mode,
+                tested_step: None,
+                dialect: self.dialect,
+            },
+        )
+    }
+
+    /// Resolve for a single-step test of `tested_step` (BIND-2…5).
+    pub fn resolve_test(
+        &self,
+        scope: &RunScope,
+        tested_step: &str,
+    ) -> Result<Resolved, ResolveError> {
+        self.resolve_with_options(
+            scope,
+            &ResolveOptions {
+                mode: ResolveMode::Test,
+                tested_step: Some(tested_step),
+                dialect: self.dialect,
+            },
+        )
+    }
+
+    /// Resolve with explicit options (the dialect is the one compiled with).
+    pub fn resolve_with_options(
+        &self,
+        scope: &RunScope,
+        options: &ResolveOptions<'_>,
+    ) -> Result<Resolved, ResolveError> {
+        let mut ctx = Ctx {
+            scope,
+            root: scope.data_root(),
+            mode: options.mode,
+            tested_step: options.tested_step,
+            dialect: self.dialect,
+            secret_paths: Vec::new(),
+        };
+        let mut params = Map::with_capacity(self.params.len());
+        for (k, pointer, node) in &self.params {
+            params.insert(k.clone(), ctx.resolve(node, pointer)?);
+        }
+        Ok(Resolved {
+            params,
+            secret_paths: ctx.secret_paths,
+        })
+    }
+}
+
+fn compile_value(
+    v: &Value,
+    dialect: Dialect,
+    pointer: &str,
+    depth: usize,
+) -> Result<CNode, ResolveError> {
+    if depth > MAX_NESTING_DEPTH {
+        return Err(ResolveError::new(
+            ResolveCode::LimitExceeded,
+            format!("the with block nests deeper than {MAX_NESTING_DEPTH} levels"),
+            pointer,
+        ));
+    }
+    match v {
+        Value::String(s) => compile_string(s, dialect, pointer),
+        Value::Array(items) => {
+            let mut nodes = Vec::with_capacity(items.len());
+            for (i, item) in items.iter().enumerate() {
+                let here = pointer_push(pointer, &i.to_string());
+                let node = compile_value(item, dialect, &here, depth + 1)?;
+                nodes.push((here, node));
+            }
+            Ok(
+                if nodes.iter().all(|(_, n)| matches!(n, CNode::Literal(_))) {
+                    CNode::Literal(v.clone())
+                } else {
+                    CNode::Array(nodes)
+                },
+            )
+        }
+        Value::Object(map) => {
+            // EXPR-6: a single-key `$` / `$expr` object is a marker, wherever it is.
+            if map.len() == 1 {
+                if let Some(path) = map.get("$") {
+                    return compile_path_marker(path, pointer);
+                }
+                if let Some(rule) = map.get("$expr") {
+                    return Logic::compile(rule, dialect)
+                        .map(CNode::Logic)
+                        .map_err(|e| expr_error(e, pointer));
+                }
+            }
+            if map.get("type").and_then(Value::as_str) == Some("expr")
+                && let Some(Value::Array(parts)) = map.get("parts")
+            {
+                return compile_envelope(parts, dialect, pointer);
+            }
+            let mut fields = Vec::with_capacity(map.len());
+            for (k, item) in map {
+                let here = pointer_push(pointer, k);
+                let node = compile_value(item, dialect, &here, depth + 1)?;
+                fields.push((k.clone(), here, node));
+            }
+            Ok(
+                if fields
+                    .iter()
+                    .all(|(_, _, n)| matches!(n, CNode::Literal(_)))
+                {
+                    CNode::Literal(v.clone())
+                } else {
+                    CNode::Object(fields)
+                },
+            )
+        }
+        other => Ok(CNode::Literal(other.clone())),
+    }
+}
+
+fn compile_path_marker(path: &Value, pointer: &str) -> Result<CNode, ResolveError> {
+    match path {
+        Value::String(s) => Ok(CNode::Path(PathRef::new(s))),
+        Value::Number(n) => Ok(CNode::Path(PathRef::new(&n.to_string()))),
+        other => Err(ResolveError::new(
+            ResolveCode::InvalidExpression,
+            format!(
+                "a {{\"$\": …}} marker needs a string path, found {}",
+                type_name(other)
+            ),
+            pointer,
+        )),
+    }
+}
+
+/// ENV-2: the five kinds; anything else contributes "" (ENV-9).
+fn compile_envelope(
+    parts: &[Value],
+    dialect: Dialect,
+    pointer: &str,
+) -> Result<CNode, ResolveError> {
+    let mut out = Vec::with_capacity(parts.len());
+    for (i, raw) in parts.iter().enumerate() {
+        let here = pointer_push(&pointer_push(pointer, "parts"), &i.to_string());
+        match Part::from_json(raw) {
+            Part::Text(v) => out.push(CPart::Text(text_value(raw).unwrap_or(v))),
+            Part::Var(r) => out.push(CPart::Var(PathRef::new(&r))),
+            Part::Secret(r) => out.push(CPart::Secret(r)),
+            Part::Expr { expr, .. } => out.push(CPart::Expr(
+                Logic::compile(&expr, dialect).map_err(|e| expr_error(e, &here))?,
+            )),
+            Part::Render(r) => out.push(CPart::Render(r)),
+            Part::Unknown(_) => {}
+        }
+    }
+    Ok(CNode::Parts(out))
+}
+
+/// A text part's `value` when it is not a string: its string form (null reads as "").
+fn text_value(raw: &Value) -> Option<String> {
+    match raw.get("value")? {
+        Value::String(_) | Value::Null => None,
+        other => template_string(&Val::from_json(other)),
+    }
+}
+
+/// TPL-1…8: a string resolves iff it has ≥1 marker, no unterminated `{{`, and every
+/// marker is rooted; otherwise it is the original string, byte-identical.
+fn compile_string(s: &str, dialect: Dialect, pointer: &str) -> Result<CNode, ResolveError> {
+    let literal = || Ok(CNode::Literal(Value::String(s.to_owned())));
+    if !s.contains("{{") {
+        return literal();
+    }
+    let parsed = parse(s, Mode::Editor).map_err(|e| template_error(e, pointer))?;
+    let has_marker = parsed.parts.iter().any(|p| !matches!(p, Part::Text(_)));
+    if !has_marker || parsed.unterminated || !parsed.parts.iter().all(part_is_anchored) {
+        return literal();
+    }
+    let mut out = Vec::with_capacity(parsed.parts.len());
+    for part in parsed.parts {
+        out.push(match part {
+            Part::Text(t) => CPart::Text(t),
+            Part::Var(r) => CPart::Var(PathRef::new(&r)),
+            Part::Secret(r) => CPart::Secret(r),
+            Part::Expr { expr, raw: true } => {
+                return Err(raw_expr_error(expr.as_str().unwrap_or_default(), pointer));
+            }
+            Part::Expr { expr, raw: false } => {
+                CPart::Expr(Logic::compile(&expr, dialect).map_err(|e| expr_error(e, pointer))?)
+            }
+            // The parser never yields these; an anchored string cannot hold them.
+            Part::Render(_) | Part::Unknown(_) => continue,
+        });
+    }
+    Ok(CNode::Parts(out))
+}
+
+fn type_name(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "boolean",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}
+
+fn val_type_name(v: &Val<'_>) -> &'static str {
+    match v {
+        Val::Undefined | Val::Null => "null",
+        Val::Bool(_) => "boolean",
+        Val::Num(_) => "number",
+        Val::Str(_) => "string",
+        Val::Arr(_) => "array",
+        Val::Ref(r) => type_name(r),
+        Val::Owned(r) => type_name(r),
+    }
+}
+
+struct Ctx<'a, 'o> {
+    scope: &'a RunScope,
+    root: DataRoot<'a>,
+    mode: ResolveMode,
+    tested_step: Option<&'o str>,
+    dialect: Dialect,
+    secret_paths: Vec<String>,
+}
+
+impl<'a> Ctx<'a, '_> {
+    fn resolve(&mut self, node: &'a CNode, pointer: &str) -> Result<Value, ResolveError> {
+        match node {
+            CNode::Literal(v) => Ok(v.clone()),
+            CNode::Path(p) => {
+                self.check_test_binding(p, pointer)?;
+                Ok(lookup_root(self.root, &p.segments).map_or(Value::Null, |v| v.to_json()))
+            }
+            CNode::Logic(logic) => Ok(logic.eval_root(self.root).to_json()),
+            CNode::Parts(parts) => {
+                let (text, tainted) = self.render_parts(parts, pointer)?;
+                if tainted {
+                    self.secret_paths.push(pointer.to_owned());
+                }
+                Ok(Value::String(text))
+            }
+            CNode::Object(fields) => {
+                let mut out = Map::with_capacity(fields.len());
+                for (k, here, n) in fields {
+                    out.insert(k.clone(), self.resolve(n, here)?);
+                }
+                Ok(Value::Object(out))
+            }
+            CNode::Array(items) => {
+                let mut out = Vec::with_capacity(items.len());
+                for (here, n) in items {
+                    out.push(self.resolve(n, here)?);
+                }
+                Ok(Value::Array(out))
+            }
+        }
+    }
+
+    /// BIND-3: in a single-step test, a direct path binding into `steps.<id>` needs that
+    /// step's output in the supplied state; a recorded null output is an output (BIND-4).
+    fn check_test_binding(&self, p: &PathRef, pointer: &str) -> Result<(), ResolveError> {
+        if self.mode != ResolveMode::Test || p.segments.first().map(String::as_str) != Some("steps")
+        {
+            return Ok(());
+        }
+        let Some(step) = p.segments.get(1) else {
+            return Ok(());
+        };
+        let has_output = self
+            .root
+            .root("steps")
+            .and_then(|s| s.get(step.as_str()))
+            .is_some_and(|entry| entry.get("output").is_some());
+        if has_output {
+            return Ok(());
+        }
+        let tested = self
+            .tested_step
+            .map_or_else(String::new, |t| format!("single-step test of step {t:?}: "));
+        let mut e = ResolveError::new(
+            ResolveCode::StepOutputMissing,
+            format!(
+                "{tested}the binding {:?} at {pointer} references step {step:?}, which has no output in the supplied state",
+                p.path
+            ),
+            pointer,
+        )
+        .with_ref(&p.path);
+        e.step = Some(step.clone());
+        Err(e)
+    }
+
+    fn stringify(&self, v: &Val<'_>, pointer: &str) -> Result<String, ResolveError> {
+        template_string(v).ok_or_else(|| {
+            ResolveError::new(
+                ResolveCode::LimitExceeded,
+                format!(
+                    "a value nests deeper than {MAX_NESTING_DEPTH} levels and cannot be stringified"
+                ),
+                pointer,
+            )
+        })
+    }
+
+    /// ENV-1: concatenate the parts into one string; the bool says a secret was read.
+    fn render_parts(
+        &self,
+        parts: &'a [CPart],
+        pointer: &str,
+    ) -> Result<(String, bool), ResolveError> {
+        let mut out = String::new();
+        let mut tainted = false;
+        for part in parts {
+            match part {
+                CPart::Text(t) => out.push_str(t),
+                CPart::Var(p) if p.segments.is_empty() => {}
+                CPart::Var(p) => {
+                    self.check_test_binding(p, pointer)?;
+                    if let Some(v) = lookup_root(self.root, &p.segments) {
+                        out.push_str(&self.stringify(&v, pointer)?);
+                    }
+                }
+                // ENV-3 / TPL-6: the one read of secret plaintext; a missing one fails.
+                CPart::Secret(name) => match self.scope.secret(name) {
+                    Some(v) => {
+                        tainted = true;
+                        out.push_str(&self.stringify(&Val::from_json(v), pointer)?);
+                    }
+                    None => {
+                        return Err(ResolveError::new(
+                            ResolveCode::SecretNotFound,
+                            format!("secret {name:?} is not available to this run"),
+                            pointer,
+                        )
+                        .with_ref(name));
+                    }
+                },
+                CPart::Expr(logic) => {
+                    out.push_str(&self.stringify(&logic.eval_root(self.root), pointer)?)
+                }
+                CPart::Render(r) => out.push_str(&self.render(r, pointer)?),
+            }
+        }
+        Ok((out, tainted))
+    }
+
+    /// ENV-5…7: a render part — resolve the ref on the data root, require a string, parse
+    /// it in render mode and resolve those parts once, against the same root.
+    fn render(&self, reference: &str, pointer: &str) -> Result<String, ResolveError> {
+        let unresolved = |why: &str| {
+            Err(ResolveError::new(
+                ResolveCode::RenderRefUnresolved,
+                format!("render part ref {reference:?} {why}"),
+                pointer,
+            )
+            .with_ref(reference))
+        };
+        if reference.is_empty() {
+            return unresolved("is empty and names nothing");
+        }
+        let segments: Vec<&str> = reference.split('.').collect();
+        let content = match lookup_root(self.root, &segments) {
+            None | Some(Val::Null | Val::Undefined) => {
+                return unresolved("did not resolve (absent or null)");
+            }
+            Some(Val::Str(s)) => s,
+            Some(other) => {
+                return Err(ResolveError::new(
+                    ResolveCode::RenderRefNotAString,
+                    format!(
+                        "render part ref {reference:?} resolved to a {}, not a string",
+                        val_type_name(&other)
+                    ),
+                    pointer,
+                )
+                .with_ref(reference));
+            }
+        };
+        let parsed = parse(&content, Mode::Render).map_err(|e| template_error(e, pointer))?;
+        let mut out = String::new();
+        for part in parsed.parts {
+            match part {
+                Part::Text(t) => out.push_str(&t),
+                Part::Var(r) if r.is_empty() => {}
+                Part::Var(r) => {
+                    let segs: Vec<&str> = r.split('.').collect();
+                    if let Some(v) = lookup_root(self.root, &segs) {
+                        out.push_str(&self.stringify(&v, pointer)?);
+                    }
+                }
+                Part::Expr { expr, raw: true } => {
+                    return Err(raw_expr_error(expr.as_str().unwrap_or_default(), pointer));
+                }
+                Part::Expr { expr, raw: false } => {
+                    let logic =
+                        Logic::compile(&expr, self.dialect).map_err(|e| expr_error(e, pointer))?;
+                    out.push_str(&self.stringify(&logic.eval_root(self.root), pointer)?);
+                }
+                // Render mode has no secret production (ENV-6), so no such part exists
+                // here; and nothing in this loop reads secrets. Nested render: none.
+                Part::Secret(_) | Part::Render(_) | Part::Unknown(_) => {}
+            }
+        }
+        Ok(out)
+    }
+}

@@ -1,0 +1,18 @@
+//! Named limits on expression input (SEC-2). Every limit is checked where input enters,
+//! and exceeding one is a `limit_exceeded` error value — never a panic, a hang or a stack
+//! overflow.
+
+/// Deepest nesting of a with block, a JSONLogic rule or a stringified value. serde_json's
+/// text parser stops at 128 as well, so JSON parsed from text never reaches this; values
+/// built in code can, and get a clear error instead of a stack overflow.
+pub const MAX_NESTING_DEPTH: usize = 128;
+
+/// Longest string (in bytes) parsed as a `{{ }}` template: a with string containing `{{`,
+/// a render part's content, or the `parse` op's text. Strings without `{{` are never
+/// parsed and have no limit.
+pub const MAX_TEMPLATE_BYTES: usize = 256 * 1024;
+
+/// Upper bound on the bytes the balanced close scan may visit while parsing one template.
+/// The scan restarts at every `{{ =` marker, so adversarial text could otherwise make
+/// parsing quadratic.
+pub const MAX_TEMPLATE_SCAN_BYTES: usize = 8 * MAX_TEMPLATE_BYTES;

@@ -1,0 +1,441 @@
+//! Evaluation values and JS coercion: truthiness, `Number()`, `String()`, loose and strict
+//! equality, SameValueZero, the JS property walk behind `var`, and `JSON.stringify`.
+//!
+//! Owns: the one place JS value semantics live. Knows nothing of operators or scopes.
+
+use std::borrow::Cow;
+use std::rc::Rc;
+
+use serde_json::{Map, Value};
+
+use super::limits::MAX_NESTING_DEPTH;
+use super::number::{json_number, number_to_string, number_value, string_to_number};
+
+/// A value during evaluation. Arrays and objects borrowed from the data or the rule stay
+/// borrowed (`Ref`), which also gives JS reference identity for `===` for free.
+#[derive(Debug, Clone)]
+pub(crate) enum Val<'a> {
+    Undefined,
+    Null,
+    Bool(bool),
+    Num(f64),
+    Str(Cow<'a, str>),
+    /// A borrowed JSON array or object (scalars are always read into the variants above).
+    Ref(&'a Value),
+    /// A freshly built array (an evaluated array literal, `missing`, `map`, …).
+    Arr(Vec<Val<'a>>),
+    /// A freshly built JSON array or object (a materialised data root, `merge`).
+    Owned(Rc<Value>),
+}
+
+impl<'a> Val<'a> {
+    /// Read a JSON value: scalars become scalar variants, containers stay borrowed.
+    pub(crate) fn from_json(v: &'a Value) -> Val<'a> {
+        match v {
+            Value::Null => Val::Null,
+            Value::Bool(b) => Val::Bool(*b),
+            Value::Number(n) => Val::Num(json_number(n)),
+            Value::String(s) => Val::Str(Cow::Borrowed(s)),
+            Value::Array(_) | Value::Object(_) => Val::Ref(v),
+        }
+    }
+
+    pub(crate) fn is_nullish(&self) -> bool {
+        matches!(self, Val::Undefined | Val::Null)
+    }
+
+    fn as_json_container(&self) -> Option<&Value> {
+        match self {
+            Val::Ref(v) => Some(v),
+            Val::Owned(v) => Some(v),
+            _ => None,
+        }
+    }
+
+    fn is_array(&self) -> bool {
+        matches!(self, Val::Arr(_)) || self.as_json_container().is_some_and(Value::is_array)
+    }
+
+    /// Whether any array element satisfies `f`; `None` when this is not an array.
+    pub(crate) fn any_item(&self, mut f: impl FnMut(&Val<'_>) -> bool) -> Option<bool> {
+        match self {
+            Val::Arr(items) => Some(items.iter().any(f)),
+            Val::Ref(Value::Array(items)) => Some(items.iter().any(|i| f(&Val::from_json(i)))),
+            Val::Owned(v) => match v.as_ref() {
+                Value::Array(items) => Some(items.iter().any(|i| f(&Val::from_json(i)))),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+
+    /// Array elements as values, for arrays only.
+    pub(crate) fn array_items(&self) -> Option<Vec<Val<'_>>> {
+        match self {
+            Val::Arr(items) => Some(items.clone()),
+            Val::Ref(Value::Array(items)) => Some(items.iter().map(Val::from_json).collect()),
+            Val::Owned(v) => match v.as_ref() {
+                Value::Array(items) => Some(items.iter().map(Val::from_json).collect()),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+
+    /// The value as JSON output (`undefined` → null, numbers per [`number_value`]).
+    pub(crate) fn to_json(&self) -> Value {
+        match self {
+            Val::Undefined | Val::Null => Value::Null,
+            Val::Bool(b) => Value::Bool(*b),
+            Val::Num(x) => number_value(*x),
+            Val::Str(s) => Value::String(s.to_string()),
+            Val::Ref(v) => (*v).clone(),
+            Val::Arr(items) => Value::Array(items.iter().map(Val::to_json).collect()),
+            Val::Owned(v) => v.as_ref().clone(),
+        }
+    }
+}
+
+/// The dialect's truthiness: JS `!!`, except that an empty array is falsy.
+pub(crate) fn truthy(v: &Val<'_>) -> bool {
+    match v {
+        Val::Undefined | Val::Null => false,
+        Val::Bool(b) => *b,
+        Val::Num(x) => !(x.is_nan() || *x == 0.0),
+        Val::Str(s) => !s.is_empty(),
+        Val::Arr(items) => !items.is_empty(),
+        Val::Ref(v) => !matches!(v, Value::Array(a) if a.is_empty()),
+        Val::Owned(v) => !matches!(v.as_ref(), Value::Array(a) if a.is_empty()),
+    }
+}
+
+/// JS `Number(v)`.
+pub(crate) fn to_number(v: &Val<'_>) -> f64 {
+    match v {
+        Val::Undefined => f64::NAN,
+        Val::Null => 0.0,
+        Val::Bool(b) => f64::from(u8::from(*b)),
+        Val::Num(x) => *x,
+        Val::Str(s) => string_to_number(s),
+        // ToPrimitive: an array becomes its `String()`, an object "[object Object]" (NaN).
+        other if other.is_array() => string_to_number(&to_js_string(other)),
+        _ => f64::NAN,
+    }
+}
+
+/// JS `String(v)`: arrays join their elements with "," (null/undefined elements as ""),
+/// objects are "[object Object]".
+pub(crate) fn to_js_string(v: &Val<'_>) -> String {
+    let mut out = String::new();
+    write_js_string(v, &mut out, 0);
+    out
+}
+
+fn write_js_string(v: &Val<'_>, out: &mut String, depth: usize) {
+    match v {
+        Val::Undefined => out.push_str("undefined"),
+        Val::Null => out.push_str("null"),
+        Val::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
+        Val::Num(x) => out.push_str(&number_to_string(*x)),
+        Val::Str(s) => out.push_str(s),
+        other => match other.array_items() {
+            // Past the nesting limit the elements are elided rather than recursed into.
+            Some(_) if depth >= MAX_NESTING_DEPTH => {}
+            Some(items) => {
+                for (i, item) in items.iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    if !item.is_nullish() {
+                        write_js_string(item, out, depth + 1);
+                    }
+                }
+            }
+            None => out.push_str("[object Object]"),
+        },
+    }
+}
+
+fn same_reference(a: &Val<'_>, b: &Val<'_>) -> bool {
+    match (a, b) {
+        (Val::Ref(x), Val::Ref(y)) => std::ptr::eq(*x, *y),
+        (Val::Owned(x), Val::Owned(y)) => Rc::ptr_eq(x, y),
+        _ => false,
+    }
+}
+
+fn is_container(v: &Val<'_>) -> bool {
+    matches!(v, Val::Ref(_) | Val::Arr(_) | Val::Owned(_))
+}
+
+/// JS strict equality `===`: objects and arrays by reference.
+pub(crate) fn strict_eq(a: &Val<'_>, b: &Val<'_>) -> bool {
+    match (a, b) {
+        (Val::Undefined, Val::Undefined) | (Val::Null, Val::Null) => true,
+        (Val::Bool(x), Val::Bool(y)) => x == y,
+        (Val::Num(x), Val::Num(y)) => x == y,
+        (Val::Str(x), Val::Str(y)) => x == y,
+        _ => same_reference(a, b),
+    }
+}
+
+/// SameValueZero (`Array.prototype.includes`): strict equality, except NaN equals NaN.
+pub(crate) fn same_value_zero(a: &Val<'_>, b: &Val<'_>) -> bool {
+    match (a, b) {
+        (Val::Num(x), Val::Num(y)) if x.is_nan() && y.is_nan() => true,
+        _ => strict_eq(a, b),
+    }
+}
+
+/// JS abstract (loose) equality `==`.
+pub(crate) fn loose_eq(a: &Val<'_>, b: &Val<'_>) -> bool {
+    match (a, b) {
+        (x, y) if x.is_nullish() || y.is_nullish() => x.is_nullish() && y.is_nullish(),
+        (Val::Num(_), Val::Num(_)) | (Val::Str(_), Val::Str(_)) | (Val::Bool(_), Val::Bool(_)) => {
+            strict_eq(a, b)
+        }
+        (x, y) if is_container(x) && is_container(y) => same_reference(x, y),
+        (Val::Num(x), Val::Str(s)) | (Val::Str(s), Val::Num(x)) => *x == string_to_number(s),
+        (Val::Bool(x), other) | (other, Val::Bool(x)) => {
+            loose_eq(&Val::Num(f64::from(u8::from(*x))), other)
+        }
+        // ToPrimitive of an array or object is its `String()`.
+        (x, prim) | (prim, x) if is_container(x) => {
+            loose_eq(&Val::Str(Cow::Owned(to_js_string(x))), prim)
+        }
+        _ => false,
+    }
+}
+
+/// The outcome of a JS property walk.
+pub(crate) enum Walk<'a> {
+    Found(Val<'a>),
+    /// The path named nothing (`undefined`), or stepped through null/undefined.
+    Missing,
+}
+
+/// One JS property read `value[seg]`, as `var` performs it. Objects read keys; arrays read
+/// canonical indexes and `length`; strings read `length` (UTF-16 units) and single
+/// characters by UTF-16 index. Inherited properties (`constructor`, …) are not emulated.
+pub(crate) fn property<'a>(value: &Val<'a>, seg: &str) -> Option<Val<'a>> {
+    match value {
+        Val::Ref(v) => json_property(v, seg),
+        Val::Owned(v) => json_property(v, seg).map(|p| detach(&p)),
+        Val::Arr(items) => {
+            if seg == "length" {
+                Some(Val::Num(items.len() as f64))
+            } else {
+                canonical_index(seg).and_then(|i| items.get(i).cloned())
+            }
+        }
+        Val::Str(s) => string_property(s, seg),
+        _ => None,
+    }
+}
+
+/// A value borrowed from an `Owned` root must not outlive it: copy it out.
+fn detach<'a>(v: &Val<'_>) -> Val<'a> {
+    match v {
+        Val::Undefined => Val::Undefined,
+        Val::Null => Val::Null,
+        Val::Bool(b) => Val::Bool(*b),
+        Val::Num(x) => Val::Num(*x),
+        Val::Str(s) => Val::Str(Cow::Owned(s.to_string())),
+        other => Val::Owned(Rc::new(other.to_json())),
+    }
+}
+
+/// Key lookup. Small objects (the common case for step outputs and scopes) are scanned
+/// linearly: comparing a few short keys is cheaper than hashing one.
+pub(crate) fn object_get<'a>(map: &'a Map<String, Value>, key: &str) -> Option<&'a Value> {
+    if map.len() <= 8 {
+        map.iter().find_map(|(k, v)| (k == key).then_some(v))
+    } else {
+        map.get(key)
+    }
+}
+
+pub(crate) fn json_property<'a>(v: &'a Value, seg: &str) -> Option<Val<'a>> {
+    match v {
+        Value::Object(map) => object_get(map, seg).map(Val::from_json),
+        Value::Array(items) => {
+            if seg == "length" {
+                Some(Val::Num(items.len() as f64))
+            } else {
+                canonical_index(seg)
+                    .and_then(|i| items.get(i))
+                    .map(Val::from_json)
+            }
+        }
+        Value::String(s) => string_property(s, seg),
+        _ => None,
+    }
+}
+
+fn string_property<'a>(s: &str, seg: &str) -> Option<Val<'a>> {
+    if seg == "length" {
+        return Some(Val::Num(s.encode_utf16().count() as f64));
+    }
+    let i = canonical_index(seg)?;
+    let unit = s.encode_utf16().nth(i)?;
+    // A lone surrogate half (JS can hand one back) has no Rust string form: absent.
+    char::from_u32(u32::from(unit)).map(|c| Val::Str(Cow::Owned(c.to_string())))
+}
+
+/// A canonical array index ("0", "17"; not "01", "+1", "-1" or "1.0"), as JS property
+/// keys treat them.
+pub(crate) fn canonical_index(seg: &str) -> Option<usize> {
+    let b = seg.as_bytes();
+    if b.is_empty() || (b.len() > 1 && b[0] == b'0') || !b.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    seg.parse().ok()
+}
+
+/// `JSON.stringify` with compact output, keys in insertion order and JS number
+/// formatting. `None` past [`MAX_NESTING_DEPTH`].
+pub(crate) fn json_stringify(v: &Val<'_>) -> Option<String> {
+    let mut out = String::new();
+    match v {
+        Val::Arr(items) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                match item {
+                    Val::Undefined => out.push_str("null"),
+                    other => out.push_str(&json_stringify(other)?),
+                }
+            }
+            out.push(']');
+        }
+        Val::Undefined => return None,
+        other => write_json(&other.to_json(), &mut out, 0)?,
+    }
+    Some(out)
+}
+
+/// Compact JSON text of a JSON value with JS number formatting.
+pub(crate) fn write_json(v: &Value, out: &mut String, depth: usize) -> Option<()> {
+    if depth > MAX_NESTING_DEPTH {
+        return None;
+    }
+    match v {
+        Value::Null => out.push_str("null"),
+        Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
+        Value::Number(n) => {
+            let x = json_number(n);
+            if x.is_finite() {
+                out.push_str(&number_to_string(x));
+            } else {
+                out.push_str("null");
+            }
+        }
+        Value::String(s) => out.push_str(&Value::String(s.clone()).to_string()),
+        Value::Array(items) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_json(item, out, depth + 1)?;
+            }
+            out.push(']');
+        }
+        Value::Object(map) => write_object(map, out, depth)?,
+    }
+    Some(())
+}
+
+fn write_object(map: &Map<String, Value>, out: &mut String, depth: usize) -> Option<()> {
+    out.push('{');
+    for (i, (k, item)) in map.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        out.push_str(&Value::String(k.clone()).to_string());
+        out.push(':');
+        write_json(item, out, depth + 1)?;
+    }
+    out.push('}');
+    Some(())
+}
+
+/// How a resolved value joins a string (ENV-1, TPL-4): strings verbatim, null/absent as
+/// "", numbers and booleans by `String()`, arrays and objects as compact JSON.
+pub(crate) fn template_string(v: &Val<'_>) -> Option<String> {
+    match v {
+        Val::Undefined | Val::Null => Some(String::new()),
+        Val::Str(s) => Some(s.to_string()),
+        Val::Bool(_) | Val::Num(_) => Some(to_js_string(v)),
+        other => json_stringify(other),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn s(x: &str) -> Val<'_> {
+        Val::Str(Cow::Borrowed(x))
+    }
+
+    #[test]
+    fn loose_equality_matches_js() {
+        let arr12 = json!([1, 2]);
+        let empty = json!([]);
+        assert!(loose_eq(&Val::Num(1.0), &s("1")));
+        assert!(loose_eq(&Val::Null, &Val::Undefined));
+        assert!(!loose_eq(&Val::Null, &Val::Num(0.0)));
+        assert!(!loose_eq(&Val::Null, &Val::Bool(false)));
+        assert!(loose_eq(&Val::Ref(&empty), &Val::Bool(false)));
+        assert!(loose_eq(&Val::Ref(&arr12), &s("1,2")));
+        assert!(!loose_eq(&Val::Num(f64::NAN), &Val::Num(f64::NAN)));
+        assert!(loose_eq(&Val::Bool(true), &s("1")));
+    }
+
+    #[test]
+    fn strict_equality_is_by_reference_for_containers() {
+        let a = json!([1]);
+        let b = json!([1]);
+        assert!(!strict_eq(&Val::Ref(&a), &Val::Ref(&b)));
+        assert!(strict_eq(&Val::Ref(&a), &Val::Ref(&a)));
+        assert!(strict_eq(&Val::Num(0.0), &Val::Num(-0.0)));
+    }
+
+    #[test]
+    fn number_and_string_coercion() {
+        let five = json!([5]);
+        let obj = json!({});
+        assert_eq!(to_number(&Val::Ref(&five)), 5.0);
+        assert!(to_number(&Val::Ref(&obj)).is_nan());
+        assert_eq!(to_number(&Val::Bool(true)), 1.0);
+        let nested = json!([1, [2, null], "x"]);
+        assert_eq!(to_js_string(&Val::Ref(&nested)), "1,2,,x");
+        assert_eq!(to_js_string(&Val::Ref(&obj)), "[object Object]");
+    }
+
+    #[test]
+    fn property_walk_emulates_length_and_string_index() {
+        let v = json!({"items": [1, 2, 3], "s": "héllo", "e": "😀"});
+        let items = json_property(&v, "items").expect("items");
+        assert!(matches!(property(&items, "length"), Some(Val::Num(x)) if x == 3.0));
+        assert!(property(&items, "01").is_none());
+        let st = json_property(&v, "s").expect("s");
+        assert!(matches!(property(&st, "1"), Some(Val::Str(c)) if c == "é"));
+        let e = json_property(&v, "e").expect("e");
+        assert!(matches!(property(&e, "length"), Some(Val::Num(x)) if x == 2.0));
+        assert!(property(&e, "0").is_none());
+    }
+
+    #[test]
+    fn stringify_is_compact_js() {
+        let v = json!({"b": 1.0, "a": [1e21, "x\"y"], "c": null});
+        assert_eq!(
+            json_stringify(&Val::Ref(&v)).expect("fits"),
+            r#"{"b":1,"a":[1e+21,"x\"y"],"c":null}"#
+        );
+    }
+}
