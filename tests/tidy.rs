@@ -25,7 +25,8 @@ fn sources() -> Vec<(PathBuf, String)> {
     files
         .into_iter()
         .map(|p| {
-            let text = std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+            let text =
+                std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
             (p, text)
         })
         .collect()
@@ -48,7 +49,12 @@ fn no_debugging_or_unfinished_code_in_src() {
     for (path, text) in sources() {
         for (n, line) in text.lines().enumerate() {
             for b in banned {
-                assert!(!line.contains(b), "{}:{}: contains {b}", path.display(), n + 1);
+                assert!(
+                    !line.contains(b),
+                    "{}:{}: contains {b}",
+                    path.display(),
+                    n + 1
+                );
             }
         }
     }
@@ -59,6 +65,10 @@ fn every_case_file_names_clauses() {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("conformance/cases");
     for entry in std::fs::read_dir(&dir).expect("cases dir").flatten() {
         let text = std::fs::read_to_string(entry.path()).expect("readable");
-        assert!(text.contains("\"clauses\""), "{} has no clause tags", entry.path().display());
+        assert!(
+            text.contains("\"clauses\""),
+            "{} has no clause tags",
+            entry.path().display()
+        );
     }
 }

@@ -3,6 +3,10 @@
 //! Requests: `{"op": "validate" | "plan", "workflow": W, "runnable"?: bool,
 //! "previous"?: P}`. `runnable` applies the PLAN-9 gate; `previous` is the stored document
 //! a save replaces (MODEL-5: the key grammar is checked only when `previous` has no key).
+//! `plan` also takes `"hostSchedule"?: bool` (default true: CTRL-7, `false` plans for a
+//! host without `schedule`) and `"detail"?: bool`, which turns the success payload into
+//! `{"order": [ids], "subBlocks": [{control, branch?, level, steps, order, root, last,
+//! implicitChain}]}`.
 //! Responses: `{"ok": true}` / `{"ok": [ids]}`, or
 //! `{"error": {"code": "invalid_workflow", "errors": [{status, code, path, message}]}}`;
 //! a request that is itself malformed gets `bad_request`.
@@ -10,6 +14,7 @@
 use serde_json::{Value, json};
 
 use crate::model::{ValidateOptions, ValidationError, Workflow, errors_to_json, validate_save};
+use crate::plan::{Plan, PlanOptions, SubBlockKind};
 use crate::service::{bad_request, ok};
 
 /// The error response for an invalid workflow.
@@ -48,15 +53,61 @@ pub(crate) fn validate(request: &Value) -> Value {
     }
 }
 
+fn flag(request: &Value, name: &str, default: bool) -> Result<bool, Value> {
+    match request.get(name) {
+        None | Some(Value::Null) => Ok(default),
+        Some(Value::Bool(b)) => Ok(*b),
+        Some(_) => Err(bad_request(format!("\"{name}\" must be a boolean"))),
+    }
+}
+
 pub(crate) fn plan(request: &Value) -> Value {
+    let (schedule, detail) = match (
+        flag(request, "hostSchedule", true),
+        flag(request, "detail", false),
+    ) {
+        (Ok(s), Ok(d)) => (s, d),
+        (Err(e), _) | (_, Err(e)) => return e,
+    };
     let workflow = match validated(request) {
         Ok(w) => w,
         Err(response) => return response,
     };
-    match crate::plan::plan(&workflow) {
+    let options = PlanOptions {
+        host_supports_schedule: schedule,
+    };
+    match crate::plan::plan_with(&workflow, &options) {
+        Ok(p) if detail => ok(detailed(&p, &workflow)),
         Ok(p) => ok(json!(p.ids(&workflow))),
         Err(errors) => invalid(&errors),
     }
+}
+
+/// The main order plus every sub-block's plan, by step id.
+fn detailed(p: &Plan, w: &Workflow) -> Value {
+    let id = |i: usize| w.steps[i].id.as_str();
+    let ids = |v: &[usize]| v.iter().map(|&i| id(i)).collect::<Vec<_>>();
+    let blocks: Vec<Value> = p
+        .controls
+        .blocks
+        .iter()
+        .map(|b| {
+            let mut o = json!({
+                "control": id(b.control),
+                "level": b.level,
+                "steps": ids(&b.steps),
+                "order": ids(&b.order),
+                "root": id(b.root),
+                "last": id(b.last),
+                "implicitChain": b.implicit_chain,
+            });
+            if let SubBlockKind::Branch(n) = b.kind {
+                o["branch"] = json!(n);
+            }
+            o
+        })
+        .collect();
+    json!({"order": p.ids(w), "subBlocks": blocks})
 }
 
 #[cfg(test)]

@@ -20,7 +20,7 @@ use serde::Deserialize;
 use serde_json::{Map, Number, Value};
 
 use super::{ValidationCode as Code, ValidationError, Workflow, pointer_token};
-use crate::plan::{EdgeEnds, analyse};
+use crate::plan::{CONTROL_APP, EdgeEnds, StepView, analyse, analyse_controls};
 
 /// Deepest container nesting a document may have. serde_json's text parser already stops
 /// at 128; documents built in memory are held to this bound before anything recurses.
@@ -279,15 +279,21 @@ impl Walk {
         self.optional_string(root, "", "description");
         self.optional_object(root, "", "trigger");
         self.variables(root);
-        let ids = self.steps(root);
+        let views = self.steps(root);
         let ends = self.edges(root);
         // `settings` is declarative only (MODEL-1/2): never inspected.
         self.retry_field(root, "");
         self.workflow_on_error(root);
         self.reroute(root);
-        if let Some(ids) = ids {
-            // PLAN-1/2/3 over whatever ids and endpoints are usable.
-            self.errors.extend(analyse(&ids, &ends).errors);
+        if let Some(views) = views {
+            // PLAN-1/2/3 over whatever ids and endpoints are usable, then the plan-time
+            // control checks (CTRL-1, PLAN-7, CTRL-4…9): they fail planning, so they are
+            // save-time problems too, reported with everything else.
+            let ids: Vec<Option<&str>> = views.iter().map(|v| v.id).collect();
+            let mut graph = analyse(&ids, &ends);
+            self.errors.append(&mut graph.errors);
+            self.errors
+                .extend(analyse_controls(&views, &ends, &graph).errors);
         }
     }
 
@@ -347,8 +353,9 @@ impl Walk {
         }
     }
 
-    /// The steps; returns each step's usable id (by index) when `steps` is an array.
-    fn steps<'v>(&mut self, root: &'v Map<String, Value>) -> Option<Vec<Option<&'v str>>> {
+    /// The steps; returns what planning needs of each (its usable id, its control
+    /// action, its `with`) when `steps` is an array.
+    fn steps<'v>(&mut self, root: &'v Map<String, Value>) -> Option<Vec<StepView<'v>>> {
         let steps = match root.get("steps") {
             None => {
                 self.missing("", "steps", "the workflow's steps (an array)");
@@ -376,8 +383,14 @@ impl Walk {
         )
     }
 
-    fn step<'v>(&mut self, v: &'v Value, path: &str) -> Option<&'v str> {
-        let obj = self.object(v, path, "a step")?;
+    fn step<'v>(&mut self, v: &'v Value, path: &str) -> StepView<'v> {
+        let Some(obj) = self.object(v, path, "a step") else {
+            return StepView {
+                id: None,
+                control: None,
+                with: None,
+            };
+        };
         let id = self.required_string(obj, path, "id", "the step's machine name");
         if let Some(id) = id {
             if id.is_empty() {
@@ -415,7 +428,16 @@ impl Walk {
             Code::InvalidValue,
         );
         // `ports`, `notes`, `position`: declarative only (MODEL-2, CTRL-10), never inspected.
-        id
+        let uses = obj.get("uses").and_then(Value::as_object);
+        let control = uses
+            .filter(|u| u.get("app").and_then(Value::as_str) == Some(CONTROL_APP))
+            .and_then(|u| u.get("action"))
+            .and_then(Value::as_str);
+        StepView {
+            id,
+            control,
+            with: obj.get("with").and_then(Value::as_object),
+        }
     }
 
     /// `uses`: `{ app, action, connection? }`. A stored draft may leave it, or its app and
@@ -646,6 +668,7 @@ impl Walk {
             return EdgeEnds {
                 from: None,
                 to: None,
+                error: false,
             };
         };
         let from = self.required_string(obj, path, "from", "the id of the step the edge leaves");
@@ -663,7 +686,8 @@ impl Walk {
                 ),
             ),
         }
-        EdgeEnds { from, to }
+        let error = obj.get("when").and_then(Value::as_str) == Some("error");
+        EdgeEnds { from, to, error }
     }
 }
 

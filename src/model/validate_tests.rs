@@ -558,6 +558,8 @@ fn retry_6_policies_on_call_and_control_steps_are_still_validated() {
         "/steps/0/uses",
         json!({"app": "@w6w/control", "action": "if"}),
     );
+    // A well-formed `if` (CTRL-2 needs a condition), so the retry is the only problem.
+    let doc = with(doc, "/steps/0/with", json!({"condition": true}));
     let doc = with(doc, "/steps/0/retry", json!({"maxAttempts": 0}));
     assert_eq!(
         problems(&doc),

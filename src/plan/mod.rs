@@ -1,23 +1,37 @@
-//! Planning (PLAN-1…6): step ids → indices, adjacency, in-degrees, the deterministic order.
+//! Planning (PLAN-1…7, CTRL-1, CTRL-4…10): step ids → indices, adjacency, in-degrees, the
+//! deterministic order, and the plan-time half of the canonical controls.
 //!
 //! Owns: the graph view of a workflow and its checks — duplicate ids (PLAN-1), dangling
 //! endpoints (PLAN-2), cycles (PLAN-3), the implicit chain (PLAN-4) and the topological
 //! order with declared-order tie-breaking (PLAN-5). Error edges are ordinary edges here
-//! (ERR-13): `when` never changes the order.
+//! (ERR-13): `when` never changes the order. [`control`] adds control identities
+//! (CTRL-1), sub-block membership and structure, edges touching sub-blocks (PLAN-7,
+//! CTRL-9) and literal control params; [`Plan::controls`] carries the result.
 //!
-//! Invariant: planning is a pure function of the document — no expressions, no host, no
-//! clock. It knows nothing about controls yet: sub-block edges (PLAN-7) and control
-//! identities (CTRL-1) attach at the seam marked in [`plan`].
+//! Invariant: planning is a pure function of the document (and, through [`PlanOptions`],
+//! of the host's declared capabilities) — no expressions, no clock. It never reads
+//! `ports` (CTRL-10). A workflow without controls plans exactly as before controls existed:
+//! the main graph is every step.
 //!
 //! Complexity: O((n + m) log n) for n steps and m edges. Kahn's algorithm with a min-heap
 //! on declared index yields the lexicographically smallest topological order by declared
 //! index; cycles are reported per strongly connected component (iterative Tarjan), each
 //! with one actual cycle found by a breadth-first search, so nothing here recurses.
 
+mod control;
+mod wait;
+
+pub use control::{
+    BlockSlot, CONTROL_APP, ControlKind, ControlParams, ControlPlan, ControlStep, JoinMode,
+    MAX_CONTROL_NESTING, ParallelStrategy, PlanValue, SubBlockKind, SubPlan, WaitSpec,
+};
+pub(crate) use control::{StepView, analyse_controls};
+pub use wait::{MAX_TIME_TEXT_LEN, parse_duration_ms, parse_timestamp_ms};
+
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap, VecDeque};
 
-use crate::model::{ValidationCode, ValidationError, When, Workflow};
+use crate::model::{FanOut, ValidationCode, ValidationError, When, Workflow};
 
 /// At most this many step ids are spelled out in one cycle message; longer cycles are
 /// abbreviated so a pathological document cannot produce a megabyte-long message.
@@ -33,37 +47,88 @@ pub struct PlanEdge {
     pub when: When,
 }
 
+/// `Plan::rank` of a step that is not on the main graph (it sits in a sub-block; its
+/// rank there is in [`SubPlan::rank`]).
+pub const NOT_ON_MAIN_GRAPH: usize = usize::MAX;
+
 /// The planned graph. Indices are positions in `Workflow.steps`.
+///
+/// `order`, `rank`, `outgoing`, `incoming` and `implicit_chain` describe the *main graph*.
+/// Without controls that is every step and every edge, exactly as PLAN-4/5 define it.
+/// With sub-blocks, their steps appear in no main `order`, have rank
+/// [`NOT_ON_MAIN_GRAPH`] and empty main adjacency; their plans are in
+/// `controls.blocks`.
 #[derive(Debug, Clone)]
 pub struct Plan {
-    /// Step indices in execution order.
+    /// Main-graph step indices in execution order.
     pub order: Vec<usize>,
-    /// Position of each step index in `order`.
+    /// Position of each step index in `order` ([`NOT_ON_MAIN_GRAPH`] for sub-block steps).
     pub rank: Vec<usize>,
-    /// Outgoing edges per step, in declared edge order.
+    /// Outgoing main-graph edges per step, in declared edge order.
     pub outgoing: Vec<Vec<PlanEdge>>,
-    /// Incoming edges per step, in declared edge order.
+    /// Incoming main-graph edges per step, in declared edge order.
     pub incoming: Vec<Vec<PlanEdge>>,
-    /// Whether the workflow declared no edges (PLAN-4 implicit chain).
+    /// Whether the main graph has no edges (PLAN-4 implicit chain). Without sub-blocks this
+    /// is "the workflow declared no edges".
     pub implicit_chain: bool,
+    /// Controls, sub-block ownership and sub-block plans (empty without controls).
+    pub controls: ControlPlan,
+    /// FAN-1: whether any step, on the main graph or in a sub-block, declares
+    /// `fanOut: "parallel"`; such a plan takes the strand scheduler.
+    pub fan_out_parallel: bool,
 }
 
 impl Plan {
-    /// The plan as step ids.
+    /// The main-graph plan as step ids.
     pub fn ids<'w>(&self, workflow: &'w Workflow) -> Vec<&'w str> {
         self.order
             .iter()
             .map(|&i| workflow.steps[i].id.as_str())
             .collect()
     }
+
+    /// FAN-1: no step declares `fanOut: "parallel"`, so the plain `order` loop applies
+    /// (controls, if any, still need the control runtime: see [`Plan::has_controls`]).
+    pub fn is_sequential(&self) -> bool {
+        !self.fan_out_parallel
+    }
+
+    /// Whether any step is a canonical control.
+    pub fn has_controls(&self) -> bool {
+        !self.controls.controls.is_empty()
+    }
 }
 
-/// Plan a workflow, returning every planning problem found.
+/// What the planner knows about the host that will run the plan.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PlanOptions {
+    /// CTRL-7: the host offers `context.schedule`; without it a `wait` fails planning with
+    /// `unsupported_wait`.
+    pub host_supports_schedule: bool,
+}
+
+impl Default for PlanOptions {
+    /// A host-agnostic plan: it does not know the host, so it assumes nothing is missing
+    /// and raises no capability error. The engine plans with its host's real options.
+    fn default() -> Self {
+        PlanOptions {
+            host_supports_schedule: true,
+        }
+    }
+}
+
+/// Plan a workflow for no host in particular, returning every planning problem found.
 ///
 /// The typed [`Workflow`] cannot carry an invalid `when` (PLAN-6) or a dotted id check
 /// (PLAN-8): those are save-time rules of `model::validate_workflow`, which also runs the
-/// same graph checks over the raw document so that one call reports everything.
+/// same graph and control checks over the raw document so that one call reports
+/// everything. Host capabilities are not checked here; see [`plan_with`].
 pub fn plan(workflow: &Workflow) -> Result<Plan, Vec<ValidationError>> {
+    plan_with(workflow, &PlanOptions::default())
+}
+
+/// Plan a workflow for a host with the given capabilities (CTRL-7 `unsupported_wait`).
+pub fn plan_with(workflow: &Workflow, options: &PlanOptions) -> Result<Plan, Vec<ValidationError>> {
     let n = workflow.steps.len();
     let ids: Vec<Option<&str>> = workflow.steps.iter().map(|s| Some(s.id.as_str())).collect();
     let edges = workflow.edges();
@@ -72,22 +137,70 @@ pub fn plan(workflow: &Workflow) -> Result<Plan, Vec<ValidationError>> {
         .map(|e| EdgeEnds {
             from: Some(e.from.as_str()),
             to: Some(e.to.as_str()),
+            error: e.when() == When::Error,
         })
         .collect();
-    let analysis = analyse(&ids, &ends);
-    let Some(order) = analysis.order else {
-        return Err(analysis.errors);
+    let views: Vec<StepView<'_>> = workflow
+        .steps
+        .iter()
+        .map(|s| StepView {
+            id: Some(s.id.as_str()),
+            control: (s.app() == Some(control::CONTROL_APP))
+                .then(|| s.action())
+                .flatten(),
+            with: s.with.as_ref(),
+        })
+        .collect();
+    let mut analysis = analyse(&ids, &ends);
+    let controls = analyse_controls(&views, &ends, &analysis);
+    let mut errors = std::mem::take(&mut analysis.errors);
+    errors.extend(controls.errors);
+    // CTRL-7: every wait, main graph or sub-block, needs the host's schedule.
+    if !options.host_supports_schedule {
+        for (i, view) in views.iter().enumerate() {
+            if view.control == Some(ControlKind::Wait.as_str()) {
+                errors.push(ValidationError::new(
+                    ValidationCode::UnsupportedWait,
+                    format!("/steps/{i}/uses/action"),
+                    format!(
+                        "step {:?} is a wait, but this host has no schedule to resume the run with; run it on a host that supports schedule",
+                        workflow.steps[i].id
+                    ),
+                ));
+            }
+        }
+    }
+    let (Some(full_order), Some(controls), true) =
+        (analysis.order, controls.plan, errors.is_empty())
+    else {
+        return Err(errors);
     };
+    // The main graph: sub-block steps and their internal edges leave it. Crossing edges
+    // were rejected above, so the main order is the full order without sub-block steps
+    // (Kahn's restriction to a union of disconnected parts is each part's own order).
+    let on_main = |i: usize| controls.is_main(i);
+    let order: Vec<usize> = if controls.blocks.is_empty() {
+        full_order
+    } else {
+        full_order.into_iter().filter(|&i| on_main(i)).collect()
+    };
+    let main_edge =
+        |ends: &Option<(usize, usize)>| ends.is_some_and(|(f, t)| on_main(f) && on_main(t));
     // Size every list up front: 100k steps must not pay for 200k reallocating pushes.
     let mut out_len = vec![0usize; n];
     let mut in_len = vec![0usize; n];
-    for &(from, to) in analysis.endpoints.iter().flatten() {
+    let mut main_edges = 0usize;
+    for &(from, to) in analysis.endpoints.iter().filter(|e| main_edge(e)).flatten() {
         out_len[from] += 1;
         in_len[to] += 1;
+        main_edges += 1;
     }
     let mut outgoing: Vec<Vec<PlanEdge>> = out_len.into_iter().map(Vec::with_capacity).collect();
     let mut incoming: Vec<Vec<PlanEdge>> = in_len.into_iter().map(Vec::with_capacity).collect();
     for (index, (edge, ends)) in edges.iter().zip(&analysis.endpoints).enumerate() {
+        if !main_edge(ends) {
+            continue;
+        }
         if let Some((from, to)) = *ends {
             let pe = PlanEdge {
                 index,
@@ -99,19 +212,26 @@ pub fn plan(workflow: &Workflow) -> Result<Plan, Vec<ValidationError>> {
             incoming[to].push(pe);
         }
     }
-    let mut rank = vec![0; n];
+    let mut rank = vec![NOT_ON_MAIN_GRAPH; n];
     for (pos, &i) in order.iter().enumerate() {
         rank[i] = pos;
     }
-    // Seam for later plan-time checks (PLAN-7 sub-block edges, CTRL-1 `unknown_control`,
-    // CTRL-6/7 host capabilities): they need the resolved graph built above, so they run
-    // here, push onto an error list and turn the result into `Err` — never at run time.
+    let controls = if controls.controls.is_empty() {
+        ControlPlan::default()
+    } else {
+        controls
+    };
     Ok(Plan {
         order,
         rank,
         outgoing,
         incoming,
-        implicit_chain: edges.is_empty(),
+        implicit_chain: main_edges == 0,
+        controls,
+        fan_out_parallel: workflow
+            .steps
+            .iter()
+            .any(|s| s.fan_out() == FanOut::Parallel),
     })
 }
 
@@ -121,11 +241,13 @@ pub fn plan(workflow: &Workflow) -> Result<Plan, Vec<ValidationError>> {
 pub(crate) struct EdgeEnds<'a> {
     pub(crate) from: Option<&'a str>,
     pub(crate) to: Option<&'a str>,
+    /// `when: "error"` (CTRL-9: such an edge may not touch a sub-block).
+    pub(crate) error: bool,
 }
 
 /// What the graph checks found.
 #[derive(Debug, Clone)]
-pub(crate) struct Analysis {
+pub(crate) struct Analysis<'a> {
     /// PLAN-1/2/3 problems: duplicates in step order, dangling ends in edge order, then one
     /// error per cyclic strongly connected component.
     pub(crate) errors: Vec<ValidationError>,
@@ -133,6 +255,8 @@ pub(crate) struct Analysis {
     pub(crate) endpoints: Vec<Option<(usize, usize)>>,
     /// The plan order; `Some` exactly when `errors` is empty.
     pub(crate) order: Option<Vec<usize>>,
+    /// Each usable id → the index of its first declaration.
+    pub(crate) index: HashMap<&'a str, usize>,
 }
 
 /// The graph checks shared by [`plan`] and save-time validation of a raw document.
@@ -141,11 +265,11 @@ pub(crate) struct Analysis {
 /// step is still a node, just one no edge can name). Ids resolve to their first
 /// declaration, so with duplicate ids the graph is the graph of *names* the edges
 /// describe: a cycle in it survives whichever twin is renamed, and is reported too.
-pub(crate) fn analyse(ids: &[Option<&str>], edges: &[EdgeEnds<'_>]) -> Analysis {
+pub(crate) fn analyse<'a>(ids: &[Option<&'a str>], edges: &[EdgeEnds<'_>]) -> Analysis<'a> {
     let n = ids.len();
     let mut errors = Vec::new();
     // PLAN-1: first declaration wins; every later one is the problem.
-    let mut index: HashMap<&str, usize> = HashMap::with_capacity(n);
+    let mut index: HashMap<&'a str, usize> = HashMap::with_capacity(n);
     for (i, id) in ids.iter().enumerate() {
         let Some(id) = *id else { continue };
         if let Some(&first) = index.get(id) {
@@ -199,6 +323,7 @@ pub(crate) fn analyse(ids: &[Option<&str>], edges: &[EdgeEnds<'_>]) -> Analysis 
         errors,
         endpoints,
         order,
+        index,
     }
 }
 
