@@ -8,6 +8,8 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod sim;
+
 #[derive(Debug, Parser)]
 #[command(
     name = "w6w-sim",
@@ -23,6 +25,8 @@ struct Cli {
 enum Command {
     /// JSON-lines service on stdin/stdout: one response line per request line.
     Eval,
+    #[command(flatten)]
+    Sim(sim::SimCommand),
 }
 
 /// Entry point of the `w6w-sim` binary.
@@ -30,6 +34,7 @@ pub fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         Command::Eval => eval(),
+        Command::Sim(cmd) => sim::main(cmd),
     }
 }
 

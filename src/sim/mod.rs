@@ -77,7 +77,7 @@ pub enum SimError {
     #[error("invalid scenario")]
     InvalidScenario(Vec<ScenarioError>),
     /// The run was rejected before it started (e.g. a required variable is missing).
-    #[error("run rejected: {0}")]
+    #[error("{0}")]
     Rejected(EngineError),
     /// resume / replay refused (no such run, wrong workflow, not resumable…).
     #[error("{0}")]
