@@ -12,7 +12,9 @@ fn bin() -> Command {
 }
 
 fn example(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("examples").join(name)
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("examples")
+        .join(name)
 }
 
 fn report(out: &Output) -> Value {
@@ -69,7 +71,10 @@ fn invalid_inputs_exit_one_with_a_pointer_and_io_errors_exit_two() {
     let out = run("error-edges.workflow.json", &empty, &[]);
     assert_eq!(out.status.code(), Some(1), "required variable missing");
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("amount") && err.contains("invalid_variables"), "{err}");
+    assert!(
+        err.contains("amount") && err.contains("invalid_variables"),
+        "{err}"
+    );
 
     let out = run("retry.workflow.json", &dir.path().join("missing.json"), &[]);
     assert_eq!(out.status.code(), Some(2));
@@ -135,7 +140,10 @@ fn a_killed_process_is_resumed_from_the_disk_store() {
             .output()
             .expect("spawn"),
     );
-    assert_eq!(resumed["run"], reference["run"], "same final state as the crash-free run");
+    assert_eq!(
+        resumed["run"], reference["run"],
+        "same final state as the crash-free run"
+    );
     assert_eq!(resumed["invocations"], reference["invocations"]);
     assert_eq!(resumed["crashes"], 1);
 
@@ -174,7 +182,10 @@ fn replay_reuses_the_recorded_run() {
             .expect("spawn"),
     );
     assert_eq!(r["run"]["status"], first["run"]["status"]);
-    assert_eq!(r["run"]["steps"]["fetch"]["output"], first["run"]["steps"]["fetch"]["output"]);
+    assert_eq!(
+        r["run"]["steps"]["fetch"]["output"],
+        first["run"]["steps"]["fetch"]["output"]
+    );
     let steps: Vec<&str> = r["invocations"]
         .as_array()
         .expect("array")
@@ -201,5 +212,9 @@ fn replay_reuses_the_recorded_run() {
         .iter()
         .filter_map(|i| i["stepId"].as_str())
         .collect();
-    assert_eq!(steps, ["notify", "log"], "from notify: notify and every later plan step");
+    assert_eq!(
+        steps,
+        ["notify", "log"],
+        "from notify: notify and every later plan step"
+    );
 }

@@ -215,7 +215,11 @@ impl WorkflowContext for SimHost<'_> {
             }
             w.snap.checkpoints
         };
-        let snap = self.world.borrow().snap.clone();
+        let snap = if self.store.borrow().keeps_world() {
+            self.world.borrow().snap.clone()
+        } else {
+            super::world::WorldSnapshot::default()
+        };
         if let Err(e) = self.store.borrow_mut().checkpoint(&patch, &snap) {
             if self.role == Role::Top {
                 let mut w = self.world.borrow_mut();

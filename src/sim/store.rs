@@ -46,6 +46,11 @@ pub trait Store {
     /// Replace a run's state outright (seeding a replay with its original run).
     fn put(&mut self, state: &RunState, world: &WorldSnapshot) -> Result<(), StoreError>;
     fn load(&self, run_id: &str) -> Result<Option<StoredRun>, StoreError>;
+    /// Whether `checkpoint` persists the world snapshot (callers skip building one when
+    /// not: copying the world per checkpoint would make a long run quadratic).
+    fn keeps_world(&self) -> bool {
+        true
+    }
 }
 
 /// In-memory store: the state survives a simulated crash (the world lives on).
@@ -77,6 +82,10 @@ impl Store for MemoryStore {
             state: s.clone(),
             world: None,
         }))
+    }
+
+    fn keeps_world(&self) -> bool {
+        false
     }
 }
 
