@@ -84,6 +84,21 @@ pub struct InvokeRequest {
     /// 1-based attempt of the step this invocation is for.
     pub attempt: u32,
     pub on_executed: OnExecuted,
+    /// SEC-1: JSON Pointers (into `params`) of secret-derived values. A host that records
+    /// params (a trace, an API-call log) records [`InvokeRequest::redacted_params`].
+    pub secret_paths: Vec<String>,
+}
+
+impl InvokeRequest {
+    /// The params with every secret-derived value replaced by [`crate::expr::REDACTED`],
+    /// exactly as the step's recorded `input` (SEC-1).
+    pub fn redacted_params(&self) -> Map<String, Value> {
+        crate::expr::Resolved {
+            params: self.params.clone(),
+            secret_paths: self.secret_paths.clone(),
+        }
+        .redacted()
+    }
 }
 
 /// `schedule` directive for a `wait` step.
@@ -166,6 +181,25 @@ pub trait WorkflowContext {
 
     /// Wait `ms` on the host clock (retry backoff, RETRY-4/5).
     async fn sleep(&self, ms: u64);
+
+    /// RETRY-4/5, RUNERR-2: the backoff wait before `attempt` of `step_id` (`None`: a
+    /// run-level attempt). Defaults to [`WorkflowContext::sleep`]; a host overrides it to
+    /// record which wait it is (the simulator's `waits`).
+    async fn wait_before_retry(&self, step_id: Option<&str>, attempt: u32, ms: u64) {
+        let _ = (step_id, attempt);
+        self.sleep(ms).await;
+    }
+
+    /// The named-secret plaintext the host hands the engine (`RunScope.secrets`). Only
+    /// secret parts read it; it never reaches the generic data root (EXPR-5).
+    fn secrets(&self) -> Map<String, Value> {
+        Map::new()
+    }
+
+    /// The static `documents` root (`documents.<key>`), an object.
+    fn documents(&self) -> Value {
+        Value::Object(Map::new())
+    }
 
     /// RUN-7: the cancellation signal, polled between steps.
     fn aborted(&self) -> bool {

@@ -15,6 +15,7 @@ use clap::{Parser, Subcommand};
 mod conformance;
 mod input;
 mod model;
+mod sim;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -36,6 +37,8 @@ enum Command {
     Eval,
     #[command(flatten)]
     Conf(conformance::ConformanceCommand),
+    #[command(flatten)]
+    Sim(sim::SimCommand),
 }
 
 /// Entry point of the `w6w-sim` binary.
@@ -45,6 +48,7 @@ pub fn main() -> ExitCode {
         Command::Model(cmd) => model::run(cmd),
         Command::Eval => eval(),
         Command::Conf(c) => conformance::main(c),
+        Command::Sim(cmd) => sim::main(cmd),
     }
 }
 

@@ -1,5 +1,169 @@
 //! The engine: run / resume / replay over the host contract.
 //!
-//! Owns: one step's life (resolve → invoke → classify → retry → outcome), edge routing and
-//! the skip set, checkpoints as patches, the run-level handler. Invariant: talks to the
-//! world only through [`crate::host::WorkflowContext`]; never reads a clock or the disk.
+//! Owns: one step's life (resolve → invoke → classify → retry → outcome, [`step`]), edge
+//! routing and the additive skip set ([`routing`]), checkpoints as patches ([`journal`]),
+//! META normalisation ([`meta`]), the run-level ladder ([`runerr`]) and replay's carried
+//! records ([`replay`]). Invariant: talks to the world only through
+//! [`crate::host::WorkflowContext`] (RUN-8) — it never reads a clock, randomness or the
+//! disk. It knows nothing of how a host stores, schedules or invokes.
+//!
+//! Where to start: [`Engine::run`] → `run::Engine::ladder` → `run::Engine::drive`, which
+//! walks the plan once; every step goes through `step::execute`.
+
+mod journal;
+mod meta;
+mod replay;
+mod retry;
+mod routing;
+mod run;
+mod runerr;
+mod step;
+mod vars;
+
+use serde_json::{Map, Value, json};
+
+use crate::host::HostError;
+use crate::model::{RunState, RunStatus, StepError, ValidationError};
+
+pub use meta::{META_STRING_UTF16_MAX, normalize_meta};
+pub use retry::{WAIT_MS_MAX, retry_allowed, wait_before_attempt_ms};
+pub use run::Engine;
+pub use vars::seed_variables;
+
+/// What a host hands the engine to start a run (engine.md `RunSeed`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunSeed {
+    pub run_id: String,
+    /// The trigger context, `{ type, event? }`: the scope's `trigger` root.
+    pub trigger: Value,
+    /// Variables the caller supplied; declared defaults and `required` apply (MODEL-7).
+    pub variables: Map<String, Value>,
+    /// Composition hops already taken to reach this run (0 for a top-level run, CALL-2).
+    pub call_depth: u32,
+}
+
+impl RunSeed {
+    /// A manual top-level run with no variables.
+    pub fn manual(run_id: &str) -> Self {
+        RunSeed {
+            run_id: run_id.to_owned(),
+            trigger: json!({"type": "manual"}),
+            variables: Map::new(),
+            call_depth: 0,
+        }
+    }
+}
+
+/// engine.md `RunResult`: `{ runId, status, output?, error?, state }`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunResult {
+    pub run_id: String,
+    pub status: RunStatus,
+    pub output: Option<Value>,
+    pub error: Option<StepError>,
+    /// The engine's mirror of the durable state: every checkpoint it made, applied.
+    pub state: RunState,
+}
+
+impl RunResult {
+    fn from_state(state: RunState) -> Self {
+        RunResult {
+            run_id: state.run_id.clone(),
+            status: state.status,
+            output: state.output.clone(),
+            error: state.error.clone(),
+            state,
+        }
+    }
+}
+
+/// Why the engine could not take a run to a terminal state. A run that *fails* is not an
+/// error: it is an `Ok` result with status `failed`.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum EngineError {
+    /// The workflow cannot run (planning problems, or a step that is not runnable).
+    #[error("invalid workflow: {}", summary(.0))]
+    InvalidWorkflow(Vec<ValidationError>),
+    /// MODEL-7: the run is rejected before it starts.
+    #[error("run rejected: variable {variable:?}: {message}")]
+    InvalidVariables { variable: String, message: String },
+    /// A step kind this engine does not run yet (controls, @w6w/call: issue 5).
+    #[error("step {step_id:?} cannot run on this engine: {message}")]
+    UnsupportedStep { step_id: String, message: String },
+    /// resume / replay of a run the host has no state for.
+    #[error("no run {0:?} in the host's state")]
+    RunNotFound(String),
+    /// resume of a run that is not resumable, or replay of one that is not replayable.
+    #[error("run {run_id:?} cannot be {action}: {message}")]
+    NotResumable {
+        run_id: String,
+        action: &'static str,
+        message: String,
+    },
+    /// replay `from` a step the workflow does not declare.
+    #[error("replay from {0:?}: the workflow has no such step")]
+    UnknownStep(String),
+    /// The host failed (a crash, a store error): the run stops where it is; its last
+    /// durable checkpoint is what a restart resumes from (RUN-3).
+    #[error(transparent)]
+    Host(#[from] HostError),
+}
+
+fn summary(errors: &[ValidationError]) -> String {
+    errors
+        .iter()
+        .map(|e| format!("{} at {:?}: {}", e.code, e.path, e.message))
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+impl EngineError {
+    /// Stable machine code (never renamed).
+    pub fn code(&self) -> &'static str {
+        match self {
+            EngineError::InvalidWorkflow(_) => "invalid_workflow",
+            EngineError::InvalidVariables { .. } => "invalid_variables",
+            EngineError::UnsupportedStep { .. } => "unsupported_step",
+            EngineError::RunNotFound(_) => "run_not_found",
+            EngineError::NotResumable { .. } => "run_not_resumable",
+            EngineError::UnknownStep(_) => "unknown_step",
+            EngineError::Host(h) => h.code(),
+        }
+    }
+}
+
+/// What a step is, computed from `uses.app` (node-types.md §Node kinds). Issue 5 adds
+/// native interpretation of `Control` and `Call`; today the engine refuses them at start.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StepKind {
+    /// A registered app's action: retries, meta.
+    App,
+    /// `@w6w/*` host-internal apps (`@w6w/document`, `@w6w/script`, …): the invoke seam,
+    /// retries, no meta (META-4).
+    Internal,
+    /// `@w6w/control`: interpreted by the engine, no retry loop (RETRY-6).
+    Control,
+    /// `@w6w/call`: `invoke_callable`, no retry loop, no meta (CALL-3).
+    Call,
+}
+
+impl StepKind {
+    pub fn of_app(app: &str) -> StepKind {
+        match app {
+            "@w6w/control" => StepKind::Control,
+            "@w6w/call" => StepKind::Call,
+            a if a.starts_with("@w6w/") => StepKind::Internal,
+            _ => StepKind::App,
+        }
+    }
+
+    /// RETRY-6: only these kinds run a retry loop.
+    pub fn retries(self) -> bool {
+        matches!(self, StepKind::App | StepKind::Internal)
+    }
+
+    /// META-4: only app steps carry meta.
+    pub fn carries_meta(self) -> bool {
+        self == StepKind::App
+    }
+}

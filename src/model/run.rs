@@ -253,7 +253,8 @@ impl RunState {
     /// companions leave `RunStatePatch` SILENT):
     /// - `resetSteps: true` first clears `steps`, `output`, `error` (a run-level retry
     ///   drives the graph again from the top, RUNERR-2);
-    /// - fields named in `clear` are removed, then each field present in the patch
+    /// - fields named in `clear` are removed (`stepErrors` is emptied before this patch's
+    ///   own entries are appended), then each field present in the patch
     ///   replaces the state's;
     /// - each entry of `steps` replaces that step's whole record (upsert, order kept);
     /// - `stepErrors` entries are appended; `extra` keys are set (`null` removes).
@@ -276,6 +277,7 @@ impl RunState {
             match field {
                 PatchField::Output => self.output = None,
                 PatchField::Error => self.error = None,
+                PatchField::StepErrors => self.step_errors.clear(),
             }
         }
         if let Some(output) = &patch.output {
@@ -339,4 +341,6 @@ pub struct RunStatePatch {
 pub enum PatchField {
     Output,
     Error,
+    /// Empties `stepErrors` (a replay starts from the carried records only).
+    StepErrors,
 }

@@ -1,6 +1,413 @@
 //! The deterministic simulated host: the reference `WorkflowContext`.
 //!
 //! Owns: all nondeterminism of a simulated run — the virtual clock, scripted actions, the
-//! fault plan, the durable stores (memory, atomic on-disk) and the trace/report.
+//! fault plan, the durable stores (memory, atomic on-disk), the trace and the report — and
+//! the executor that drives the engine. Invariant: the same workflow and scenario always
+//! give the same report and trace, byte for byte; nothing reads a real clock.
+//!
+//! Where to start: [`run`] (a scenario from the top, crashing and resuming as the fault
+//! plan says), [`resume`] (continue a run a real process left on disk), [`replay`].
+//!
+//! The executor is deliberately tiny ([`exec`]): the sequential engine never truly waits —
+//! virtual time advances instantly — so a future that is pending is either a simulated
+//! crash (the run is dropped, exactly like a dead process, and a fresh engine resumes from
+//! the store) or a bug (reported as `sim_stalled`, never a hang).
 
+mod exec;
+mod host;
 pub(crate) mod ops;
+mod redact;
+pub mod scenario;
+pub mod store;
+pub mod world;
+
+use std::cell::RefCell;
+use std::io::Write;
+use std::path::PathBuf;
+
+use serde_json::{Value, json};
+
+pub use host::{CALL_DEPTH_MAX, INVOCATIONS_MAX};
+pub use redact::Scrubber;
+pub use scenario::{Scenario, ScenarioError, parse_scenario};
+pub use store::{DiskStore, MemoryStore, STORE_FORMAT, Store, StoreError, StoredRun};
+pub use world::{EPOCH_MS, WorldSnapshot};
+
+use crate::engine::{Engine, EngineError, RunSeed};
+use crate::host::{HostError, RunInfo, RunTrigger};
+use crate::model::{RunState, ValidateOptions, ValidationError, Workflow, validate_workflow};
+use exec::{Exec, block_on};
+use host::{Role, SimHost};
+use world::World;
+
+/// Where the simulated host keeps run state.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StoreChoice {
+    Memory,
+    /// One file per run in this directory (atomic temp + fsync + rename).
+    Dir(PathBuf),
+}
+
+/// How to run the simulator.
+#[derive(Debug, Clone)]
+pub struct SimOptions {
+    pub store: StoreChoice,
+    /// Testing hook: `std::process::abort()` right after this checkpoint (1-based, counted
+    /// across restarts) is durable — a real process death for crash-recovery tests.
+    pub abort_after_checkpoint: Option<u64>,
+    /// Keep the trace in memory (the bench turns it off for a 10,000-step chain).
+    pub keep_trace: bool,
+}
+
+impl Default for SimOptions {
+    fn default() -> Self {
+        SimOptions {
+            store: StoreChoice::Memory,
+            abort_after_checkpoint: None,
+            keep_trace: true,
+        }
+    }
+}
+
+/// Why the simulator produced no report.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum SimError {
+    #[error("invalid workflow")]
+    InvalidWorkflow(Vec<ValidationError>),
+    #[error("invalid scenario")]
+    InvalidScenario(Vec<ScenarioError>),
+    /// The run was rejected before it started (e.g. a required variable is missing).
+    #[error("{0}")]
+    Rejected(EngineError),
+    /// resume / replay refused (no such run, wrong workflow, not resumable…).
+    #[error("{0}")]
+    Engine(EngineError),
+    #[error("store: {0}")]
+    Store(String),
+    /// A simulator budget ran out, or the engine awaited something that never completes.
+    #[error("simulation halted: {0}")]
+    Halted(String),
+}
+
+impl SimError {
+    /// Stable machine code.
+    pub fn code(&self) -> &'static str {
+        match self {
+            SimError::InvalidWorkflow(_) => "invalid_workflow",
+            SimError::InvalidScenario(_) => "invalid_scenario",
+            SimError::Rejected(e) | SimError::Engine(e) => e.code(),
+            SimError::Store(_) => "store_error",
+            SimError::Halted(_) => "sim_halted",
+        }
+    }
+
+    /// Whether the *input* is at fault (CLI exit 1) rather than I/O (exit 2).
+    pub fn is_input_error(&self) -> bool {
+        !matches!(self, SimError::Store(_))
+    }
+
+    /// `{"code", "message", …}` with the details a caller needs.
+    pub fn to_json(&self) -> Value {
+        match self {
+            SimError::InvalidWorkflow(errors) => json!({
+                "code": self.code(),
+                "message": errors.iter().map(|e| format!("{} at {:?}: {}", e.code, e.path, e.message)).collect::<Vec<_>>().join("; "),
+                "errors": errors,
+            }),
+            SimError::InvalidScenario(errors) => json!({
+                "code": self.code(),
+                "message": errors.iter().map(|e| format!("{}: {}", if e.path.is_empty() { "/" } else { &e.path }, e.message)).collect::<Vec<_>>().join("; "),
+                "path": errors.first().map(|e| e.path.clone()).unwrap_or_default(),
+                "errors": errors,
+            }),
+            SimError::Rejected(EngineError::InvalidVariables { variable, message }) => json!({
+                "code": self.code(), "message": message, "variable": variable,
+            }),
+            SimError::Rejected(EngineError::InvalidWorkflow(errors))
+            | SimError::Engine(EngineError::InvalidWorkflow(errors)) => json!({
+                "code": self.code(), "message": self.to_string(), "errors": errors,
+            }),
+            _ => json!({"code": self.code(), "message": self.to_string()}),
+        }
+    }
+}
+
+/// Parse and validate a workflow document for running (`validate_workflow`, runnable).
+pub fn load_workflow(doc: &Value) -> Result<Workflow, SimError> {
+    validate_workflow(doc, ValidateOptions { runnable: true }).map_err(SimError::InvalidWorkflow)
+}
+
+/// Parse and check a scenario document.
+pub fn load_scenario(doc: &Value) -> Result<Scenario, SimError> {
+    parse_scenario(doc).map_err(SimError::InvalidScenario)
+}
+
+/// The outcome of a simulation.
+#[derive(Debug, Clone)]
+pub struct Report {
+    /// The RunState as finally loaded from the store.
+    pub run: RunState,
+    pub world: WorldSnapshot,
+    /// Every event, in order (empty when `keep_trace` is off).
+    pub trace: Vec<Value>,
+}
+
+impl Report {
+    /// The report (issue 4 item 6): `{run, invocations, waits, checkpoints, crashes,
+    /// clockMs}`, plus `calls` when the run dispatched a reroute target.
+    pub fn to_json(&self) -> Value {
+        let mut out = json!({
+            "run": self.run,
+            "invocations": self.world.invocations,
+            "waits": self.world.waits,
+            "checkpoints": self.world.checkpoints,
+            "crashes": self.world.crashes,
+            "clockMs": self.world.clock_ms,
+        });
+        if !self.world.calls.is_empty()
+            && let Value::Object(m) = &mut out
+        {
+            m.insert("calls".into(), Value::Array(self.world.calls.clone()));
+        }
+        out
+    }
+}
+
+/// Bound on in-process restarts: each crash fault fires once, so a well-formed scenario
+/// never comes near it; it keeps a bug from looping forever (SEC-2).
+const RESTARTS_MAX: u64 = 10_000;
+
+fn open_store(choice: &StoreChoice) -> Result<Box<dyn Store>, SimError> {
+    Ok(match choice {
+        StoreChoice::Memory => Box::new(MemoryStore::default()),
+        StoreChoice::Dir(dir) => Box::new(DiskStore::open(dir).map_err(|e| SimError::Store(e.0))?),
+    })
+}
+
+fn run_trigger(trigger: &Value) -> RunTrigger {
+    match trigger.get("type").and_then(Value::as_str) {
+        Some("schedule") => RunTrigger::Schedule,
+        Some("webhook" | "event") => RunTrigger::Webhook,
+        Some("replay") => RunTrigger::Replay,
+        _ => RunTrigger::Manual,
+    }
+}
+
+enum Mode<'a> {
+    Start(RunSeed),
+    Resume,
+    Replay(Option<&'a str>),
+}
+
+struct Sim<'a> {
+    engine: Engine<'a>,
+    workflow: &'a Workflow,
+    scenario: &'a Scenario,
+    world: RefCell<World>,
+    store: RefCell<Box<dyn Store>>,
+    scrub: Scrubber,
+    options: &'a SimOptions,
+}
+
+impl<'a> Sim<'a> {
+    fn new(
+        workflow: &'a Workflow,
+        scenario: &'a Scenario,
+        options: &'a SimOptions,
+        snap: WorldSnapshot,
+        sink: Option<Box<dyn Write>>,
+    ) -> Result<Self, SimError> {
+        let engine = Engine::new(workflow).map_err(SimError::Rejected)?;
+        let mut world = World::new(snap);
+        world.sink = sink;
+        world.keep_trace = options.keep_trace;
+        Ok(Sim {
+            engine,
+            workflow,
+            scenario,
+            world: RefCell::new(world),
+            store: RefCell::new(open_store(&options.store)?),
+            scrub: Scrubber::new(scenario.secrets.values()),
+            options,
+        })
+    }
+
+    fn host(&self, run_id: &str, trigger: RunTrigger, attempt: u32) -> SimHost<'_> {
+        SimHost {
+            world: &self.world,
+            scenario: self.scenario,
+            store: &self.store,
+            scrub: &self.scrub,
+            options: self.options,
+            info: RunInfo {
+                id: run_id.to_owned(),
+                workflow_id: self.workflow.id.clone(),
+                trigger,
+                attempt,
+            },
+            role: Role::Top,
+        }
+    }
+
+    /// Drive the engine until the run is terminal, resuming after every simulated crash.
+    fn drive(&self, run_id: &str, mut mode: Mode<'_>) -> Result<(), SimError> {
+        let mut restarts: u64 = 0;
+        let base_trigger = match mode {
+            Mode::Replay(_) => RunTrigger::Replay,
+            _ => run_trigger(&self.scenario.trigger),
+        };
+        loop {
+            let attempt = u32::try_from(restarts + 1).unwrap_or(u32::MAX);
+            let host = self.host(run_id, base_trigger, attempt);
+            let exec = match &mode {
+                Mode::Start(seed) => block_on(self.engine.run(seed.clone(), &host), &self.world),
+                Mode::Resume => block_on(self.engine.resume(run_id, &host), &self.world),
+                Mode::Replay(from) => {
+                    block_on(self.engine.replay(run_id, *from, &host), &self.world)
+                }
+            };
+            drop(host);
+            match exec {
+                Exec::Done(Ok(_)) => return Ok(()),
+                Exec::Crashed | Exec::Done(Err(EngineError::Host(HostError::Crashed))) => {
+                    restarts += 1;
+                    let mut w = self.world.borrow_mut();
+                    w.crash_pending = false;
+                    if restarts > RESTARTS_MAX {
+                        return Err(SimError::Halted(format!(
+                            "more than {RESTARTS_MAX} restarts"
+                        )));
+                    }
+                    w.event(
+                        "restart",
+                        json!({"restart": restarts,
+                               "note": "a fresh engine resumes the run from the store"}),
+                    );
+                    mode = Mode::Resume;
+                }
+                Exec::Halted(message) => return Err(SimError::Halted(message)),
+                Exec::Done(Err(EngineError::Host(HostError::Store(m)))) => {
+                    return Err(SimError::Store(m));
+                }
+                Exec::Done(Err(e)) => {
+                    return Err(match mode {
+                        Mode::Start(_) => SimError::Rejected(e),
+                        _ => SimError::Engine(e),
+                    });
+                }
+            }
+        }
+    }
+
+    fn report(self, run_id: &str) -> Result<Report, SimError> {
+        let stored = self
+            .store
+            .borrow()
+            .load(run_id)
+            .map_err(|e| SimError::Store(e.0))?
+            .ok_or_else(|| SimError::Engine(EngineError::RunNotFound(run_id.to_owned())))?;
+        let mut run = stored.state;
+        // Defense in depth (SEC-1): the stored state was scrubbed patch by patch already.
+        for s in run.steps.values_mut() {
+            self.scrub.step(s);
+        }
+        let world = self.world.into_inner();
+        Ok(Report {
+            run,
+            world: world.snap,
+            trace: world.trace,
+        })
+    }
+}
+
+/// Run a scenario from the top (crashing and resuming as its fault plan says).
+pub fn run(
+    workflow: &Workflow,
+    scenario: &Scenario,
+    options: &SimOptions,
+    sink: Option<Box<dyn Write>>,
+) -> Result<Report, SimError> {
+    let sim = Sim::new(workflow, scenario, options, WorldSnapshot::default(), sink)?;
+    let run_id = scenario.run_id.clone();
+    if sim
+        .store
+        .borrow()
+        .load(&run_id)
+        .map_err(|e| SimError::Store(e.0))?
+        .is_some()
+    {
+        return Err(SimError::Engine(EngineError::NotResumable {
+            run_id: run_id.clone(),
+            action: "started",
+            message: "the store already holds a run with this id (use resume, or another runId)"
+                .into(),
+        }));
+    }
+    let seed = RunSeed {
+        run_id: run_id.clone(),
+        trigger: scenario.trigger.clone(),
+        variables: scenario.variables.clone(),
+        call_depth: 0,
+    };
+    sim.drive(&run_id, Mode::Start(seed))?;
+    sim.report(&run_id)
+}
+
+/// Continue a run a previous process left in a disk store (after a real kill).
+pub fn resume(
+    workflow: &Workflow,
+    scenario: &Scenario,
+    options: &SimOptions,
+    run_id: &str,
+    sink: Option<Box<dyn Write>>,
+) -> Result<Report, SimError> {
+    let store = open_store(&options.store)?;
+    let stored = store
+        .load(run_id)
+        .map_err(|e| SimError::Store(e.0))?
+        .ok_or_else(|| SimError::Engine(EngineError::RunNotFound(run_id.to_owned())))?;
+    let snap = stored.world.clone().unwrap_or_default();
+    let sim = Sim::new(workflow, scenario, options, snap, sink)?;
+    if !stored.state.status.is_terminal() {
+        let mut w = sim.world.borrow_mut();
+        w.snap.crashes += 1;
+        let after = w.snap.checkpoints;
+        w.event(
+            "process_restart",
+            json!({"note": "the previous process stopped before the run ended; resuming from its last durable checkpoint",
+                   "afterCheckpoint": after}),
+        );
+    }
+    sim.drive(run_id, Mode::Resume)?;
+    sim.report(run_id)
+}
+
+/// Replay a finished run (REPLAY-*), optionally `from` a step.
+pub fn replay(
+    workflow: &Workflow,
+    scenario: &Scenario,
+    original: &RunState,
+    from: Option<&str>,
+    options: &SimOptions,
+    sink: Option<Box<dyn Write>>,
+) -> Result<Report, SimError> {
+    let sim = Sim::new(workflow, scenario, options, WorldSnapshot::default(), sink)?;
+    if !scenario::run_id_ok(&original.run_id) {
+        return Err(SimError::Engine(EngineError::NotResumable {
+            run_id: original.run_id.clone(),
+            action: "replayed",
+            message: "its runId is not a safe identifier ([A-Za-z0-9_.-], at most 128)".into(),
+        }));
+    }
+    let mut seeded = original.clone();
+    for s in seeded.steps.values_mut() {
+        sim.scrub.step(s);
+    }
+    let snap = sim.world.borrow().snap.clone();
+    sim.store
+        .borrow_mut()
+        .put(&seeded, &snap)
+        .map_err(|e| SimError::Store(e.0))?;
+    sim.drive(&original.run_id, Mode::Replay(from))?;
+    sim.report(&original.run_id)
+}

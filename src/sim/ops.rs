@@ -1,15 +1,72 @@
 //! `run` and `replay` ops of the request service.
 //!
-//! FOUNDATION PLACEHOLDER: the engine/simulator issue implements these.
+//! `{"op":"run","workflow":W,"scenario":S}` → `{"ok": REPORT}`;
+//! `{"op":"replay","workflow":W,"run":RUNSTATE,"scenario":S,"from"?:ID}` → `{"ok": REPORT}`.
+//! Errors are `{"error": {"code", "message", …}}`: `invalid_workflow` (with `errors`),
+//! `invalid_scenario` (with `path` and `errors`), `invalid_variables` (with `variable`),
+//! `invalid_run` for a RUNSTATE that does not parse. Always the memory store.
 
-use serde_json::Value;
+use serde_json::{Value, json};
 
-use crate::service::bad_request;
+use super::{SimError, SimOptions, load_scenario, load_workflow};
+use crate::model::RunState;
+use crate::service::{bad_request, ok};
 
-pub(crate) fn run(_request: &Value) -> Value {
-    bad_request("op \"run\" is not available yet")
+fn error(e: &SimError) -> Value {
+    json!({ "error": e.to_json() })
 }
 
-pub(crate) fn replay(_request: &Value) -> Value {
-    bad_request("op \"replay\" is not available yet")
+fn inputs(request: &Value) -> Result<(crate::model::Workflow, super::Scenario), Value> {
+    let Some(w) = request.get("workflow") else {
+        return Err(bad_request("missing \"workflow\""));
+    };
+    let workflow = load_workflow(w).map_err(|e| error(&e))?;
+    let empty = json!({});
+    let scenario =
+        load_scenario(request.get("scenario").unwrap_or(&empty)).map_err(|e| error(&e))?;
+    Ok((workflow, scenario))
+}
+
+pub(crate) fn run(request: &Value) -> Value {
+    let (workflow, scenario) = match inputs(request) {
+        Ok(x) => x,
+        Err(e) => return e,
+    };
+    match super::run(&workflow, &scenario, &SimOptions::default(), None) {
+        Ok(report) => ok(report.to_json()),
+        Err(e) => error(&e),
+    }
+}
+
+pub(crate) fn replay(request: &Value) -> Value {
+    let (workflow, scenario) = match inputs(request) {
+        Ok(x) => x,
+        Err(e) => return e,
+    };
+    let Some(run) = request.get("run") else {
+        return bad_request("missing \"run\" (the RunState to replay)");
+    };
+    let original: RunState = match serde_json::from_value(run.clone()) {
+        Ok(r) => r,
+        Err(e) => {
+            return json!({"error": {"code": "invalid_run", "path": "/run",
+                                    "message": format!("\"run\" is not a RunState: {e}")}});
+        }
+    };
+    let from = match request.get("from") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) => Some(s.as_str()),
+        Some(_) => return bad_request("\"from\" must be a step id"),
+    };
+    match super::replay(
+        &workflow,
+        &scenario,
+        &original,
+        from,
+        &SimOptions::default(),
+        None,
+    ) {
+        Ok(report) => ok(report.to_json()),
+        Err(e) => error(&e),
+    }
 }

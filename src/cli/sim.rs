@@ -1,0 +1,257 @@
+//! `w6w-sim run | replay | resume`: the simulated host on the command line.
+//!
+//! Invariant: parsing and printing only; every command is one call into [`crate::sim`].
+//! Exit codes: 0 whenever a report is printed (the run's status is data), 1 when the
+//! workflow, scenario or run state is invalid or the run is rejected before it starts,
+//! 2 on usage, I/O or JSON syntax errors.
+//!
+//! Crash-recovery testing: `--abort-after-checkpoint N` (hidden) or the environment
+//! variable `W6W_SIM_ABORT_AFTER_CHECKPOINT=N` makes the process call
+//! `std::process::abort()` right after checkpoint N (1-based, counted across restarts) is
+//! durable — a real process death. `w6w-sim resume` then continues the run from the store.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use serde_json::Value;
+
+use crate::model::RunState;
+use crate::sim::{self, Report, SimError, SimOptions, StoreChoice};
+
+/// Environment variable of the abort testing hook.
+pub(crate) const ABORT_ENV: &str = "W6W_SIM_ABORT_AFTER_CHECKPOINT";
+
+#[derive(Debug, clap::Subcommand)]
+pub(crate) enum SimCommand {
+    /// Run a workflow on the deterministic simulated host and print the report.
+    Run(RunArgs),
+    /// Replay a finished run (reusing recorded outputs) and print the report.
+    Replay(ReplayArgs),
+    /// Continue a run a killed process left in a store directory.
+    Resume(ResumeArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct RunArgs {
+    /// The workflow document (JSON).
+    workflow: PathBuf,
+    /// The scenario that drives the simulator (JSON).
+    #[arg(long)]
+    scenario: PathBuf,
+    /// `memory`, or a directory: one file per run, written atomically.
+    #[arg(long, default_value = "memory")]
+    store: String,
+    /// Write every trace event to this file as JSON lines, as they happen.
+    #[arg(long)]
+    trace: Option<PathBuf>,
+    /// Testing hook: abort the process right after this checkpoint is durable.
+    #[arg(long, hide = true)]
+    abort_after_checkpoint: Option<u64>,
+}
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct ReplayArgs {
+    workflow: PathBuf,
+    /// The run to replay: a RunState, a report (its `run`), or a store file.
+    #[arg(long)]
+    run: PathBuf,
+    #[arg(long)]
+    scenario: PathBuf,
+    /// Re-run this step and all its graph descendants; reuse everything else.
+    #[arg(long)]
+    from: Option<String>,
+    #[arg(long, default_value = "memory")]
+    store: String,
+    #[arg(long)]
+    trace: Option<PathBuf>,
+}
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct ResumeArgs {
+    workflow: PathBuf,
+    /// The store directory the killed process used.
+    #[arg(long)]
+    store: PathBuf,
+    /// The run id to continue.
+    #[arg(long)]
+    run: String,
+    #[arg(long)]
+    scenario: PathBuf,
+    #[arg(long)]
+    trace: Option<PathBuf>,
+    #[arg(long, hide = true)]
+    abort_after_checkpoint: Option<u64>,
+}
+
+/// A failure before any report: message and exit code.
+struct Fail(String, u8);
+
+impl From<SimError> for Fail {
+    fn from(e: SimError) -> Self {
+        let mut msg = match &e {
+            SimError::InvalidWorkflow(errors) => {
+                let mut m = String::from("invalid workflow:");
+                for err in errors {
+                    let at = if err.path.is_empty() { "/" } else { &err.path };
+                    m.push_str(&format!("\n  {at}: {} ({})", err.message, err.code));
+                }
+                m
+            }
+            SimError::InvalidScenario(errors) => {
+                let mut m = String::from("invalid scenario:");
+                for err in errors {
+                    let at = if err.path.is_empty() { "/" } else { &err.path };
+                    m.push_str(&format!("\n  {at}: {}", err.message));
+                }
+                m
+            }
+            other => format!("{} ({})", other, other.code()),
+        };
+        if let Ok(j) = serde_json::to_string(&e.to_json()) {
+            msg.push_str(&format!("\nerror: {j}"));
+        }
+        Fail(msg, if e.is_input_error() { 1 } else { 2 })
+    }
+}
+
+fn read_json(path: &Path, what: &str) -> Result<Value, Fail> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| Fail(format!("cannot read {what} {}: {e}", path.display()), 2))?;
+    serde_json::from_str(&text).map_err(|e| {
+        Fail(
+            format!(
+                "{what} {} is not JSON (line {}, column {}): {e}",
+                path.display(),
+                e.line(),
+                e.column()
+            ),
+            2,
+        )
+    })
+}
+
+fn store_choice(s: &str) -> StoreChoice {
+    if s == "memory" {
+        StoreChoice::Memory
+    } else {
+        StoreChoice::Dir(PathBuf::from(s))
+    }
+}
+
+fn abort_hook(flag: Option<u64>) -> Result<Option<u64>, Fail> {
+    if flag.is_some() {
+        return Ok(flag);
+    }
+    match std::env::var(ABORT_ENV) {
+        Ok(v) => v
+            .trim()
+            .parse::<u64>()
+            .map(Some)
+            .map_err(|_| Fail(format!("{ABORT_ENV}={v:?} is not a checkpoint number"), 2)),
+        Err(_) => Ok(None),
+    }
+}
+
+fn trace_sink(path: Option<&Path>) -> Result<Option<Box<dyn Write>>, Fail> {
+    let Some(path) = path else {
+        return Ok(None);
+    };
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .map_err(|e| Fail(format!("cannot open trace file {}: {e}", path.display()), 2))?;
+    Ok(Some(Box::new(std::io::BufWriter::new(file))))
+}
+
+fn print(report: &Report) -> Result<(), Fail> {
+    let text = serde_json::to_string_pretty(&report.to_json())
+        .map_err(|e| Fail(format!("cannot serialize the report: {e}"), 2))?;
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "{text}")
+        .and_then(|()| out.flush())
+        .map_err(|e| Fail(format!("cannot write the report: {e}"), 2))
+}
+
+/// A RunState from a file holding a RunState, a report (`run`) or a store file (`state`).
+fn run_state(doc: Value) -> Result<RunState, Fail> {
+    let inner = match &doc {
+        Value::Object(m) if m.contains_key("state") && !m.contains_key("runId") => m.get("state"),
+        Value::Object(m) if m.contains_key("run") && !m.contains_key("runId") => m.get("run"),
+        _ => Some(&doc),
+    };
+    let inner = inner.cloned().unwrap_or(Value::Null);
+    serde_json::from_value(inner).map_err(|e| Fail(format!("--run is not a RunState: {e}"), 1))
+}
+
+fn run_cmd(a: RunArgs) -> Result<(), Fail> {
+    let workflow = sim::load_workflow(&read_json(&a.workflow, "workflow")?)?;
+    let scenario = sim::load_scenario(&read_json(&a.scenario, "scenario")?)?;
+    let options = SimOptions {
+        store: store_choice(&a.store),
+        abort_after_checkpoint: abort_hook(a.abort_after_checkpoint)?,
+        keep_trace: false,
+    };
+    let report = sim::run(
+        &workflow,
+        &scenario,
+        &options,
+        trace_sink(a.trace.as_deref())?,
+    )?;
+    print(&report)
+}
+
+fn replay_cmd(a: ReplayArgs) -> Result<(), Fail> {
+    let workflow = sim::load_workflow(&read_json(&a.workflow, "workflow")?)?;
+    let scenario = sim::load_scenario(&read_json(&a.scenario, "scenario")?)?;
+    let original = run_state(read_json(&a.run, "run state")?)?;
+    let options = SimOptions {
+        store: store_choice(&a.store),
+        abort_after_checkpoint: None,
+        keep_trace: false,
+    };
+    let report = sim::replay(
+        &workflow,
+        &scenario,
+        &original,
+        a.from.as_deref(),
+        &options,
+        trace_sink(a.trace.as_deref())?,
+    )?;
+    print(&report)
+}
+
+fn resume_cmd(a: ResumeArgs) -> Result<(), Fail> {
+    let workflow = sim::load_workflow(&read_json(&a.workflow, "workflow")?)?;
+    let scenario = sim::load_scenario(&read_json(&a.scenario, "scenario")?)?;
+    let options = SimOptions {
+        store: StoreChoice::Dir(a.store.clone()),
+        abort_after_checkpoint: abort_hook(a.abort_after_checkpoint)?,
+        keep_trace: false,
+    };
+    let report = sim::resume(
+        &workflow,
+        &scenario,
+        &options,
+        &a.run,
+        trace_sink(a.trace.as_deref())?,
+    )?;
+    print(&report)
+}
+
+/// Run one simulator subcommand.
+pub(crate) fn main(cmd: SimCommand) -> ExitCode {
+    let (name, result) = match cmd {
+        SimCommand::Run(a) => ("run", run_cmd(a)),
+        SimCommand::Replay(a) => ("replay", replay_cmd(a)),
+        SimCommand::Resume(a) => ("resume", resume_cmd(a)),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(Fail(message, code)) => {
+            eprintln!("w6w-sim {name}: {message}");
+            ExitCode::from(code)
+        }
+    }
+}

@@ -1,0 +1,136 @@
+//! Replay (REPLAY-1…5): re-execute a finished run without re-invoking what succeeded.
+//!
+//! Owns: deciding which recorded StepExecutions a replay carries over verbatim. Invariant:
+//! the replay's first checkpoint resets the run and re-inserts exactly the carried records,
+//! so from then on replay is the ordinary walk — and a crash mid-replay resumes correctly
+//! with no replay-specific state.
+
+use indexmap::IndexMap;
+use serde_json::json;
+
+use super::journal::Journal;
+use super::routing::descendants;
+use super::run::Engine;
+use super::{EngineError, RunResult};
+use crate::host::{LogLevel, WorkflowContext};
+use crate::model::{PatchField, RunStatus, StepError, StepExecution, StepStatus};
+
+/// Records a replay reuses verbatim on every pass of its ladder.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Carried {
+    pub(crate) records: IndexMap<String, StepExecution>,
+    pub(crate) step_errors: Vec<StepError>,
+}
+
+impl Engine<'_> {
+    /// Replay run `run_id` (loaded through the host). Without `from`: every originally
+    /// succeeded step's record (output and meta) is reused; failed, skipped and never-run
+    /// steps run fresh (REPLAY-1, REPLAY-2, REPLAY-5). With `from`: that step and all its
+    /// graph descendants run fresh; every other step's terminal record is reused as it was
+    /// (REPLAY-4). The run-level ladder applies, as for any run.
+    pub async fn replay<C: WorkflowContext>(
+        &self,
+        run_id: &str,
+        from: Option<&str>,
+        ctx: &C,
+    ) -> Result<RunResult, EngineError> {
+        let original = ctx
+            .load(run_id)
+            .await?
+            .ok_or_else(|| EngineError::RunNotFound(run_id.to_owned()))?;
+        if original.workflow_id != self.workflow.id {
+            return Err(EngineError::NotResumable {
+                run_id: run_id.to_owned(),
+                action: "replayed",
+                message: format!(
+                    "it belongs to workflow {:?}, not {:?}",
+                    original.workflow_id, self.workflow.id
+                ),
+            });
+        }
+        if !original.status.is_terminal() {
+            return Err(EngineError::NotResumable {
+                run_id: run_id.to_owned(),
+                action: "replayed",
+                message: format!(
+                    "it is {} (replay re-executes a finished run; resume continues an unfinished one)",
+                    original.status.as_str()
+                ),
+            });
+        }
+        let fresh = match from {
+            None => vec![false; self.workflow.steps.len()],
+            Some(id) => {
+                let index = self
+                    .workflow
+                    .steps
+                    .iter()
+                    .position(|s| s.id == id)
+                    .ok_or_else(|| EngineError::UnknownStep(id.to_owned()))?;
+                descendants(&self.plan, index)
+            }
+        };
+        let mut carried = Carried::default();
+        for &i in &self.plan.order {
+            let id = &self.workflow.steps[i].id;
+            let Some(record) = original.steps.get(id) else {
+                continue;
+            };
+            let reuse = if fresh[i] {
+                false
+            } else if from.is_some() {
+                record.status.is_terminal()
+            } else {
+                record.status == StepStatus::Succeeded
+            };
+            if reuse {
+                carried.records.insert(id.clone(), record.clone());
+            }
+        }
+        carried.step_errors = original
+            .step_errors
+            .iter()
+            .filter(|e| {
+                e.step_id.as_ref().is_some_and(|s| {
+                    carried
+                        .records
+                        .get(s)
+                        .is_some_and(|r| r.status == StepStatus::Failed)
+                })
+            })
+            .cloned()
+            .collect();
+        ctx.log(
+            LogLevel::Info,
+            &format!(
+                "replay of run {run_id}{}: reusing {} recorded step(s)",
+                from.map(|f| format!(" from {f}")).unwrap_or_default(),
+                carried.records.len()
+            ),
+            None,
+        );
+        let journal = Journal::new(original.clone());
+        let mut start = journal.patch();
+        start.reset_steps = true;
+        start.clear = vec![
+            PatchField::Output,
+            PatchField::Error,
+            PatchField::StepErrors,
+        ];
+        start.workflow_id = Some(self.workflow.id.clone());
+        start.status = Some(RunStatus::Running);
+        start.variables = Some(original.variables.clone());
+        start.steps = carried.records.clone();
+        start.step_errors = carried.step_errors.clone();
+        start.extra.insert("runAttempt".into(), json!(1));
+        start
+            .extra
+            .insert("rerouteError".into(), serde_json::Value::Null);
+        start.extra.insert(
+            "replay".into(),
+            json!({"from": from, "reused": carried.records.keys().collect::<Vec<_>>()}),
+        );
+        journal.commit(ctx, start).await?;
+        self.ladder(ctx, journal, &carried, 0).await
+    }
+}

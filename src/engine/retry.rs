@@ -1,0 +1,98 @@
+//! Retry classification and backoff (RETRY-1…5).
+//!
+//! Owns: whether a failed attempt may be retried and how long to wait before the next one.
+//! Invariant: pure functions — the wait is *waited* by the host (`wait_before_retry`).
+
+use crate::model::{Backoff, Phase, RetryPolicy, StepError};
+
+/// RETRY-5: no single computed wait between two attempts exceeds this (WF 2026-10-04).
+pub const WAIT_MS_MAX: u64 = 300_000;
+
+/// The engine's classification of retry safety (WF § StepError `retryable`; companion §3.4).
+///
+/// - `auth` is never retried (RETRY-1);
+/// - `execute` is retried only when the action is idempotent or the error says
+///   `retryable: true` (RETRY-2);
+/// - `resolution` ("never retry as-is") and `output` (a publisher bug) are never retried.
+pub fn retry_allowed(error: &StepError, idempotent: bool) -> bool {
+    match error.phase {
+        Phase::Execute => idempotent || error.retryable,
+        Phase::Auth | Phase::Resolution | Phase::Output => false,
+    }
+}
+
+/// RETRY-4/5: the wait before attempt `next_attempt` (≥ 2) under `policy`.
+///
+/// Fixed: `delayMs`. Exponential: `delayMs × 2^(n−1)` before retry n, i.e. before attempt
+/// `n + 1` — the first retry waits `delayMs`, then 2×, 4×… (clauses.md RETRY-4; the same
+/// 5/10/20/40 s series trigger.md works out for `delayMs: 5000`, companion §5 item 14).
+/// Every wait is capped at [`WAIT_MS_MAX`]; a fractional wait rounds up (a wait is a
+/// minimum), after the cap.
+pub fn wait_before_attempt_ms(policy: Option<&RetryPolicy>, next_attempt: u64) -> u64 {
+    let Some(policy) = policy else {
+        return 0;
+    };
+    let base = policy.delay_ms();
+    let raw = match policy.backoff() {
+        Backoff::Fixed => base,
+        Backoff::Exponential => {
+            // Clamp the exponent so the factor stays finite: 0 × finite is 0, never NaN.
+            let exponent = next_attempt.saturating_sub(2).min(1023) as i32;
+            base * 2f64.powi(exponent)
+        }
+    };
+    let capped = raw.min(WAIT_MS_MAX as f64);
+    if capped.is_nan() || capped <= 0.0 {
+        return 0;
+    }
+    capped.ceil() as u64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn policy(v: serde_json::Value) -> RetryPolicy {
+        serde_json::from_value(v).expect("policy")
+    }
+
+    fn err(phase: Phase, retryable: bool) -> StepError {
+        let mut e = StepError::new("x", "x", phase);
+        e.retryable = retryable;
+        e
+    }
+
+    #[test]
+    fn classification_follows_phase_rules() {
+        for idem in [false, true] {
+            for r in [false, true] {
+                assert!(!retry_allowed(&err(Phase::Auth, r), idem), "RETRY-1");
+                assert!(!retry_allowed(&err(Phase::Resolution, r), idem));
+                assert!(!retry_allowed(&err(Phase::Output, r), idem));
+                assert_eq!(retry_allowed(&err(Phase::Execute, r), idem), idem || r);
+            }
+        }
+    }
+
+    #[test]
+    fn waits_follow_the_formula_and_the_cap() {
+        let fixed = policy(json!({"maxAttempts": 5, "delayMs": 1500}));
+        assert_eq!(wait_before_attempt_ms(Some(&fixed), 2), 1500);
+        assert_eq!(wait_before_attempt_ms(Some(&fixed), 9), 1500);
+        let exp = policy(json!({"maxAttempts": 5, "backoff": "exponential", "delayMs": 5000}));
+        let waits: Vec<u64> = (2..=5)
+            .map(|n| wait_before_attempt_ms(Some(&exp), n))
+            .collect();
+        assert_eq!(waits, [5000, 10_000, 20_000, 40_000]);
+        assert_eq!(wait_before_attempt_ms(Some(&exp), 8), 300_000, "RETRY-5");
+        assert_eq!(wait_before_attempt_ms(Some(&exp), u64::MAX), 300_000);
+        let zero = policy(json!({"maxAttempts": 5, "backoff": "exponential"}));
+        assert_eq!(wait_before_attempt_ms(Some(&zero), 2000), 0);
+        let huge = policy(json!({"maxAttempts": 2, "delayMs": 1e300}));
+        assert_eq!(wait_before_attempt_ms(Some(&huge), 2), 300_000);
+        let frac = policy(json!({"maxAttempts": 2, "delayMs": 0.2}));
+        assert_eq!(wait_before_attempt_ms(Some(&frac), 2), 1);
+        assert_eq!(wait_before_attempt_ms(None, 2), 0);
+    }
+}

@@ -1,0 +1,90 @@
+//! Edge routing and the additive skip set (ERR-4…10, 2026-07-29).
+//!
+//! Owns: which outgoing edges a terminal step skips, and whether a step is skipped.
+//! Invariant: the skip set only grows (CTRL-3); skips are keyed by `(from, to, when)`
+//! (ERR-10), so a success edge and an error edge to the same target never collide. The set
+//! is a pure function of the terminal records, so resume rebuilds it by replaying the
+//! decisions — it is never persisted.
+
+use std::collections::HashSet;
+
+use crate::model::When;
+use crate::plan::{Plan, PlanEdge};
+
+/// How a step ended, as routing sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Routed {
+    Succeeded,
+    /// Failed and the step declares ≥ 1 outgoing error edge (ERR-4).
+    FailedToErrorEdges,
+    /// Failed, no error edge, a continuing onError (ERR-7: nothing is skipped).
+    FailedContinuing,
+    Skipped,
+}
+
+#[derive(Debug, Default)]
+pub(crate) struct SkipSet {
+    // ERR-10: (from, to, when).
+    skipped: HashSet<(usize, usize, When)>,
+}
+
+impl SkipSet {
+    fn skip(&mut self, edge: &PlanEdge) {
+        self.skipped.insert((edge.from, edge.to, edge.when));
+    }
+
+    fn is_skipped(&self, edge: &PlanEdge) -> bool {
+        self.skipped.contains(&(edge.from, edge.to, edge.when))
+    }
+
+    /// ERR-6: skipped iff it has ≥ 1 inbound edge and every inbound edge is skipped.
+    pub(crate) fn step_skipped(&self, plan: &Plan, step: usize) -> bool {
+        let inbound = &plan.incoming[step];
+        !inbound.is_empty() && inbound.iter().all(|e| self.is_skipped(e))
+    }
+
+    /// Apply a terminal step's outcome to its outgoing edges (ERR-4, ERR-5, ERR-7, ERR-6).
+    pub(crate) fn route(&mut self, plan: &Plan, step: usize, outcome: Routed) {
+        for edge in &plan.outgoing[step] {
+            let skip = match outcome {
+                // ERR-5: success activates success edges and skips error edges.
+                Routed::Succeeded => edge.when == When::Error,
+                // ERR-4: failure down error edges skips the success lane.
+                Routed::FailedToErrorEdges => edge.when == When::Success,
+                // ERR-7: a failure with no error edge skips nothing.
+                Routed::FailedContinuing => false,
+                // ERR-6: skipping propagates along every outgoing edge.
+                Routed::Skipped => true,
+            };
+            if skip {
+                self.skip(edge);
+            }
+        }
+    }
+}
+
+/// Whether the step declares at least one outgoing `when: "error"` edge.
+pub(crate) fn has_error_edge(plan: &Plan, step: usize) -> bool {
+    plan.outgoing[step].iter().any(|e| e.when == When::Error)
+}
+
+/// REPLAY-4: `from` and all its graph descendants (both lanes). For an implicit chain the
+/// positional rule: that step and every later plan step.
+pub(crate) fn descendants(plan: &Plan, from: usize) -> Vec<bool> {
+    let n = plan.order.len();
+    let mut marked = vec![false; n];
+    if plan.implicit_chain {
+        for &i in &plan.order[plan.rank[from]..] {
+            marked[i] = true;
+        }
+        return marked;
+    }
+    let mut stack = vec![from];
+    while let Some(i) = stack.pop() {
+        if std::mem::replace(&mut marked[i], true) {
+            continue;
+        }
+        stack.extend(plan.outgoing[i].iter().map(|e| e.to));
+    }
+    marked
+}

@@ -1,0 +1,142 @@
+//! The run-level handler (WF 2026-08-21, RUNERR-1…7): retry → reroute → onError.
+//!
+//! Owns: what happens once a whole pass over the graph has failed. Invariant: read only
+//! by [`Engine::run`] and [`Engine::replay`] — the single run choke point — and never on a
+//! resumed execution (RUNERR-4). A queued or canceled run is not a failure (RUNERR-7).
+
+use serde_json::{Value, json};
+
+use super::journal::Journal;
+use super::replay::Carried;
+use super::retry::wait_before_attempt_ms;
+use super::run::{Engine, GraphOutcome};
+use super::{EngineError, RunResult};
+use crate::expr::{RunScope, resolve_with};
+use crate::host::{LogLevel, WorkflowContext};
+use crate::model::{CallableOnError, PatchField, Phase, RunStatus, StepError};
+
+impl Engine<'_> {
+    /// Drive the graph up to `retry.maxAttempts` times (RUNERR-2), then handle a final
+    /// failure. `carried` are records a replay reuses on every pass.
+    pub(crate) async fn ladder<C: WorkflowContext>(
+        &self,
+        ctx: &C,
+        journal: Journal,
+        carried: &Carried,
+        call_depth: u32,
+    ) -> Result<RunResult, EngineError> {
+        let policy = self.workflow.retry_policy();
+        let max_attempts = policy.map_or(1, |p| p.max_attempts());
+        let mut attempt: u64 = 1;
+        loop {
+            let outcome = self.drive(ctx, &journal).await?;
+            let GraphOutcome::Failed(error) = outcome else {
+                return self.finalize(ctx, journal, outcome).await;
+            };
+            if attempt >= max_attempts || attempt >= u64::from(u32::MAX) {
+                return self.handle_failure(ctx, journal, error, call_depth).await;
+            }
+            attempt += 1;
+            let wait_ms = wait_before_attempt_ms(policy, attempt);
+            ctx.log(
+                LogLevel::Info,
+                &format!(
+                    "run failed at step {} ({}); run-level retry: attempt {attempt} of {max_attempts} after {wait_ms} ms",
+                    error.step_id.as_deref().unwrap_or("?"),
+                    error.code
+                ),
+                None,
+            );
+            let attempt32 = u32::try_from(attempt).unwrap_or(u32::MAX);
+            ctx.wait_before_retry(None, attempt32, wait_ms).await;
+            if ctx.aborted() {
+                return self.finalize(ctx, journal, GraphOutcome::Canceled).await;
+            }
+            // RUNERR-2: the whole graph again, from the top — one `running` transition per
+            // attempt. The seed (variables) is not touched (RUNERR-3).
+            let mut patch = journal.patch();
+            patch.reset_steps = true;
+            patch.status = Some(RunStatus::Running);
+            patch.steps = carried.records.clone();
+            patch.extra.insert("runAttempt".into(), json!(attempt));
+            journal.commit(ctx, patch).await?;
+        }
+    }
+
+    /// Retry is spent: reroute once if declared, else onError (companion §4.4 order).
+    async fn handle_failure<C: WorkflowContext>(
+        &self,
+        ctx: &C,
+        journal: Journal,
+        error: StepError,
+        call_depth: u32,
+    ) -> Result<RunResult, EngineError> {
+        let mut patch = journal.patch();
+        if let Some(reroute) = &self.workflow.reroute {
+            // RUNERR-7: `with` resolves against { inputs, error, trigger }; absent `with`
+            // passes the inputs unchanged. No secrets: the reroute pass has none.
+            let mut scope = RunScope::new();
+            let inputs = journal.variables();
+            scope.inputs = Some(inputs.clone());
+            scope.trigger = journal
+                .extra("trigger")
+                .unwrap_or_else(|| json!({"type": "manual"}));
+            scope.extra.insert(
+                "error".into(),
+                serde_json::to_value(&error).unwrap_or_default(),
+            );
+            let input = match &reroute.with {
+                None => Ok(inputs),
+                Some(with) => resolve_with(with, &scope)
+                    .map(|r| Value::Object(r.params))
+                    .map_err(|e| StepError::new(e.code.as_str(), e.message, Phase::Resolution)),
+            };
+            ctx.log(
+                LogLevel::Info,
+                &format!("run failed; dispatching reroute to {}", reroute.target),
+                None,
+            );
+            let dispatched = match input {
+                Ok(input) => {
+                    ctx.invoke_callable(&reroute.target, input, true, call_depth.saturating_add(1))
+                        .await
+                }
+                Err(e) => Err(e),
+            };
+            match dispatched {
+                Ok(output) => {
+                    // RUNERR-5: handled — succeeded, original error in stepErrors, run
+                    // error cleared, in the persisted row too.
+                    patch.status = Some(RunStatus::Succeeded);
+                    patch.output = Some(output);
+                    patch.clear = vec![PatchField::Error];
+                    patch.step_errors.push(error);
+                }
+                Err(reroute_error) => {
+                    // RUNERR-6: the handler failed too — the run stays failed, with the
+                    // original error; the reroute's own failure is kept beside it.
+                    patch.status = Some(RunStatus::Failed);
+                    patch.error = Some(error);
+                    patch.extra.insert(
+                        "rerouteError".into(),
+                        serde_json::to_value(&reroute_error).unwrap_or_default(),
+                    );
+                }
+            }
+        } else if self.workflow.on_error == Some(CallableOnError::Continue) {
+            // RUNERR-5: onError "continue" resolves the run with a null output.
+            patch.status = Some(RunStatus::Succeeded);
+            patch.output = Some(Value::Null);
+            patch.clear = vec![PatchField::Error];
+            patch.step_errors.push(error);
+        } else {
+            // RUNERR-1: the run keeps its failed status.
+            patch.status = Some(RunStatus::Failed);
+            patch.error = Some(error);
+        }
+        let status = patch.status.map_or("?", RunStatus::as_str);
+        journal.commit(ctx, patch).await?;
+        ctx.log(LogLevel::Info, &format!("run ended {status}"), None);
+        Ok(RunResult::from_state(journal.into_state()))
+    }
+}

@@ -1,0 +1,448 @@
+//! `SimHost`: the simulator's `WorkflowContext` — the reference host.
+//!
+//! Owns: routing each host-contract call to the world (clock, faults, trace), the scripted
+//! actions and the store. Invariant: every call is recorded in the trace, redacted and
+//! scrubbed (SEC-1); nothing here reads a real clock.
+
+use std::cell::RefCell;
+
+use serde_json::{Map, Value, json};
+
+use super::SimOptions;
+use super::redact::Scrubber;
+use super::scenario::{OutcomeKind, Scenario};
+use super::store::{MemoryStore, Store};
+use super::world::World;
+use crate::engine::{Engine, RunSeed};
+use crate::host::{
+    HostError, InvokeError, InvokeRequest, LogLevel, RunInfo, RunTrigger, WorkflowContext,
+};
+use crate::model::{
+    Phase, RunState, RunStatePatch, RunStatus, StepError, ValidateOptions, validate_workflow,
+};
+
+/// CALL-2: the composition depth bound (node-types.md 2026-08-20, default 16).
+pub const CALL_DEPTH_MAX: u32 = 16;
+
+/// A budget on invocations per simulator invocation: `maxAttempts` has no upper bound
+/// (MODEL-3), so a scenario that always fails a retryable action must still end (SEC-2).
+pub const INVOCATIONS_MAX: u64 = 1_000_000;
+
+/// Whether this host serves the top-level run or a composed child run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Role {
+    /// Faults, cancellation and the report apply.
+    Top,
+    /// A reroute / call target: runs to completion in memory; trace only.
+    Child,
+}
+
+pub(crate) struct SimHost<'a> {
+    pub(crate) world: &'a RefCell<World>,
+    pub(crate) scenario: &'a Scenario,
+    pub(crate) store: &'a RefCell<Box<dyn Store>>,
+    pub(crate) scrub: &'a Scrubber,
+    pub(crate) options: &'a SimOptions,
+    pub(crate) info: RunInfo,
+    pub(crate) role: Role,
+}
+
+impl SimHost<'_> {
+    fn scrubbed(&self, mut v: Value) -> Value {
+        self.scrub.value(&mut v);
+        v
+    }
+
+    fn event(&self, event: &str, mut fields: Value) {
+        if self.role == Role::Child
+            && let Value::Object(m) = &mut fields
+        {
+            m.insert("runId".into(), json!(self.info.id));
+        }
+        self.world.borrow_mut().event(event, fields);
+    }
+}
+
+impl WorkflowContext for SimHost<'_> {
+    fn run(&self) -> &RunInfo {
+        &self.info
+    }
+
+    async fn invoke(&self, req: InvokeRequest) -> Result<Value, InvokeError> {
+        let script = self
+            .scenario
+            .actions
+            .get(&req.step_id)
+            .cloned()
+            .unwrap_or_default();
+        let over_budget = {
+            let mut w = self.world.borrow_mut();
+            let over = w.snap.total_invocations >= INVOCATIONS_MAX;
+            if over {
+                w.halt = Some(format!(
+                    "the simulator's invocation budget ({INVOCATIONS_MAX}) ran out"
+                ));
+            }
+            over
+        };
+        if over_budget {
+            return std::future::pending().await;
+        }
+        let (outcome, at_ms, crash) = {
+            let mut w = self.world.borrow_mut();
+            w.snap.total_invocations += 1;
+            let count = w
+                .snap
+                .invocation_counts
+                .entry(req.step_id.clone())
+                .or_insert(0);
+            let index = usize::try_from(*count).unwrap_or(usize::MAX);
+            *count += 1;
+            let outcome = script
+                .outcomes
+                .get(index.min(script.outcomes.len().saturating_sub(1)))
+                .cloned()
+                .unwrap_or_else(super::scenario::Outcome::echo);
+            let at_ms = w.now_ms();
+            let crash = if self.role == Role::Top {
+                self.scenario
+                    .faults
+                    .crash_in_invoke
+                    .iter()
+                    .enumerate()
+                    .find(|(i, f)| {
+                        f.step == req.step_id
+                            && f.attempt == req.attempt
+                            && !w.snap.fired_invoke_faults.contains(i)
+                    })
+                    .map(|(i, _)| i)
+            } else {
+                None
+            };
+            (outcome, at_ms, crash)
+        };
+        let params = self.scrubbed(Value::Object(req.redacted_params()));
+        let entry = json!({
+            "stepId": req.step_id, "app": req.app, "action": req.action,
+            "connection": req.connection, "attempt": req.attempt, "params": params,
+            "atMs": at_ms,
+        });
+        // META-1: the host reports through onExecuted only, before the call settles.
+        let reports = outcome.meta.clone().unwrap_or_else(|| script.meta.clone());
+        for r in &reports {
+            req.on_executed.report(r.clone());
+        }
+        let result: Result<Value, InvokeError> = match &outcome.kind {
+            OutcomeKind::Output(v) => Ok(v.clone()),
+            OutcomeKind::Echo => Ok(Value::Object(req.params.clone())),
+            OutcomeKind::Error(e) => Err(e.clone()),
+        };
+        {
+            let mut w = self.world.borrow_mut();
+            w.advance(outcome.latency_ms);
+            if self.role == Role::Top {
+                w.snap.invocations.push(entry.clone());
+            }
+        }
+        let mut fields = entry;
+        if let Value::Object(m) = &mut fields {
+            m.remove("atMs");
+            m.insert("latencyMs".into(), json!(outcome.latency_ms));
+            match &result {
+                Ok(v) => {
+                    m.insert("output".into(), self.scrubbed(v.clone()));
+                }
+                Err(e) => {
+                    let mut e = e.clone();
+                    self.scrub.error(&mut e);
+                    m.insert("error".into(), serde_json::to_value(e).unwrap_or_default());
+                }
+            }
+            if !reports.is_empty() {
+                m.insert("metaReports".into(), self.scrubbed(Value::Array(reports)));
+            }
+        }
+        self.event("invoke", fields);
+        if let Some(i) = crash {
+            {
+                let mut w = self.world.borrow_mut();
+                w.snap.fired_invoke_faults.insert(i);
+                w.snap.crashes += 1;
+                w.crash_pending = true;
+            }
+            self.event(
+                "crash",
+                json!({"fault": "crashInInvoke", "stepId": req.step_id, "attempt": req.attempt,
+                       "note": "the action ran; its result was never checkpointed"}),
+            );
+            // The process is gone: this call never returns; the simulator drops the run.
+            return std::future::pending().await;
+        }
+        result
+    }
+
+    fn action_idempotent(&self, step_id: &str, _app: &str, _action: &str) -> bool {
+        self.scenario
+            .actions
+            .get(step_id)
+            .is_some_and(|a| a.idempotent)
+    }
+
+    fn log(&self, level: LogLevel, message: &str, data: Option<&Value>) {
+        let message = self
+            .scrub
+            .text(message)
+            .unwrap_or_else(|| message.to_owned());
+        let mut fields = json!({"level": level, "message": message});
+        if let (Some(d), Value::Object(m)) = (data, &mut fields) {
+            m.insert("data".into(), self.scrubbed(d.clone()));
+        }
+        self.event("log", fields);
+    }
+
+    async fn checkpoint(&self, patch: &RunStatePatch) -> Result<(), HostError> {
+        let mut patch = patch.clone();
+        // SEC-1: nothing secret reaches a store.
+        self.scrub.patch(&mut patch);
+        let bytes = serde_json::to_vec(&patch)
+            .map(|b| b.len() as u64)
+            .unwrap_or(0);
+        let n = {
+            let mut w = self.world.borrow_mut();
+            if self.role == Role::Top {
+                w.snap.checkpoints += 1;
+                w.snap.checkpoint_bytes += bytes;
+            }
+            w.snap.checkpoints
+        };
+        let snap = if self.store.borrow().keeps_world() {
+            self.world.borrow().snap.clone()
+        } else {
+            super::world::WorldSnapshot::default()
+        };
+        if let Err(e) = self.store.borrow_mut().checkpoint(&patch, &snap) {
+            if self.role == Role::Top {
+                let mut w = self.world.borrow_mut();
+                w.snap.checkpoints -= 1;
+                w.snap.checkpoint_bytes -= bytes;
+            }
+            self.event("checkpoint_failed", json!({"message": e.0}));
+            return Err(HostError::Store(e.0));
+        }
+        let keep_patch = self.world.borrow().keep_trace || self.world.borrow().sink.is_some();
+        let mut fields = json!({"n": n, "bytes": bytes});
+        if keep_patch && let Value::Object(m) = &mut fields {
+            m.insert(
+                "patch".into(),
+                serde_json::to_value(&patch).unwrap_or_default(),
+            );
+        }
+        self.event("checkpoint", fields);
+        if self.role == Role::Child {
+            return Ok(());
+        }
+        if self.options.abort_after_checkpoint == Some(n) {
+            // Testing hook (`W6W_SIM_ABORT_AFTER_CHECKPOINT`): a real process death right
+            // after checkpoint n is durable. `w6w-sim resume` continues the run.
+            self.event("process_abort", json!({"afterCheckpoint": n}));
+            std::process::abort();
+        }
+        if self.scenario.cancel_after_checkpoint == Some(n) {
+            self.world.borrow_mut().snap.aborted = true;
+            self.event("cancel", json!({"afterCheckpoint": n}));
+        }
+        if self.scenario.faults.crash_after_checkpoint.contains(&n) {
+            self.world.borrow_mut().snap.crashes += 1;
+            self.event(
+                "crash",
+                json!({"fault": "crashAfterCheckpoint", "afterCheckpoint": n}),
+            );
+            return Err(HostError::Crashed);
+        }
+        Ok(())
+    }
+
+    async fn load(&self, run_id: &str) -> Result<Option<RunState>, HostError> {
+        let loaded = self
+            .store
+            .borrow()
+            .load(run_id)
+            .map_err(|e| HostError::Store(e.0))?;
+        self.event("load", json!({"found": loaded.is_some()}));
+        Ok(loaded.map(|s| s.state))
+    }
+
+    fn now_ms(&self) -> u64 {
+        self.world.borrow().now_ms()
+    }
+
+    async fn sleep(&self, ms: u64) {
+        self.world.borrow_mut().advance(ms);
+    }
+
+    async fn wait_before_retry(&self, step_id: Option<&str>, attempt: u32, ms: u64) {
+        let entry = json!({"stepId": step_id, "attempt": attempt, "ms": ms});
+        self.event("wait", entry.clone());
+        let mut w = self.world.borrow_mut();
+        if self.role == Role::Top {
+            w.snap.waits.push(entry);
+        }
+        // Backoff waits advance the virtual clock instantly.
+        w.advance(ms);
+    }
+
+    fn aborted(&self) -> bool {
+        self.role == Role::Top && self.world.borrow().snap.aborted
+    }
+
+    fn secrets(&self) -> Map<String, Value> {
+        self.scenario.secrets.clone()
+    }
+
+    fn documents(&self) -> Value {
+        Value::Object(self.scenario.documents.clone())
+    }
+
+    async fn invoke_callable(
+        &self,
+        target: &Value,
+        input: Value,
+        wait: bool,
+        depth: u32,
+    ) -> Result<Value, InvokeError> {
+        let at_ms = self.now_ms();
+        let result = self.dispatch(target, input.clone(), depth).await;
+        let mut entry = json!({"target": target, "input": self.scrubbed(input), "wait": wait,
+                               "depth": depth, "atMs": at_ms});
+        if let Value::Object(m) = &mut entry {
+            match &result {
+                Ok((run_id, out)) => {
+                    m.insert("runId".into(), json!(run_id));
+                    m.insert("status".into(), json!("succeeded"));
+                    m.insert("output".into(), self.scrubbed(out.clone()));
+                }
+                Err(e) => {
+                    let mut e = e.clone();
+                    self.scrub.error(&mut e);
+                    m.insert("status".into(), json!("failed"));
+                    m.insert("error".into(), serde_json::to_value(e).unwrap_or_default());
+                }
+            }
+        }
+        self.event("call", entry.clone());
+        if self.role == Role::Top {
+            self.world.borrow_mut().snap.calls.push(entry);
+        }
+        match result {
+            Ok((run_id, out)) => Ok(if wait { out } else { json!({"runId": run_id}) }),
+            Err(e) => Err(e),
+        }
+    }
+}
+
+impl SimHost<'_> {
+    /// CALL-1/CALL-2 through the one seam: run a workflow target from the scenario's
+    /// `workflows` map to a terminal state.
+    async fn dispatch(
+        &self,
+        target: &Value,
+        input: Value,
+        depth: u32,
+    ) -> Result<(String, Value), InvokeError> {
+        if depth > CALL_DEPTH_MAX {
+            return Err(StepError::new(
+                "call_depth_exceeded",
+                format!("call depth {depth} exceeds the bound of {CALL_DEPTH_MAX}"),
+                Phase::Resolution,
+            ));
+        }
+        let kind = target.get("kind").and_then(Value::as_str);
+        let Some(id) = target
+            .get("workflow")
+            .and_then(Value::as_str)
+            .filter(|_| kind == Some("workflow"))
+        else {
+            return Err(StepError::new(
+                "unsupported_callable",
+                format!(
+                    "the simulator dispatches {{\"kind\": \"workflow\", \"workflow\": ID}} targets only, got {target}"
+                ),
+                Phase::Resolution,
+            ));
+        };
+        let Some(doc) = self.scenario.workflows.get(id) else {
+            return Err(StepError::new(
+                "unknown_workflow",
+                format!("no workflow {id:?} in the scenario's workflows"),
+                Phase::Resolution,
+            ));
+        };
+        let workflow =
+            validate_workflow(doc, ValidateOptions { runnable: true }).map_err(|errs| {
+                StepError::new(
+                    "invalid_workflow",
+                    format!(
+                        "workflow {id:?} is invalid: {}",
+                        serde_json::to_string(&errs).unwrap_or_default()
+                    ),
+                    Phase::Resolution,
+                )
+            })?;
+        let engine = Engine::new(&workflow)
+            .map_err(|e| StepError::new(e.code(), e.to_string(), Phase::Resolution))?;
+        let variables = match input {
+            Value::Object(m) => m,
+            Value::Null => Map::new(),
+            other => {
+                return Err(StepError::new(
+                    "param_invalid",
+                    format!("a workflow target's input must be an object, got {other}"),
+                    Phase::Resolution,
+                ));
+            }
+        };
+        let n = self.world.borrow().snap.calls.len();
+        let run_id = format!("{}.call{}", self.info.id, n + 1);
+        let child_store: RefCell<Box<dyn Store>> = RefCell::new(Box::new(MemoryStore::default()));
+        let child = SimHost {
+            world: self.world,
+            scenario: self.scenario,
+            store: &child_store,
+            scrub: self.scrub,
+            options: self.options,
+            info: RunInfo {
+                id: run_id.clone(),
+                workflow_id: workflow.id.clone(),
+                trigger: RunTrigger::Manual,
+                attempt: 1,
+            },
+            role: Role::Child,
+        };
+        let seed = RunSeed {
+            run_id: run_id.clone(),
+            trigger: json!({"type": "manual"}),
+            variables,
+            call_depth: depth,
+        };
+        // Boxed: a child run may itself reroute, so this future is recursive.
+        let fut: std::pin::Pin<Box<dyn std::future::Future<Output = _> + '_>> =
+            Box::pin(engine.run(seed, &child));
+        match fut.await {
+            Ok(r) if r.status == RunStatus::Succeeded => {
+                Ok((run_id, r.output.unwrap_or(Value::Null)))
+            }
+            Ok(r) => {
+                let mut e = r.error.unwrap_or_else(|| {
+                    StepError::new(
+                        "call_failed",
+                        format!("run {run_id} ended {}", r.status.as_str()),
+                        Phase::Execute,
+                    )
+                });
+                e.message = format!("run {run_id} of workflow {id:?} failed: {}", e.message);
+                Err(e)
+            }
+            Err(e) => Err(StepError::new(e.code(), e.to_string(), Phase::Resolution)),
+        }
+    }
+}

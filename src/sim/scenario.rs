@@ -1,0 +1,502 @@
+//! The scenario file: everything that drives one simulated run (issue 4 item 5).
+//!
+//! Owns: parsing and checking a scenario, every problem reported with a JSON Pointer.
+//! Invariant: the shape is stable — later tools (conformance adapters, generators) depend
+//! on it. Additions are optional keys only; unknown keys are refused so a typo in a fault
+//! name can never silently turn a crash test into a plain run.
+//!
+//! ```text
+//! { "runId": "run_1", "variables": {…}, "trigger": {"type": "manual", "event": …},
+//!   "secrets": {…}, "documents": {…},
+//!   "actions": { "<stepId>": { "idempotent": false, "outcomes": [OUTCOME, …], "meta": {…} } },
+//!   "faults": { "crashAfterCheckpoint": [3, 7], "crashInInvoke": [{"step": "s", "attempt": 1}] },
+//!   "cancelAfterCheckpoint": 5, "workflows": { "<workflowId>": WORKFLOW }, "seed": 0 }
+//! OUTCOME := {"output": V} | {"echo": true} | {"error": {"code", "message", "phase", "retryable"}}
+//!            each optionally with "latencyMs": N and "meta": REPORT | [REPORT, …] | null
+//! ```
+//! Additions beyond the issue's shape (all optional): `seed` (reserved for randomised
+//! scheduling, unused by the sequential engine), an outcome-level `meta` (overrides the
+//! action's for that invocation; `null` = no report), and `meta` as an array (the host
+//! calls `onExecuted` once per element, in order — META-3's "first report wins").
+
+use indexmap::IndexMap;
+use serde::Serialize;
+use serde_json::{Map, Value, json};
+
+use crate::model::{Phase, StepError, pointer_token};
+
+/// A scenario problem: where (JSON Pointer into the scenario) and what.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ScenarioError {
+    pub path: String,
+    pub message: String,
+}
+
+/// What one invocation of an action does.
+#[derive(Debug, Clone, PartialEq)]
+pub enum OutcomeKind {
+    Output(Value),
+    /// Returns the resolved params.
+    Echo,
+    Error(StepError),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Outcome {
+    pub kind: OutcomeKind,
+    /// Virtual time the invocation takes.
+    pub latency_ms: u64,
+    /// `Some(reports)` overrides the action's meta for this invocation (empty: no call).
+    pub meta: Option<Vec<Value>>,
+}
+
+impl Outcome {
+    pub fn echo() -> Self {
+        Outcome {
+            kind: OutcomeKind::Echo,
+            latency_ms: 0,
+            meta: None,
+        }
+    }
+}
+
+/// The scripted action behind one step id.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ActionScript {
+    pub idempotent: bool,
+    /// One per invocation, in order; the last repeats. Never empty.
+    pub outcomes: Vec<Outcome>,
+    /// Raw reports passed to `onExecuted` on every invocation (empty: never called).
+    pub meta: Vec<Value>,
+}
+
+impl Default for ActionScript {
+    fn default() -> Self {
+        ActionScript {
+            idempotent: false,
+            outcomes: vec![Outcome::echo()],
+            meta: Vec::new(),
+        }
+    }
+}
+
+/// `crashInInvoke`: the action ran, the host dies before its result is checkpointed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InvokeCrash {
+    pub step: String,
+    pub attempt: u32,
+}
+
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Faults {
+    /// 1-based checkpoint numbers, counted across restarts.
+    pub crash_after_checkpoint: Vec<u64>,
+    pub crash_in_invoke: Vec<InvokeCrash>,
+}
+
+/// A parsed scenario.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Scenario {
+    pub run_id: String,
+    pub variables: Map<String, Value>,
+    pub trigger: Value,
+    pub secrets: Map<String, Value>,
+    pub documents: Map<String, Value>,
+    pub actions: IndexMap<String, ActionScript>,
+    pub faults: Faults,
+    pub cancel_after_checkpoint: Option<u64>,
+    pub workflows: IndexMap<String, Value>,
+    pub seed: u64,
+}
+
+impl Default for Scenario {
+    fn default() -> Self {
+        Scenario {
+            run_id: "run_1".into(),
+            variables: Map::new(),
+            trigger: json!({"type": "manual"}),
+            secrets: Map::new(),
+            documents: Map::new(),
+            actions: IndexMap::new(),
+            faults: Faults::default(),
+            cancel_after_checkpoint: None,
+            workflows: IndexMap::new(),
+            seed: 0,
+        }
+    }
+}
+
+/// Run ids become file names in the disk store: keep them to a safe alphabet.
+pub const RUN_ID_CHARS_MAX: usize = 128;
+
+/// Whether `id` is a run id the stores accept: `[A-Za-z0-9_-][A-Za-z0-9_.-]*`, ≤ 128.
+pub fn run_id_ok(id: &str) -> bool {
+    !id.is_empty()
+        && id.len() <= RUN_ID_CHARS_MAX
+        && !id.starts_with('.')
+        && id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
+}
+
+struct Checker {
+    errors: Vec<ScenarioError>,
+}
+
+impl Checker {
+    fn err(&mut self, path: &str, message: impl Into<String>) {
+        self.errors.push(ScenarioError {
+            path: path.to_owned(),
+            message: message.into(),
+        });
+    }
+
+    fn object<'v>(&mut self, v: &'v Value, path: &str) -> Option<&'v Map<String, Value>> {
+        let o = v.as_object();
+        if o.is_none() {
+            self.err(path, "must be an object");
+        }
+        o
+    }
+
+    fn known_keys(&mut self, obj: &Map<String, Value>, path: &str, known: &[&str]) {
+        for k in obj.keys() {
+            if !known.contains(&k.as_str()) {
+                self.err(
+                    &format!("{path}/{}", pointer_token(k)),
+                    format!("unknown key {k:?}; expected one of: {}", known.join(", ")),
+                );
+            }
+        }
+    }
+
+    fn count(&mut self, v: &Value, path: &str) -> Option<u64> {
+        let n = v.as_u64();
+        if n.is_none() {
+            self.err(path, "must be a non-negative integer");
+        }
+        n
+    }
+
+    fn positive(&mut self, v: &Value, path: &str) -> Option<u64> {
+        match v.as_u64() {
+            Some(n) if n >= 1 => Some(n),
+            _ => {
+                self.err(path, "must be an integer >= 1");
+                None
+            }
+        }
+    }
+}
+
+/// Parse and check a scenario; on failure every problem, each with a JSON Pointer.
+pub fn parse_scenario(doc: &Value) -> Result<Scenario, Vec<ScenarioError>> {
+    let mut c = Checker { errors: Vec::new() };
+    let mut s = Scenario::default();
+    let Some(root) = c.object(doc, "") else {
+        return Err(c.errors);
+    };
+    c.known_keys(
+        root,
+        "",
+        &[
+            "runId",
+            "variables",
+            "trigger",
+            "secrets",
+            "documents",
+            "actions",
+            "faults",
+            "cancelAfterCheckpoint",
+            "workflows",
+            "seed",
+        ],
+    );
+    if let Some(v) = root.get("runId") {
+        match v.as_str() {
+            Some(id) if run_id_ok(id) => s.run_id = id.to_owned(),
+            _ => c.err(
+                "/runId",
+                "must be a string of 1-128 characters from [A-Za-z0-9_.-], not starting with '.'",
+            ),
+        }
+    }
+    for (key, slot) in [
+        ("variables", &mut s.variables),
+        ("secrets", &mut s.secrets),
+        ("documents", &mut s.documents),
+    ] {
+        if let Some(v) = root.get(key)
+            && let Some(o) = c.object(v, &format!("/{key}"))
+        {
+            slot.clone_from(o);
+        }
+    }
+    if let Some(v) = root.get("trigger")
+        && let Some(o) = c.object(v, "/trigger")
+    {
+        if o.get("type").is_some_and(|t| !t.is_string()) {
+            c.err("/trigger/type", "must be a string");
+        }
+        let mut t = o.clone();
+        t.entry("type").or_insert_with(|| json!("manual"));
+        s.trigger = Value::Object(t);
+    }
+    if let Some(v) = root.get("seed") {
+        s.seed = c.count(v, "/seed").unwrap_or(0);
+    }
+    if let Some(v) = root.get("cancelAfterCheckpoint") {
+        s.cancel_after_checkpoint = c.positive(v, "/cancelAfterCheckpoint");
+    }
+    if let Some(v) = root.get("actions")
+        && let Some(actions) = c.object(v, "/actions")
+    {
+        for (step, a) in actions {
+            let path = format!("/actions/{}", pointer_token(step));
+            if let Some(script) = parse_action(&mut c, a, &path) {
+                s.actions.insert(step.clone(), script);
+            }
+        }
+    }
+    if let Some(v) = root.get("faults")
+        && let Some(f) = c.object(v, "/faults")
+    {
+        c.known_keys(f, "/faults", &["crashAfterCheckpoint", "crashInInvoke"]);
+        if let Some(list) = f.get("crashAfterCheckpoint") {
+            match list.as_array() {
+                Some(items) => {
+                    for (i, n) in items.iter().enumerate() {
+                        if let Some(n) = c.positive(n, &format!("/faults/crashAfterCheckpoint/{i}"))
+                        {
+                            s.faults.crash_after_checkpoint.push(n);
+                        }
+                    }
+                }
+                None => c.err(
+                    "/faults/crashAfterCheckpoint",
+                    "must be an array of integers >= 1",
+                ),
+            }
+        }
+        if let Some(list) = f.get("crashInInvoke") {
+            match list.as_array() {
+                Some(items) => {
+                    for (i, item) in items.iter().enumerate() {
+                        let path = format!("/faults/crashInInvoke/{i}");
+                        let Some(o) = c.object(item, &path) else {
+                            continue;
+                        };
+                        c.known_keys(o, &path, &["step", "attempt"]);
+                        let step = o.get("step").and_then(Value::as_str);
+                        if step.is_none() {
+                            c.err(&format!("{path}/step"), "must be a step id (string)");
+                        }
+                        let attempt = match o.get("attempt") {
+                            None => Some(1),
+                            Some(a) => c
+                                .positive(a, &format!("{path}/attempt"))
+                                .and_then(|a| u32::try_from(a).ok()),
+                        };
+                        if let (Some(step), Some(attempt)) = (step, attempt) {
+                            s.faults.crash_in_invoke.push(InvokeCrash {
+                                step: step.to_owned(),
+                                attempt,
+                            });
+                        }
+                    }
+                }
+                None => c.err("/faults/crashInInvoke", "must be an array"),
+            }
+        }
+    }
+    if let Some(v) = root.get("workflows")
+        && let Some(w) = c.object(v, "/workflows")
+    {
+        for (id, wf) in w {
+            if !wf.is_object() {
+                c.err(
+                    &format!("/workflows/{}", pointer_token(id)),
+                    "must be a workflow document (an object)",
+                );
+            }
+            s.workflows.insert(id.clone(), wf.clone());
+        }
+    }
+    if c.errors.is_empty() {
+        Ok(s)
+    } else {
+        Err(c.errors)
+    }
+}
+
+fn parse_meta(c: &mut Checker, v: &Value, path: &str) -> Vec<Value> {
+    match v {
+        Value::Null => Vec::new(),
+        Value::Array(items) => items.clone(),
+        Value::Object(_) => vec![v.clone()],
+        _ => {
+            c.err(
+                path,
+                "must be a report object, an array of reports, or null",
+            );
+            Vec::new()
+        }
+    }
+}
+
+fn parse_action(c: &mut Checker, v: &Value, path: &str) -> Option<ActionScript> {
+    let o = c.object(v, path)?;
+    c.known_keys(o, path, &["idempotent", "outcomes", "meta"]);
+    let mut script = ActionScript::default();
+    if let Some(i) = o.get("idempotent") {
+        match i.as_bool() {
+            Some(b) => script.idempotent = b,
+            None => c.err(&format!("{path}/idempotent"), "must be a boolean"),
+        }
+    }
+    if let Some(m) = o.get("meta") {
+        script.meta = parse_meta(c, m, &format!("{path}/meta"));
+    }
+    if let Some(list) = o.get("outcomes") {
+        match list.as_array() {
+            Some(items) if !items.is_empty() => {
+                script.outcomes = items
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(i, item)| parse_outcome(c, item, &format!("{path}/outcomes/{i}")))
+                    .collect();
+            }
+            _ => c.err(
+                &format!("{path}/outcomes"),
+                "must be a non-empty array of outcomes",
+            ),
+        }
+    }
+    if script.outcomes.is_empty() {
+        script.outcomes.push(Outcome::echo());
+    }
+    Some(script)
+}
+
+fn parse_outcome(c: &mut Checker, v: &Value, path: &str) -> Option<Outcome> {
+    let o = c.object(v, path)?;
+    c.known_keys(o, path, &["output", "echo", "error", "latencyMs", "meta"]);
+    let kinds: Vec<&str> = ["output", "echo", "error"]
+        .into_iter()
+        .filter(|k| o.contains_key(*k))
+        .collect();
+    if kinds.len() != 1 {
+        c.err(
+            path,
+            "an outcome has exactly one of \"output\", \"echo\" or \"error\"",
+        );
+        return None;
+    }
+    let kind = match kinds[0] {
+        "output" => OutcomeKind::Output(o.get("output").cloned().unwrap_or(Value::Null)),
+        "echo" => {
+            if o.get("echo") != Some(&Value::Bool(true)) {
+                c.err(&format!("{path}/echo"), "must be true");
+            }
+            OutcomeKind::Echo
+        }
+        _ => OutcomeKind::Error(parse_error(c, o.get("error")?, &format!("{path}/error"))?),
+    };
+    let latency_ms = match o.get("latencyMs") {
+        None => 0,
+        Some(l) => c.count(l, &format!("{path}/latencyMs")).unwrap_or(0),
+    };
+    let meta = o
+        .get("meta")
+        .map(|m| parse_meta(c, m, &format!("{path}/meta")));
+    Some(Outcome {
+        kind,
+        latency_ms,
+        meta,
+    })
+}
+
+fn parse_error(c: &mut Checker, v: &Value, path: &str) -> Option<StepError> {
+    let o = c.object(v, path)?;
+    c.known_keys(o, path, &["code", "message", "phase", "retryable"]);
+    let Some(code) = o.get("code").and_then(Value::as_str) else {
+        c.err(
+            &format!("{path}/code"),
+            "must be a string (the error's machine code)",
+        );
+        return None;
+    };
+    let message = match o.get("message") {
+        None => code.to_owned(),
+        Some(Value::String(m)) => m.clone(),
+        Some(_) => {
+            c.err(&format!("{path}/message"), "must be a string");
+            return None;
+        }
+    };
+    let phase = match o.get("phase").map(Value::as_str) {
+        None => Phase::Execute,
+        Some(Some("resolution")) => Phase::Resolution,
+        Some(Some("auth")) => Phase::Auth,
+        Some(Some("execute")) => Phase::Execute,
+        Some(Some("output")) => Phase::Output,
+        Some(_) => {
+            c.err(
+                &format!("{path}/phase"),
+                "must be one of \"resolution\", \"auth\", \"execute\", \"output\"",
+            );
+            return None;
+        }
+    };
+    let mut error = StepError::new(code, message, phase);
+    match o.get("retryable") {
+        None => {}
+        Some(Value::Bool(b)) => error.retryable = *b,
+        Some(_) => {
+            c.err(&format!("{path}/retryable"), "must be a boolean");
+            return None;
+        }
+    }
+    Some(error)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_and_pointers() {
+        let s = parse_scenario(&json!({})).expect("empty is valid");
+        assert_eq!(s.run_id, "run_1");
+        assert_eq!(s.trigger, json!({"type": "manual"}));
+        let errs = parse_scenario(&json!({
+            "runId": "../x",
+            "actions": {"a/b": {"outcomes": [{"echo": true, "output": 1}], "retry": 1}},
+            "faults": {"crashAfterCheckpont": [1], "crashAfterCheckpoint": [0]}
+        }))
+        .expect_err("invalid");
+        let paths: Vec<&str> = errs.iter().map(|e| e.path.as_str()).collect();
+        assert!(paths.contains(&"/runId"));
+        assert!(paths.contains(&"/actions/a~1b/outcomes/0"));
+        assert!(paths.contains(&"/actions/a~1b/retry"));
+        assert!(paths.contains(&"/faults/crashAfterCheckpont"));
+        assert!(paths.contains(&"/faults/crashAfterCheckpoint/0"));
+    }
+
+    #[test]
+    fn outcomes_parse() {
+        let s = parse_scenario(&json!({"actions": {"f": {"idempotent": true, "outcomes": [
+            {"error": {"code": "boom", "retryable": true}, "latencyMs": 5},
+            {"output": {"x": 1}, "meta": null}
+        ], "meta": {"app": "a"}}}}))
+        .expect("valid");
+        let f = &s.actions["f"];
+        assert!(f.idempotent);
+        assert_eq!(f.outcomes[0].latency_ms, 5);
+        assert!(
+            matches!(&f.outcomes[0].kind, OutcomeKind::Error(e) if e.retryable && e.phase == Phase::Execute)
+        );
+        assert_eq!(f.outcomes[1].meta, Some(vec![]));
+        assert_eq!(f.meta, vec![json!({"app": "a"})]);
+    }
+}

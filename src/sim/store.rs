@@ -1,0 +1,189 @@
+//! Durable stores for the simulated host: in memory, and on disk (RUN-3).
+//!
+//! Owns: folding checkpoint patches into a RunState and keeping it. Invariant: a
+//! checkpoint returns only once the new state is durable; on disk that means one file per
+//! run written as temp file + fsync + rename (+ fsync of the directory), so a `kill -9` at
+//! any instant leaves either the previous or the new state, never a torn one.
+//!
+//! The disk store rewrites the whole run file per checkpoint (O(state) bytes each): simple
+//! and torn-write-proof, and fine for a simulator. The O(N) guarantee is about what crosses
+//! the host contract — patches — which the bench measures.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use super::scenario::run_id_ok;
+use super::world::WorldSnapshot;
+use crate::model::{RunState, RunStatePatch};
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct StoreError(pub String);
+
+/// One stored run: its state, and (disk only) the world that produced it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StoredRun {
+    pub format: String,
+    pub state: RunState,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub world: Option<WorldSnapshot>,
+}
+
+/// The disk file's format tag.
+pub const STORE_FORMAT: &str = "w6w-sim/run-1";
+
+/// What a simulated host persists to.
+pub trait Store {
+    /// Fold `patch` into the run's state and make it durable.
+    fn checkpoint(
+        &mut self,
+        patch: &RunStatePatch,
+        world: &WorldSnapshot,
+    ) -> Result<(), StoreError>;
+    /// Replace a run's state outright (seeding a replay with its original run).
+    fn put(&mut self, state: &RunState, world: &WorldSnapshot) -> Result<(), StoreError>;
+    fn load(&self, run_id: &str) -> Result<Option<StoredRun>, StoreError>;
+    /// Whether `checkpoint` persists the world snapshot (callers skip building one when
+    /// not: copying the world per checkpoint would make a long run quadratic).
+    fn keeps_world(&self) -> bool {
+        true
+    }
+}
+
+/// In-memory store: the state survives a simulated crash (the world lives on).
+#[derive(Debug, Default)]
+pub struct MemoryStore {
+    runs: BTreeMap<String, RunState>,
+}
+
+impl Store for MemoryStore {
+    fn checkpoint(&mut self, patch: &RunStatePatch, _: &WorldSnapshot) -> Result<(), StoreError> {
+        let state = self.runs.entry(patch.run_id.clone()).or_insert_with(|| {
+            RunState::new(
+                &patch.run_id,
+                patch.workflow_id.as_deref().unwrap_or_default(),
+            )
+        });
+        state.apply(patch);
+        Ok(())
+    }
+
+    fn put(&mut self, state: &RunState, _: &WorldSnapshot) -> Result<(), StoreError> {
+        self.runs.insert(state.run_id.clone(), state.clone());
+        Ok(())
+    }
+
+    fn load(&self, run_id: &str) -> Result<Option<StoredRun>, StoreError> {
+        Ok(self.runs.get(run_id).map(|s| StoredRun {
+            format: STORE_FORMAT.into(),
+            state: s.clone(),
+            world: None,
+        }))
+    }
+
+    fn keeps_world(&self) -> bool {
+        false
+    }
+}
+
+/// On-disk store: `DIR/<runId>.json`, one file per run.
+#[derive(Debug)]
+pub struct DiskStore {
+    dir: PathBuf,
+    cache: BTreeMap<String, RunState>,
+}
+
+impl DiskStore {
+    /// Open (creating if needed) a store directory.
+    pub fn open(dir: &Path) -> Result<Self, StoreError> {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| StoreError(format!("cannot create store {}: {e}", dir.display())))?;
+        Ok(DiskStore {
+            dir: dir.to_owned(),
+            cache: BTreeMap::new(),
+        })
+    }
+
+    /// The file a run is kept in.
+    pub fn path_of(&self, run_id: &str) -> Result<PathBuf, StoreError> {
+        if !run_id_ok(run_id) {
+            return Err(StoreError(format!(
+                "run id {run_id:?} is not a safe file name"
+            )));
+        }
+        Ok(self.dir.join(format!("{run_id}.json")))
+    }
+
+    fn write(&self, state: &RunState, world: &WorldSnapshot) -> Result<(), StoreError> {
+        let path = self.path_of(&state.run_id)?;
+        let stored = StoredRun {
+            format: STORE_FORMAT.into(),
+            state: state.clone(),
+            world: Some(world.clone()),
+        };
+        let bytes = serde_json::to_vec(&stored)
+            .map_err(|e| StoreError(format!("cannot serialize run: {e}")))?;
+        let tmp = self.dir.join(format!(".{}.json.tmp", state.run_id));
+        let io = |e: std::io::Error| StoreError(format!("{}: {e}", path.display()));
+        {
+            let mut f = std::fs::File::create(&tmp).map_err(io)?;
+            f.write_all(&bytes).map_err(io)?;
+            f.sync_all().map_err(io)?;
+        }
+        std::fs::rename(&tmp, &path).map_err(io)?;
+        // The rename itself must be durable too.
+        #[cfg(unix)]
+        std::fs::File::open(&self.dir)
+            .and_then(|d| d.sync_all())
+            .map_err(io)?;
+        Ok(())
+    }
+
+    fn read(&self, run_id: &str) -> Result<Option<StoredRun>, StoreError> {
+        let path = self.path_of(run_id)?;
+        let text = match std::fs::read(&path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(StoreError(format!("{}: {e}", path.display()))),
+        };
+        serde_json::from_slice(&text)
+            .map(Some)
+            .map_err(|e| StoreError(format!("{} is not a stored run: {e}", path.display())))
+    }
+}
+
+impl Store for DiskStore {
+    fn checkpoint(
+        &mut self,
+        patch: &RunStatePatch,
+        world: &WorldSnapshot,
+    ) -> Result<(), StoreError> {
+        let mut state = match self.cache.get(&patch.run_id) {
+            Some(s) => s.clone(),
+            None => match self.read(&patch.run_id)? {
+                Some(stored) => stored.state,
+                None => RunState::new(
+                    &patch.run_id,
+                    patch.workflow_id.as_deref().unwrap_or_default(),
+                ),
+            },
+        };
+        state.apply(patch);
+        self.write(&state, world)?;
+        self.cache.insert(patch.run_id.clone(), state);
+        Ok(())
+    }
+
+    fn put(&mut self, state: &RunState, world: &WorldSnapshot) -> Result<(), StoreError> {
+        self.write(state, world)?;
+        self.cache.insert(state.run_id.clone(), state.clone());
+        Ok(())
+    }
+
+    fn load(&self, run_id: &str) -> Result<Option<StoredRun>, StoreError> {
+        self.read(run_id)
+    }
+}

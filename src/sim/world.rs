@@ -1,0 +1,125 @@
+//! The simulated world: the virtual clock, the fault bookkeeping and the trace.
+//!
+//! Owns: every piece of nondeterminism a simulated run has — time, which faults fired,
+//! how many times each action was invoked. Invariant: nothing here reads a real clock or
+//! randomness; the same scenario always yields the same world history. The persistable
+//! part ([`WorldSnapshot`]) is written with each checkpoint by the disk store, so a run
+//! continued in a new process (`w6w-sim resume`) keeps its clock, counters and report.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::Write;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value, json};
+
+/// The virtual clock starts at 2026-01-01T00:00:00Z.
+pub const EPOCH_MS: u64 = 1_767_225_600_000;
+
+/// The part of the world that survives a process restart.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WorldSnapshot {
+    pub clock_ms: u64,
+    /// Successful checkpoints of the top-level run, across restarts.
+    pub checkpoints: u64,
+    pub crashes: u64,
+    /// Invocations so far per step id (selects the scripted outcome).
+    pub invocation_counts: BTreeMap<String, u64>,
+    /// Indices into `faults.crashInInvoke` that already fired.
+    pub fired_invoke_faults: BTreeSet<usize>,
+    /// RUN-7: the host's abort signal.
+    pub aborted: bool,
+    /// Report entries (already redacted and scrubbed).
+    pub invocations: Vec<Value>,
+    pub waits: Vec<Value>,
+    pub calls: Vec<Value>,
+    /// Serialized bytes of every checkpoint patch (the bench's linear-growth measure).
+    pub checkpoint_bytes: u64,
+    /// Next trace sequence number.
+    pub seq: u64,
+    /// Every invocation, top-level and composed (the budget's counter).
+    #[serde(default)]
+    pub total_invocations: u64,
+}
+
+impl Default for WorldSnapshot {
+    fn default() -> Self {
+        WorldSnapshot {
+            clock_ms: EPOCH_MS,
+            checkpoints: 0,
+            crashes: 0,
+            invocation_counts: BTreeMap::new(),
+            fired_invoke_faults: BTreeSet::new(),
+            aborted: false,
+            invocations: Vec::new(),
+            waits: Vec::new(),
+            calls: Vec::new(),
+            checkpoint_bytes: 0,
+            seq: 0,
+            total_invocations: 0,
+        }
+    }
+}
+
+/// The live world of one simulator invocation.
+pub struct World {
+    pub snap: WorldSnapshot,
+    /// A crash was injected inside an invocation: the engine future must be dropped.
+    pub crash_pending: bool,
+    /// The simulator stopped the run (a budget ran out); the message says why.
+    pub halt: Option<String>,
+    /// Every event, in order (JSON objects with `seq`, `event`, `atMs`).
+    pub trace: Vec<Value>,
+    /// Where trace events are streamed as JSON lines as they happen (`--trace FILE`), so
+    /// a killed process leaves its trace up to the kill.
+    pub sink: Option<Box<dyn Write>>,
+    /// Whether to keep `trace` in memory (the bench turns it off).
+    pub keep_trace: bool,
+}
+
+impl World {
+    pub fn new(snap: WorldSnapshot) -> Self {
+        World {
+            snap,
+            crash_pending: false,
+            halt: None,
+            trace: Vec::new(),
+            sink: None,
+            keep_trace: true,
+        }
+    }
+
+    pub fn now_ms(&self) -> u64 {
+        self.snap.clock_ms
+    }
+
+    pub fn advance(&mut self, ms: u64) {
+        self.snap.clock_ms = self.snap.clock_ms.saturating_add(ms);
+    }
+
+    /// Record one trace event.
+    pub fn event(&mut self, event: &str, fields: Value) {
+        if !self.keep_trace && self.sink.is_none() {
+            return;
+        }
+        let mut obj = Map::new();
+        obj.insert("seq".into(), json!(self.snap.seq));
+        obj.insert("event".into(), json!(event));
+        obj.insert("atMs".into(), json!(self.snap.clock_ms));
+        if let Value::Object(f) = fields {
+            obj.extend(f);
+        }
+        self.snap.seq += 1;
+        let value = Value::Object(obj);
+        if let Some(sink) = &mut self.sink {
+            // A trace write failure must not change the run; it is reported at the end
+            // by the CLI when it flushes.
+            let _ = serde_json::to_writer(&mut *sink, &value);
+            let _ = sink.write_all(b"\n");
+            let _ = sink.flush();
+        }
+        if self.keep_trace {
+            self.trace.push(value);
+        }
+    }
+}
