@@ -27,7 +27,7 @@ use crate::model::{RunState, RunStatus, StepError, ValidationError};
 
 pub use meta::{META_STRING_UTF16_MAX, normalize_meta};
 pub use retry::{WAIT_MS_MAX, retry_allowed, wait_before_attempt_ms};
-pub use run::Engine;
+pub use run::{DIALECT_KEY, Engine, workflow_dialect};
 pub use vars::seed_variables;
 
 /// What a host hands the engine to start a run (engine.md `RunSeed`).

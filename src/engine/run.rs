@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use super::journal::Journal;
 use super::routing::{Routed, SkipSet, has_error_edge};
 use super::{EngineError, RunResult, RunSeed, StepKind, step};
-use crate::expr::RunScope;
+use crate::expr::{CompiledWith, Dialect, ResolveError, RunScope};
 use crate::host::{LogLevel, WorkflowContext};
 use crate::model::{
     OnError, RunState, RunStatus, StepError, StepExecution, StepStatus, ValidationCode,
@@ -35,6 +35,28 @@ pub struct Engine<'w> {
     pub(crate) workflow: &'w Workflow,
     pub(crate) plan: Plan,
     pub(crate) kinds: Vec<StepKind>,
+    /// Each step's `with` block, compiled once per workflow (issue 3 "compile once"): a
+    /// static problem (unknown operator, bad `=` payload) is kept and fails that step at
+    /// run time with phase `resolution`, exactly where an author would look for it.
+    pub(crate) compiled: Vec<Result<CompiledWith, ResolveError>>,
+}
+
+/// The workflow-level extension key that opts a workflow into the extended JSONLogic
+/// dialect (`docs/decisions.md` D-6). Absent means the normative @w6w/expr dialect.
+pub const DIALECT_KEY: &str = "x-w6w-dialect";
+
+/// The dialect a workflow asked for, or a validation problem for a value we do not know.
+pub fn workflow_dialect(workflow: &Workflow) -> Result<Dialect, ValidationError> {
+    match workflow.extra.get(DIALECT_KEY) {
+        None => Ok(Dialect::W6w),
+        Some(Value::String(s)) if s == "w6w" => Ok(Dialect::W6w),
+        Some(Value::String(s)) if s == "extended" => Ok(Dialect::Extended),
+        Some(other) => Err(ValidationError::new(
+            ValidationCode::InvalidValue,
+            format!("/{DIALECT_KEY}"),
+            format!("{DIALECT_KEY} must be \"w6w\" (the default) or \"extended\", not {other}"),
+        )),
+    }
 }
 
 impl<'w> Engine<'w> {
@@ -65,13 +87,24 @@ impl<'w> Engine<'w> {
                 "a runnable workflow has at least one step",
             ));
         }
+        let dialect = workflow_dialect(workflow).unwrap_or_else(|e| {
+            problems.push(e);
+            Dialect::W6w
+        });
         if !problems.is_empty() {
             return Err(EngineError::InvalidWorkflow(problems));
         }
+        let empty = serde_json::Map::new();
+        let compiled = workflow
+            .steps
+            .iter()
+            .map(|s| CompiledWith::compile_with(s.with.as_ref().unwrap_or(&empty), dialect))
+            .collect();
         Ok(Engine {
             workflow,
             plan,
             kinds,
+            compiled,
         })
     }
 
@@ -208,7 +241,16 @@ impl<'w> Engine<'w> {
                         let first = existing
                             .filter(|r| r.status == StepStatus::Running)
                             .map_or(1, |r| r.attempt.max(1));
-                        let record = step::execute(ctx, journal, step, kind, &scope, first).await?;
+                        let record = step::execute(
+                            ctx,
+                            journal,
+                            step,
+                            kind,
+                            &self.compiled[i],
+                            &scope,
+                            first,
+                        )
+                        .await?;
                         let mut end = journal.step_patch(record.clone());
                         if let Some(err) = &record.error
                             && !has_error_edge(&self.plan, i)

@@ -11,7 +11,7 @@ use super::replay::Carried;
 use super::retry::wait_before_attempt_ms;
 use super::run::{Engine, GraphOutcome};
 use super::{EngineError, RunResult};
-use crate::expr::{RunScope, resolve_with};
+use crate::expr::{CompiledWith, ResolveMode, RunScope};
 use crate::host::{LogLevel, WorkflowContext};
 use crate::model::{CallableOnError, PatchField, Phase, RunStatus, StepError};
 
@@ -87,9 +87,13 @@ impl Engine<'_> {
             );
             let input = match &reroute.with {
                 None => Ok(inputs),
-                Some(with) => resolve_with(with, &scope)
-                    .map(|r| Value::Object(r.params))
-                    .map_err(|e| StepError::new(e.code.as_str(), e.message, Phase::Resolution)),
+                Some(with) => {
+                    let dialect = super::workflow_dialect(self.workflow).unwrap_or_default();
+                    CompiledWith::compile_with(with, dialect)
+                        .and_then(|c| c.resolve(&scope, ResolveMode::Run))
+                }
+                .map(|r| Value::Object(r.params))
+                .map_err(|e| StepError::new(e.code.as_str(), e.message, Phase::Resolution)),
             };
             ctx.log(
                 LogLevel::Info,

@@ -5,13 +5,13 @@
 //! checkpoint together with its routing consequences (stepErrors) in one patch. It reads
 //! the scope but never writes it, so issue 5's strands can run several at once.
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use super::journal::Journal;
 use super::meta::normalize_meta;
 use super::retry::{retry_allowed, wait_before_attempt_ms};
 use super::{EngineError, StepKind};
-use crate::expr::{RunScope, resolve_with};
+use crate::expr::{CompiledWith, ResolveError, ResolveMode, RunScope};
 use crate::host::{InvokeRequest, LogLevel, OnExecuted, WorkflowContext, iso8601_from_ms};
 use crate::model::{Phase, Step, StepError, StepExecution, StepStatus};
 
@@ -22,14 +22,17 @@ pub(crate) async fn execute<C: WorkflowContext>(
     journal: &Journal,
     step: &Step,
     kind: StepKind,
+    compiled: &Result<CompiledWith, ResolveError>,
     scope: &RunScope,
     first_attempt: u32,
 ) -> Result<StepExecution, EngineError> {
-    let empty = Map::new();
-    let with = step.with.as_ref().unwrap_or(&empty);
     // Resolution happens once per step: the scope a step reads is terminal upstream state,
-    // so every attempt would resolve the same params.
-    let resolved = resolve_with(with, scope);
+    // so every attempt would resolve the same params. The with block was compiled once
+    // per workflow (`Engine::new`); a static problem surfaces here as a resolution failure.
+    let resolved = compiled
+        .as_ref()
+        .map_err(Clone::clone)
+        .and_then(|c| c.resolve(scope, ResolveMode::Run));
 
     let mut record = StepExecution::new(&step.id, StepStatus::Running, first_attempt.max(1));
     record.started_at = Some(iso8601_from_ms(ctx.now_ms()));

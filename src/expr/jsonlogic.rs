@@ -279,6 +279,14 @@ fn compile_call(
     let compile_all = |raw: &[&Value]| -> Result<Vec<Node>, ExprError> {
         raw.iter().map(|a| compile(a, dialect, depth + 1)).collect()
     };
+    // The extended dialect reads a `{"$": path}` marker nested inside JSONLogic as a path
+    // lookup (the RFC's own example writes `{"cat": ["…", {"$": "trigger.event.since"}]}`).
+    // The @w6w/expr dialect refuses it as an unknown operator, as the reference library does.
+    let name = if name == "$" && dialect == Dialect::Extended {
+        "var"
+    } else {
+        name
+    };
     match name {
         "var" => {
             let default = raw.get(1).map(|v| (*v).clone());
@@ -790,6 +798,13 @@ mod tests {
         let e = Logic::compile(&json!({"+": []}), Dialect::W6w).expect_err("empty +");
         assert_eq!(e.code, ExprCode::InvalidArguments);
         assert!(Logic::compile(&json!({"cat": ["a", 1]}), Dialect::Extended).is_ok());
+        // A nested `$` marker is a path lookup only in the extended dialect.
+        let rule = json!({"cat": ["x", {"$": "a.b"}]});
+        assert!(Logic::compile(&rule, Dialect::W6w).is_err());
+        assert_eq!(
+            apply(&rule, &json!({"a": {"b": 1}}), Dialect::Extended).ok(),
+            Some(json!("x1"))
+        );
     }
 
     #[test]
