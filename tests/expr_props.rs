@@ -348,15 +348,12 @@ fn huge_templates_are_limit_errors_and_huge_literals_are_not() {
 
 #[test]
 fn adversarial_scanning_is_bounded() {
-    let started = std::time::Instant::now();
+    // Each unclosed `=` arm rescans to the end: without the scan budget this input is
+    // quadratic. The budget turns it into a clear error instead (no timing assertion: the
+    // refusal itself is the bound).
     let text = "{{ =[ }}".repeat(MAX_TEMPLATE_BYTES / 8 - 1);
     let result = parse_template(&text, Mode::Editor);
     assert!(result.is_err(), "the scan budget stops quadratic work");
-    assert!(
-        started.elapsed().as_secs() < 5,
-        "took {:?}",
-        started.elapsed()
-    );
 }
 
 #[test]
