@@ -28,6 +28,7 @@ pub fn handle(request: &Value) -> Value {
     match op {
         "validate" => crate::model::ops::validate(request),
         "plan" => crate::model::ops::plan(request),
+        "saves" => crate::model::ops::saves(request),
         "logic" => crate::expr::ops::logic(request),
         "resolve" => crate::expr::ops::resolve(request),
         "parse" => crate::expr::ops::parse(request),
@@ -35,7 +36,7 @@ pub fn handle(request: &Value) -> Value {
         "run" => crate::sim::ops::run(request),
         "replay" => crate::sim::ops::replay(request),
         other => bad_request(format!(
-            "unknown op {other:?}; known ops: validate, plan, logic, resolve, parse, serialize, run, replay"
+            "unknown op {other:?}; known ops: validate, plan, saves, logic, resolve, parse, serialize, run, replay"
         )),
     }
 }

@@ -10,6 +10,7 @@
 mod error;
 mod key;
 pub(crate) mod ops;
+mod registry;
 mod run;
 mod serde_util;
 mod validate;
@@ -20,6 +21,7 @@ pub use key::{
     KEY_LEN_MAX, KEY_LEN_MIN, is_first_key_assignment, is_valid_key, key_grammar_problems,
     stored_key, validate_save,
 };
+pub use registry::{Registry, SaveError};
 pub use run::{
     PatchField, Phase, RunState, RunStatePatch, RunStatus, StepError, StepExecution, StepMeta,
     StepStatus,

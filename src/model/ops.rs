@@ -110,6 +110,39 @@ fn detailed(p: &Plan, w: &Workflow) -> Value {
     json!({"order": p.ids(w), "subBlocks": blocks})
 }
 
+/// `{"op": "saves", "saves": [{"account": A, "workflow": W, "seed"?: bool}, …]}`: apply the
+/// saves in order to an empty registry (MODEL-5 against the previously stored document,
+/// MODEL-6 key uniqueness per account). `seed: true` stores a document as it already
+/// exists in a host, unchecked. Answers `{"ok": [per-save result]}`, each `{"ok": true}` or
+/// `{"error": {"code": "invalid_workflow" | "key_conflict", …}}`.
+pub(crate) fn saves(request: &Value) -> Value {
+    let Some(saves) = request.get("saves").and_then(Value::as_array) else {
+        return bad_request("\"saves\" must be an array of {account, workflow} objects");
+    };
+    let mut registry = crate::model::Registry::new();
+    let mut results = Vec::with_capacity(saves.len());
+    for (i, save) in saves.iter().enumerate() {
+        let (Some(account), Some(doc)) = (
+            save.get("account").and_then(Value::as_str),
+            save.get("workflow").filter(|w| w.is_object()),
+        ) else {
+            return bad_request(format!(
+                "saves[{i}] needs a string \"account\" and an object \"workflow\""
+            ));
+        };
+        if save.get("seed").and_then(Value::as_bool) == Some(true) {
+            registry.seed(account, doc.clone());
+            results.push(json!({"ok": true}));
+            continue;
+        }
+        results.push(match registry.save(account, doc) {
+            Ok(()) => json!({"ok": true}),
+            Err(e) => json!({"error": e.to_json()}),
+        });
+    }
+    ok(Value::Array(results))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
