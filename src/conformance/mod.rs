@@ -43,7 +43,7 @@ mod adapter;
 mod diff;
 mod host;
 mod load;
-
+pub mod mutants;
 mod process;
 pub mod protocol;
 mod report;
