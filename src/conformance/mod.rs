@@ -41,6 +41,7 @@
 
 mod adapter;
 mod diff;
+pub mod generate;
 mod host;
 mod load;
 pub mod mutants;
