@@ -69,7 +69,11 @@ fn a_candidate_is_diffed_against_the_stored_reference_field_by_field() {
     for stem in stems(&suite) {
         let live = responses(&suite, &stem, &mut Reference);
         let snap = stored(&stem);
-        assert_eq!(live.len(), snap.len(), "{stem}: one snapshot entry per case");
+        assert_eq!(
+            live.len(),
+            snap.len(),
+            "{stem}: one snapshot entry per case"
+        );
         for (id, response) in &live {
             let d = json_diff(&snap[id], response);
             assert!(d.is_empty(), "{stem}/{id}: {d:?}");
