@@ -471,16 +471,15 @@ fn a_generated_failure_prints_its_seed_and_writes_shrunk_files_that_run_replays(
     assert_eq!(a.status.code(), Some(0), "{}", stderr(&a));
     assert_eq!(a.stdout, b.stdout);
     // Regenerating that one seed against the mutant fails again; the reference passes it.
-    let again = conformance(&[
-        "--mutant",
-        "skip-error-edge-routing",
-        "--case",
-        "err-error-edge-overrides-onerror",
-        "--generate",
-        "1",
-        "--seed",
-        &seed.to_string(),
-    ]);
+    let seed_text = seed.to_string();
+    let again = Command::new(BIN)
+        .current_dir(dir.path())
+        .arg("conformance")
+        .args(["--mutant", "skip-error-edge-routing"])
+        .args(["--case", "err-error-edge-overrides-onerror"])
+        .args(["--generate", "1", "--seed", &seed_text])
+        .output()
+        .expect("w6w-sim runs");
     assert!(
         stdout(&again).ends_with("0 passed, 2 failed\n"),
         "{}",
