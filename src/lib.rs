@@ -10,6 +10,8 @@
 //! - [`engine`] — run / resume / replay, retry, routing, checkpoints.
 //! - [`sim`] — the deterministic simulated host (virtual clock, faults, stores, trace).
 //! - [`conformance`] — case format, checker, clause coverage.
+//! - [`mutants`] — deliberately broken behaviours the conformance suite must catch (inert
+//!   unless a mutant test activates one on its thread).
 //! - [`service`] — the JSON-lines op service behind `w6w-sim eval` and the cases.
 //! - [`cli`] — argument parsing and printing.
 //!
@@ -24,6 +26,7 @@ pub mod engine;
 pub mod expr;
 pub mod host;
 pub mod model;
+pub mod mutants;
 pub mod plan;
 pub mod service;
 pub mod sim;

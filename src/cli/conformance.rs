@@ -11,8 +11,10 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
+use crate::conformance::generate::run_generated;
+use crate::conformance::mutants::{self, AnyMutant};
 use crate::conformance::{
-    self, Adapter, ProcessAdapter, ProcessOptions, Reference, Selection, Suite,
+    self, Adapter, ProcessAdapter, ProcessOptions, Reference, Selection, Suite, SuiteReport,
 };
 
 #[derive(Debug, clap::Subcommand)]
@@ -55,6 +57,22 @@ pub(crate) struct ConformanceArgs {
     /// For each failing case, also run the reference and print a field-level diff.
     #[arg(long)]
     diff_reference: bool,
+    /// Also check N generated workflows + scenarios against the model (crash at every
+    /// checkpoint, replay, retry counts, secrets) [default: 200 for the bundled suite,
+    /// 0 with --cases, --clause or --case]. A failure writes the shrunk workflow and
+    /// scenario to ./w6w-failure-SEED.{workflow,scenario}.json.
+    #[arg(long, value_name = "N")]
+    generate: Option<usize>,
+    /// Seed of the first generated workflow; workflow i uses SEED + i.
+    #[arg(long, value_name = "SEED", default_value_t = conformance::generate::DEFAULT_SEED)]
+    seed: u64,
+    /// Run against a built-in mutant (a deliberately broken engine or host) by name.
+    #[arg(long, value_name = "NAME", conflicts_with = "adapter")]
+    mutant: Option<String>,
+    /// Run the cases against every built-in mutant and print the kill table (exit 0 iff
+    /// every mutant is killed by a case naming its clause).
+    #[arg(long, conflicts_with_all = ["adapter", "mutant", "json"])]
+    mutants: bool,
 }
 
 #[derive(Debug, clap::Subcommand)]
@@ -105,9 +123,35 @@ fn conformance(args: &ConformanceArgs) -> ExitCode {
             dir.display()
         ));
     }
-    let mut adapter: Box<dyn Adapter> = match &args.adapter {
-        None => Box::new(Reference),
-        Some(command) => {
+    if args.mutants {
+        let rows = mutants::kill_table(&suite, &selection, &AnyMutant::all());
+        print!("{}", mutants::kill_table_text(&rows));
+        let all_killed = rows.iter().all(|r| r.killed() && !r.killed_by.is_empty());
+        return if all_killed {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::from(1)
+        };
+    }
+    let filtered = args.cases.is_some() || !args.clauses.is_empty() || args.case_id.is_some();
+    let generate = args.generate.unwrap_or(if filtered {
+        0
+    } else {
+        conformance::generate::DEFAULT_GENERATE
+    });
+    let mut adapter: Box<dyn Adapter> = match (&args.adapter, &args.mutant) {
+        (None, Some(name)) => match AnyMutant::by_name(name) {
+            Some(m) => m.adapter(),
+            None => {
+                let names: Vec<&str> = AnyMutant::all().into_iter().map(|m| m.name()).collect();
+                return usage_error(format!(
+                    "no mutant named {name:?}; known: {}",
+                    names.join(", ")
+                ));
+            }
+        },
+        (None, None) => Box::new(Reference),
+        (Some(command), _) => {
             let options = ProcessOptions {
                 request_timeout: Duration::from_millis(args.timeout_ms),
                 startup_timeout: Duration::from_millis(args.startup_timeout_ms),
@@ -120,7 +164,7 @@ fn conformance(args: &ConformanceArgs) -> ExitCode {
         }
     };
     let mut progress = Progress::new();
-    let report = conformance::run_suite(
+    let mut report = conformance::run_suite(
         adapter.as_mut(),
         &suite,
         &selection,
@@ -128,14 +172,30 @@ fn conformance(args: &ConformanceArgs) -> ExitCode {
         &mut |done, total, id| progress.tick(done, total, id),
     );
     progress.clear();
+    if generate > 0 {
+        progress.tick(0, generate, "generated workflows");
+        let generated = run_generated(adapter.as_mut(), generate, args.seed);
+        progress.clear();
+        report.add_generated(generated);
+    }
     // Stop the adapter process now, not at exit, so its exit is not billed to printing.
     drop(adapter);
-
     let mut status = if report.all_passed() {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)
     };
+    // Every generated failure replays from one command: write its shrunk inputs.
+    for f in report.generated.iter().flat_map(|g| &g.failures) {
+        let (w, s) = SuiteReport::failure_files(f.seed);
+        for (path, doc) in [(&w, &f.workflow), (&s, &f.scenario)] {
+            let text = serde_json::to_string_pretty(doc).unwrap_or_default();
+            if let Err(e) = std::fs::write(path, text + "\n") {
+                eprintln!("w6w-sim conformance: cannot write {path}: {e}");
+                status = ExitCode::from(2);
+            }
+        }
+    }
     if let Some(path) = &args.junit
         && let Err(e) = std::fs::write(path, report.to_junit())
     {

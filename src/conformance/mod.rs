@@ -41,13 +41,17 @@
 
 mod adapter;
 mod diff;
+pub mod generate;
+mod host;
 mod load;
+pub mod mutants;
 mod process;
 pub mod protocol;
 mod report;
 
 pub use adapter::{Adapter, AdapterError, FnAdapter, Reference};
 pub use diff::{DiffEntry, MAX_DIFF_ENTRIES, json_diff};
+pub use host::{EngineOnHost, HostAdapter, SimulatedHost, run_host};
 pub use load::{
     EXPECTATION_KINDS, LoadError, LoadProblem, LoadedFile, MAX_CASE_FILE_BYTES, Selection, Suite,
     default_cases_dir,

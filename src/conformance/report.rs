@@ -11,12 +11,16 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use super::diff::{self, DiffEntry};
+use super::generate::{DEFAULT_GENERATE, DEFAULT_SEED, GeneratedReport, run_generated};
 use super::load::{LoadError, Selection, Suite};
 use super::{Adapter, Case, CaseOutcome, check_expectations, clause_catalogue, coverage};
 
-/// What to run: where the cases are, which to select, and whether to diff failures
-/// against the reference.
-#[derive(Debug, Clone, Default)]
+/// What to run: where the cases are, which to select, whether to diff failures against
+/// the reference, and how many generated workflows to check.
+///
+/// `RunOptions::default()` is the whole suite: every case plus the default batch of
+/// [`DEFAULT_GENERATE`] generated workflows from [`DEFAULT_SEED`].
+#[derive(Debug, Clone)]
 pub struct RunOptions {
     /// The case directory; `None` means [`super::default_cases_dir`].
     pub cases_dir: Option<PathBuf>,
@@ -26,6 +30,23 @@ pub struct RunOptions {
     pub case_id: Option<String>,
     /// For every failing case, also ask the in-process reference and diff the responses.
     pub diff_reference: bool,
+    /// How many generated workflows + scenarios to check (`--generate N`; 0 for none).
+    pub generate: usize,
+    /// The first generated workflow's seed (`--seed S`); workflow `i` uses `S + i`.
+    pub seed: u64,
+}
+
+impl Default for RunOptions {
+    fn default() -> Self {
+        RunOptions {
+            cases_dir: None,
+            clauses: Vec::new(),
+            case_id: None,
+            diff_reference: false,
+            generate: DEFAULT_GENERATE,
+            seed: DEFAULT_SEED,
+        }
+    }
 }
 
 /// The result of one case.
@@ -65,6 +86,9 @@ pub struct SuiteReport {
     pub cases: Vec<CaseResult>,
     /// One row per catalogue clause in scope of the `--clause` filters, catalogue order.
     pub clauses: Vec<ClauseRow>,
+    /// Generated workflows checked after the cases (`None`: none were asked for).
+    pub generated: Option<GeneratedReport>,
+    /// Cases and generated workflows together.
     pub elapsed: Duration,
 }
 
@@ -83,13 +107,15 @@ pub fn run(adapter: &mut dyn Adapter, options: &RunOptions) -> Result<SuiteRepor
         None => Suite::load_default()?,
     };
     let selection = Selection::new(&options.clauses, options.case_id.as_deref())?;
-    Ok(run_suite(
+    let mut report = run_suite(
         adapter,
         &suite,
         &selection,
         options.diff_reference,
         &mut |_, _, _| {},
-    ))
+    );
+    report.add_generated(run_generated(adapter, options.generate, options.seed));
+    Ok(report)
 }
 
 /// Run the selected cases of a loaded suite. `progress(done, total, case_id)` is called
@@ -155,6 +181,7 @@ pub fn run_suite(
         implementation: adapter.name(),
         cases,
         clauses,
+        generated: None,
         elapsed,
     }
 }
@@ -178,23 +205,45 @@ pub fn check_with(case: &Case, adapter: &mut dyn Adapter) -> (CaseOutcome, bool)
 }
 
 impl SuiteReport {
+    /// Cases that passed.
     pub fn passed(&self) -> usize {
         self.cases.iter().filter(|c| c.outcome.passed()).count()
     }
 
+    /// Cases that failed.
     pub fn failed(&self) -> usize {
         self.cases.len() - self.passed()
     }
 
-    /// No case failed (the exit-status rule of `w6w-sim conformance`).
-    pub fn all_passed(&self) -> bool {
-        self.failed() == 0
+    /// Generated workflows that failed a property.
+    pub fn generated_failed(&self) -> usize {
+        self.generated.as_ref().map_or(0, |g| g.failures.len())
     }
 
+    /// Generated workflows checked.
+    pub fn generated_count(&self) -> usize {
+        self.generated.as_ref().map_or(0, |g| g.count)
+    }
+
+    /// No case and no generated workflow failed (the exit-status rule of
+    /// `w6w-sim conformance`).
+    pub fn all_passed(&self) -> bool {
+        self.failed() == 0 && self.generated_failed() == 0
+    }
+
+    /// Attach a generated batch (a zero-sized batch is no batch); its time counts.
+    pub fn add_generated(&mut self, generated: GeneratedReport) {
+        if generated.count > 0 {
+            self.elapsed += generated.elapsed;
+            self.generated = Some(generated);
+        }
+    }
+
+    /// Cases and generated workflows per second.
     pub fn cases_per_second(&self) -> f64 {
         let secs = self.elapsed.as_secs_f64();
         if secs > 0.0 {
-            self.cases.len() as f64 / secs
+            (self.cases.len() + self.generated_count()) as f64 / secs
         } else {
             0.0
         }
@@ -207,10 +256,13 @@ impl SuiteReport {
         if !self.all_passed() {
             let mut text = String::new();
             self.write_failures(&mut text);
+            self.write_generated_failures(&mut text, true);
             panic!(
-                "{} of {} conformance cases failed against {}:\n{text}",
+                "{} of {} conformance cases and {} of {} generated workflows failed against {}:\n{text}",
                 self.failed(),
                 self.cases.len(),
+                self.generated_failed(),
+                self.generated_count(),
                 self.implementation
             );
         }
@@ -257,19 +309,88 @@ impl SuiteReport {
             self.clauses.len(),
             self.clauses.len() - uncovered
         );
-        if !self.all_passed() {
+        if self.failed() > 0 {
             let _ = writeln!(out, "\nFailures:");
             self.write_failures(&mut out);
         }
+        if let Some(g) = &self.generated {
+            let _ = writeln!(
+                out,
+                "\nGenerated workflows (seeds {}..{}): {} passed, {} failed",
+                g.seed,
+                g.seed.wrapping_add(g.count as u64),
+                g.passed(),
+                g.failures.len()
+            );
+            self.write_generated_failures(&mut out, false);
+        }
+        let generated = match self.generated_count() {
+            0 => String::new(),
+            n => format!(" + {n} generated workflows"),
+        };
         let _ = writeln!(
             out,
-            "\n{} cases in {:.3} s, {:.0} cases/s",
+            "\n{} cases{generated} in {:.3} s, {:.0} cases/s",
             self.cases.len(),
             self.elapsed.as_secs_f64(),
             self.cases_per_second()
         );
-        let _ = writeln!(out, "{} passed, {} failed", self.passed(), self.failed());
+        let generated_passed = self.generated_count() - self.generated_failed();
+        let _ = writeln!(
+            out,
+            "{} passed, {} failed",
+            self.passed() + generated_passed,
+            self.failed() + self.generated_failed()
+        );
         out
+    }
+
+    /// The file names a generated failure is written to by `w6w-sim conformance`.
+    pub fn failure_files(seed: u64) -> (String, String) {
+        (
+            format!("w6w-failure-{seed}.workflow.json"),
+            format!("w6w-failure-{seed}.scenario.json"),
+        )
+    }
+
+    /// Each generated failure: seed, property, message, and how to reproduce it — with
+    /// `inline`, the shrunk workflow and scenario as JSON (a `#[test]` writes no files).
+    fn write_generated_failures(&self, out: &mut String, inline: bool) {
+        let Some(g) = &self.generated else {
+            return;
+        };
+        for f in &g.failures {
+            let v = &f.violation;
+            let _ = writeln!(
+                out,
+                "  seed {} [{}] {} (shrunk from {} to {} steps)",
+                f.seed, v.property, v.message, f.steps_before, f.steps_after
+            );
+            let _ = writeln!(
+                out,
+                "    regenerate: w6w-sim conformance --generate 1 --seed {}",
+                f.seed
+            );
+            if inline {
+                let _ = writeln!(
+                    out,
+                    "    workflow: {}\n    scenario: {}",
+                    f.workflow, f.scenario
+                );
+                continue;
+            }
+            let (w, s) = Self::failure_files(f.seed);
+            let _ = writeln!(out, "    shrunk workflow and scenario: {w} {s}");
+            if v.replay {
+                let _ = writeln!(
+                    out,
+                    "    reproduce: w6w-sim run {w} --scenario {s} > w6w-failure-{seed}.report.json && w6w-sim replay {w} --run w6w-failure-{seed}.report.json --scenario {s}",
+                    seed = f.seed
+                );
+            } else {
+                let _ = writeln!(out, "    reproduce: w6w-sim run {w} --scenario {s}");
+            }
+        }
     }
 
     fn write_failures(&self, out: &mut String) {
@@ -356,6 +477,21 @@ impl SuiteReport {
             "clauses": clauses,
             "clausesWithoutCases": uncovered,
             "totals": {"cases": self.cases.len(), "passed": self.passed(), "failed": self.failed()},
+            "generated": self.generated.as_ref().map(|g| json!({
+                "seed": g.seed,
+                "count": g.count,
+                "passed": g.passed(),
+                "failed": g.failures.len(),
+                "elapsedMs": g.elapsed.as_secs_f64() * 1000.0,
+                "failures": g.failures.iter().map(|f| json!({
+                    "seed": f.seed,
+                    "property": f.violation.property,
+                    "message": f.violation.message,
+                    "replay": f.violation.replay,
+                    "workflow": f.workflow,
+                    "scenario": f.scenario,
+                })).collect::<Vec<_>>(),
+            })),
             "elapsedMs": self.elapsed.as_secs_f64() * 1000.0,
             "casesPerSecond": self.cases_per_second(),
         })
@@ -369,8 +505,8 @@ impl SuiteReport {
             out,
             "<testsuites name=\"{}\" tests=\"{}\" failures=\"{}\" errors=\"0\" time=\"{:.3}\">",
             xml_escape(&format!("w6w conformance: {}", self.implementation)),
-            self.cases.len(),
-            self.failed(),
+            self.cases.len() + self.generated_count(),
+            self.failed() + self.generated_failed(),
             self.elapsed.as_secs_f64()
         );
         let mut files: Vec<&str> = Vec::new();
@@ -436,8 +572,47 @@ impl SuiteReport {
             }
             out.push_str("  </testsuite>\n");
         }
+        if let Some(g) = &self.generated {
+            self.write_generated_junit(&mut out, g);
+        }
         out.push_str("</testsuites>\n");
         out
+    }
+}
+
+impl SuiteReport {
+    /// One `<testsuite name="generated">`, one `<testcase name="generated-SEED">` per
+    /// workflow; failures carry the shrunk workflow and scenario.
+    fn write_generated_junit(&self, out: &mut String, g: &GeneratedReport) {
+        let _ = writeln!(
+            out,
+            "  <testsuite name=\"generated\" tests=\"{}\" failures=\"{}\" errors=\"0\" skipped=\"0\" time=\"{:.3}\">",
+            g.count,
+            g.failures.len(),
+            g.elapsed.as_secs_f64()
+        );
+        for i in 0..g.count {
+            let seed = g.seed.wrapping_add(i as u64);
+            let _ = write!(
+                out,
+                "    <testcase name=\"generated-{seed}\" classname=\"w6w.conformance.generated\">"
+            );
+            if let Some(f) = g.failures.iter().find(|f| f.seed == seed) {
+                let body = format!(
+                    "{}\nregenerate: w6w-sim conformance --generate 1 --seed {seed}\nworkflow: {}\nscenario: {}",
+                    f.violation.message, f.workflow, f.scenario
+                );
+                let _ = write!(
+                    out,
+                    "\n      <failure message=\"{}\" type=\"{}\">{}</failure>\n    ",
+                    xml_escape(&f.violation.message),
+                    f.violation.property,
+                    xml_escape(&body)
+                );
+            }
+            out.push_str("</testcase>\n");
+        }
+        out.push_str("  </testsuite>\n");
     }
 }
 

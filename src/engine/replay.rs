@@ -83,6 +83,7 @@ impl Engine<'_> {
             } else {
                 record.status == StepStatus::Succeeded
             };
+            let reuse = crate::mutants::replay_reuse(record.status, from.is_some(), reuse);
             if reuse {
                 carried.records.insert(id.clone(), record.clone());
             }

@@ -15,10 +15,11 @@ pub const WAIT_MS_MAX: u64 = 300_000;
 ///   `retryable: true` (RETRY-2);
 /// - `resolution` ("never retry as-is") and `output` (a publisher bug) are never retried.
 pub fn retry_allowed(error: &StepError, idempotent: bool) -> bool {
-    match error.phase {
+    let allowed = match error.phase {
         Phase::Execute => idempotent || error.retryable,
         Phase::Auth | Phase::Resolution | Phase::Output => false,
-    }
+    };
+    crate::mutants::retry_allowed(error.phase, allowed) // inert unless a mutant test runs
 }
 
 /// RETRY-4/5: the wait before attempt `next_attempt` (≥ 2) under `policy`.
@@ -41,7 +42,7 @@ pub fn wait_before_attempt_ms(policy: Option<&RetryPolicy>, next_attempt: u64) -
             base * 2f64.powi(exponent)
         }
     };
-    let capped = raw.min(WAIT_MS_MAX as f64);
+    let capped = crate::mutants::capped_wait(raw, raw.min(WAIT_MS_MAX as f64)); // RETRY-5 mutant
     if capped.is_nan() || capped <= 0.0 {
         return 0;
     }

@@ -40,7 +40,8 @@ impl SkipSet {
     /// ERR-6: skipped iff it has ≥ 1 inbound edge and every inbound edge is skipped.
     pub(crate) fn step_skipped(&self, plan: &Plan, step: usize) -> bool {
         let inbound = &plan.incoming[step];
-        !inbound.is_empty() && inbound.iter().all(|e| self.is_skipped(e))
+        let all = !inbound.is_empty() && inbound.iter().all(|e| self.is_skipped(e));
+        crate::mutants::step_skipped(all, || inbound.iter().any(|e| self.is_skipped(e)))
     }
 
     /// Apply a terminal step's outcome to its outgoing edges (ERR-4, ERR-5, ERR-7, ERR-6).
@@ -65,7 +66,7 @@ impl SkipSet {
 
 /// Whether the step declares at least one outgoing `when: "error"` edge.
 pub(crate) fn has_error_edge(plan: &Plan, step: usize) -> bool {
-    plan.outgoing[step].iter().any(|e| e.when == When::Error)
+    crate::mutants::has_error_edge(plan.outgoing[step].iter().any(|e| e.when == When::Error))
 }
 
 /// REPLAY-4: `from` and all its graph descendants (both lanes). For an implicit chain the

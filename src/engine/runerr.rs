@@ -107,6 +107,7 @@ impl Engine<'_> {
                 }
                 Err(e) => Err(e),
             };
+            let dispatched = crate::mutants::reroute_result(dispatched); // RUNERR-6 mutant
             match dispatched {
                 Ok(output) => {
                     // RUNERR-5: handled — succeeded, original error in stepErrors, run

@@ -99,6 +99,7 @@ pub(crate) async fn execute<C: WorkflowContext>(
         } else {
             None
         };
+        let meta = crate::mutants::meta(&result, meta); // META-1 mutant hook, inert by default
         let mut error = match result {
             Ok(output) => {
                 record.status = StepStatus::Succeeded;

@@ -297,7 +297,8 @@ fn compile_string(s: &str, dialect: Dialect, pointer: &str) -> Result<CNode, Res
     }
     let parsed = parse(s, Mode::Editor).map_err(|e| template_error(e, pointer))?;
     let has_marker = parsed.parts.iter().any(|p| !matches!(p, Part::Text(_)));
-    if !has_marker || parsed.unterminated || !parsed.parts.iter().all(part_is_anchored) {
+    let anchored = crate::mutants::all_anchored(parsed.parts.iter().all(part_is_anchored));
+    if !has_marker || parsed.unterminated || !anchored {
         return literal();
     }
     let mut out = Vec::with_capacity(parsed.parts.len());
@@ -441,7 +442,9 @@ impl<'a> Ctx<'a, '_> {
         for part in parts {
             match part {
                 CPart::Text(t) => out.push_str(t),
-                CPart::Var(p) if p.segments.is_empty() => {}
+                CPart::Var(p) if p.segments.is_empty() => {
+                    crate::mutants::empty_var_ref(&mut out, || self.root.to_value()); // ENV-4 mutant
+                }
                 CPart::Var(p) => {
                     self.check_test_binding(p, pointer)?;
                     if let Some(v) = lookup_root(self.root, &p.segments) {
@@ -487,6 +490,9 @@ impl<'a> Ctx<'a, '_> {
             return unresolved("is empty and names nothing");
         }
         let segments: Vec<&str> = reference.split('.').collect();
+        if crate::mutants::render_absent_as_empty(|| lookup_root(self.root, &segments).is_none()) {
+            return Ok(String::new()); // ENV-5 mutant hook, inert by default
+        }
         let content = match lookup_root(self.root, &segments) {
             None | Some(Val::Null | Val::Undefined) => {
                 return unresolved("did not resolve (absent or null)");

@@ -206,6 +206,7 @@ impl<'a> DataRoot<'a> {
         }
         // A host `extra` key named "secrets" must not smuggle data back in.
         m.remove("secrets");
+        crate::mutants::data_root(&mut m, &s.secrets); // EXPR-5 mutant hook, inert by default
         Value::Object(m)
     }
 }

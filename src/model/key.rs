@@ -80,7 +80,7 @@ pub fn validate_save(
     previous: Option<&Value>,
     opts: ValidateOptions,
 ) -> Result<Workflow, Vec<ValidationError>> {
-    let gate = if is_first_key_assignment(previous) {
+    let gate = if crate::mutants::check_key(is_first_key_assignment(previous)) {
         KeyGate::Check
     } else {
         KeyGate::Skip

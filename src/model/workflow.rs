@@ -158,7 +158,7 @@ impl Step {
 
     /// ERR-1: `onError` defaults to `fail`.
     pub fn on_error(&self) -> OnError {
-        self.on_error.unwrap_or(OnError::Fail)
+        crate::mutants::on_error(self.on_error.unwrap_or(OnError::Fail)) // ERR-3 mutant hook
     }
 
     /// FAN-*: `fanOut` defaults to `sequential`.
@@ -281,7 +281,7 @@ impl RetryPolicy {
     /// Total attempts including the first (RETRY-3). Saturates; a validated policy is ≥ 1.
     pub fn max_attempts(&self) -> u64 {
         if let Some(n) = self.max_attempts.as_u64() {
-            return n.max(1);
+            return crate::mutants::max_attempts(n.max(1)); // RETRY-3 mutant hook
         }
         match self.max_attempts.as_f64() {
             Some(f) if f >= 1.0 => {

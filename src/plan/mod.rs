@@ -377,7 +377,7 @@ fn kahn(graph: &Csr) -> Vec<usize> {
         .map(Reverse)
         .collect();
     let mut order = Vec::with_capacity(graph.len());
-    while let Some(Reverse(v)) = ready.pop() {
+    while let Some(v) = crate::mutants::pop_ready(&mut ready) {
         order.push(v);
         for &w in graph.out(v) {
             indegree[w] -= 1;

@@ -216,6 +216,7 @@ impl<'a> Sim<'a> {
         options: &'a SimOptions,
         snap: WorldSnapshot,
         sink: Option<Box<dyn Write>>,
+        store: Box<dyn Store>,
     ) -> Result<Self, SimError> {
         let engine = Engine::new(workflow).map_err(SimError::Rejected)?;
         let mut world = World::new(snap);
@@ -226,7 +227,7 @@ impl<'a> Sim<'a> {
             workflow,
             scenario,
             world: RefCell::new(world),
-            store: RefCell::new(open_store(&options.store)?),
+            store: RefCell::new(store),
             scrub: Scrubber::new(scenario.secrets.values()),
             options,
         })
@@ -271,6 +272,11 @@ impl<'a> Sim<'a> {
                 Exec::Done(Ok(_)) => return Ok(()),
                 Exec::Crashed | Exec::Done(Err(EngineError::Host(HostError::Crashed))) => {
                     restarts += 1;
+                    // The host contract's crash/restart hooks: back with its durable state only.
+                    let mut store = self.store.borrow_mut();
+                    store.crash();
+                    store.restart().map_err(|e| SimError::Store(e.0))?;
+                    drop(store);
                     let mut w = self.world.borrow_mut();
                     w.crash_pending = false;
                     if restarts > RESTARTS_MAX {
@@ -327,7 +333,32 @@ pub fn run(
     options: &SimOptions,
     sink: Option<Box<dyn Write>>,
 ) -> Result<Report, SimError> {
-    let sim = Sim::new(workflow, scenario, options, WorldSnapshot::default(), sink)?;
+    run_on_store(
+        workflow,
+        scenario,
+        options,
+        open_store(&options.store)?,
+        sink,
+    )
+}
+
+/// [`run`] on a store the caller supplies instead of `options.store` (a candidate host's,
+/// `conformance::HostAdapter`); its crash/restart hooks are called at every simulated crash.
+pub fn run_on_store(
+    workflow: &Workflow,
+    scenario: &Scenario,
+    options: &SimOptions,
+    store: Box<dyn Store>,
+    sink: Option<Box<dyn Write>>,
+) -> Result<Report, SimError> {
+    let sim = Sim::new(
+        workflow,
+        scenario,
+        options,
+        WorldSnapshot::default(),
+        sink,
+        store,
+    )?;
     let run_id = scenario.run_id.clone();
     if sim
         .store
@@ -367,7 +398,7 @@ pub fn resume(
         .map_err(|e| SimError::Store(e.0))?
         .ok_or_else(|| SimError::Engine(EngineError::RunNotFound(run_id.to_owned())))?;
     let snap = stored.world.clone().unwrap_or_default();
-    let sim = Sim::new(workflow, scenario, options, snap, sink)?;
+    let sim = Sim::new(workflow, scenario, options, snap, sink, store)?;
     if !stored.state.status.is_terminal() {
         let mut w = sim.world.borrow_mut();
         w.snap.crashes += 1;
@@ -391,7 +422,28 @@ pub fn replay(
     options: &SimOptions,
     sink: Option<Box<dyn Write>>,
 ) -> Result<Report, SimError> {
-    let sim = Sim::new(workflow, scenario, options, WorldSnapshot::default(), sink)?;
+    let store = open_store(&options.store)?;
+    replay_on_store(workflow, scenario, original, from, options, store, sink)
+}
+
+/// [`replay`] on a store the caller supplies (see [`run_on_store`]).
+pub fn replay_on_store(
+    workflow: &Workflow,
+    scenario: &Scenario,
+    original: &RunState,
+    from: Option<&str>,
+    options: &SimOptions,
+    store: Box<dyn Store>,
+    sink: Option<Box<dyn Write>>,
+) -> Result<Report, SimError> {
+    let sim = Sim::new(
+        workflow,
+        scenario,
+        options,
+        WorldSnapshot::default(),
+        sink,
+        store,
+    )?;
     if !scenario::run_id_ok(&original.run_id) {
         return Err(SimError::Engine(EngineError::NotResumable {
             run_id: original.run_id.clone(),

@@ -4,11 +4,12 @@
 //! `{"op":"replay","workflow":W,"run":RUNSTATE,"scenario":S,"from"?:ID}` → `{"ok": REPORT}`.
 //! Errors are `{"error": {"code", "message", …}}`: `invalid_workflow` (with `errors`),
 //! `invalid_scenario` (with `path` and `errors`), `invalid_variables` (with `variable`),
-//! `invalid_run` for a RUNSTATE that does not parse. Always the memory store.
+//! `invalid_run` for a RUNSTATE that does not parse. The memory store, unless a
+//! `conformance::HostAdapter` supplies its own (`run_on`, `replay_on`).
 
 use serde_json::{Value, json};
 
-use super::{SimError, SimOptions, load_scenario, load_workflow};
+use super::{MemoryStore, SimError, SimOptions, Store, load_scenario, load_workflow};
 use crate::model::RunState;
 use crate::service::{bad_request, ok};
 
@@ -28,17 +29,27 @@ fn inputs(request: &Value) -> Result<(crate::model::Workflow, super::Scenario), 
 }
 
 pub(crate) fn run(request: &Value) -> Value {
+    run_on(request, Box::new(MemoryStore::default()))
+}
+
+/// The `run` op on a caller-supplied store (a `conformance::HostAdapter`'s).
+pub(crate) fn run_on(request: &Value, store: Box<dyn Store>) -> Value {
     let (workflow, scenario) = match inputs(request) {
         Ok(x) => x,
         Err(e) => return e,
     };
-    match super::run(&workflow, &scenario, &SimOptions::default(), None) {
+    match super::run_on_store(&workflow, &scenario, &SimOptions::default(), store, None) {
         Ok(report) => ok(report.to_json()),
         Err(e) => error(&e),
     }
 }
 
 pub(crate) fn replay(request: &Value) -> Value {
+    replay_on(request, Box::new(MemoryStore::default()))
+}
+
+/// The `replay` op on a caller-supplied store (a `conformance::HostAdapter`'s).
+pub(crate) fn replay_on(request: &Value, store: Box<dyn Store>) -> Value {
     let (workflow, scenario) = match inputs(request) {
         Ok(x) => x,
         Err(e) => return e,
@@ -58,12 +69,13 @@ pub(crate) fn replay(request: &Value) -> Value {
         Some(Value::String(s)) => Some(s.as_str()),
         Some(_) => return bad_request("\"from\" must be a step id"),
     };
-    match super::replay(
+    match super::replay_on_store(
         &workflow,
         &scenario,
         &original,
         from,
         &SimOptions::default(),
+        store,
         None,
     ) {
         Ok(report) => ok(report.to_json()),

@@ -51,6 +51,13 @@ pub trait Store {
     fn keeps_world(&self) -> bool {
         true
     }
+    /// The process died (a scenario's crash fault): drop everything that is not durable.
+    /// The simulator's stores keep nothing volatile, so by default there is nothing to do.
+    fn crash(&mut self) {}
+    /// The process came back: from here on `load` must return exactly the durable state.
+    fn restart(&mut self) -> Result<(), StoreError> {
+        Ok(())
+    }
 }
 
 /// In-memory store: the state survives a simulated crash (the world lives on).

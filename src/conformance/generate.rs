@@ -1,0 +1,755 @@
+//! Generated workflows and scenarios, checked against an independent model (issue 6
+//! item 4): `w6w-sim conformance --generate N --seed S`.
+//!
+//! Owns: a tiny seeded PRNG ([`SplitMix64`]), the generator of random DAG workflows with
+//! scripted scenarios ([`Generated`]), the model of the semantics written out naively and
+//! independently of the engine ([`Generated::model`]), the property check over op-level
+//! responses ([`check`], so any [`Adapter`] — in process, a process, a mutant — is checked),
+//! and a greedy shrinker ([`shrink`]). Refuses to know how the adapter runs anything.
+//!
+//! Workflow `i` of a batch seeded `S` is generated from seed `S + i` alone, so
+//! `--generate 1 --seed S+i` reproduces it. Properties, per workflow:
+//! - **model**: run status, each step's status, attempt and number of invocations, the run
+//!   error's step and the stepErrors are what retry classification (RETRY-1…3), onError
+//!   (ERR-1…3) and edge routing (ERR-4…6, PLAN-5) allow;
+//! - **crash**: a crash right after checkpoint k, for every k the crash-free run made (up
+//!   to [`CRASH_POINTS_MAX`]), ends in the same RunState (RUN-3, RUN-4);
+//! - **replay**: replaying the finished run gives the same status, outputs and run output
+//!   with zero invocations of originally succeeded steps (REPLAY-1);
+//! - **secrets**: no response contains the secret's plaintext (SEC-1).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::{Duration, Instant};
+
+use serde_json::{Map, Value, json};
+
+use super::Adapter;
+
+/// The secret every generated scenario carries; it must never appear in a response.
+pub const SECRET: &str = "S3CRET-gen-7f3a9c";
+
+/// Crash points checked per workflow (every checkpoint of a generated run fits).
+pub const CRASH_POINTS_MAX: u64 = 64;
+
+/// The batch size `w6w-sim conformance` runs unless `--generate` says otherwise.
+pub const DEFAULT_GENERATE: usize = 200;
+
+/// The seed of the default batch (any fixed value: the batch must be reproducible).
+pub const DEFAULT_SEED: u64 = 6;
+
+/// SplitMix64 (Steele, Lea, Flood 2014): a tiny, well-mixed, seedable PRNG. Ours, so the
+/// sequence for a seed never changes under a dependency upgrade.
+#[derive(Debug, Clone)]
+pub struct SplitMix64(u64);
+
+impl SplitMix64 {
+    pub fn new(seed: u64) -> Self {
+        SplitMix64(seed)
+    }
+
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in `0..n` (`0` when `n == 0`); the modulo bias is irrelevant here.
+    pub fn below(&mut self, n: u64) -> u64 {
+        if n == 0 { 0 } else { self.next_u64() % n }
+    }
+
+    /// True with probability `percent`/100.
+    pub fn chance(&mut self, percent: u64) -> bool {
+        self.below(100) < percent
+    }
+}
+
+/// One scripted outcome of an action.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GenOutcome {
+    /// 0 output, 1 echo, 2 error.
+    pub kind: u8,
+    /// Index into [`PHASES`] (errors only).
+    pub phase: u8,
+    pub retryable: bool,
+    pub latency_ms: u64,
+}
+
+/// One generated step.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GenStep {
+    /// Index into [`ON_ERROR`].
+    pub on_error: u8,
+    pub max_attempts: u64,
+    pub exponential: bool,
+    pub delay_ms: u64,
+    pub idempotent: bool,
+    pub outcomes: Vec<GenOutcome>,
+    pub uses_secret: bool,
+    /// Binds `up` to this step's output.
+    pub reads: Option<usize>,
+}
+
+/// A generated workflow and scenario.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Generated {
+    pub seed: u64,
+    pub steps: Vec<GenStep>,
+    /// `(from, to, error lane?)` by step index; empty means an implicit chain.
+    pub edges: Vec<(usize, usize, bool)>,
+}
+
+pub const ON_ERROR: [&str; 3] = ["fail", "continue", "continue-record"];
+pub const PHASES: [&str; 4] = ["resolution", "auth", "execute", "output"];
+
+fn sid(i: usize) -> String {
+    format!("s{i}")
+}
+
+/// The model's prediction for one step.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModelStep {
+    pub status: &'static str,
+    pub attempt: u64,
+    pub invocations: u64,
+}
+
+/// The model's prediction for a run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Model {
+    pub status: &'static str,
+    pub steps: BTreeMap<String, ModelStep>,
+    pub error_step: Option<String>,
+    pub step_errors: Vec<String>,
+}
+
+impl Generated {
+    /// The workflow and scenario for `seed`: 1–6 steps; random success/error edges over a
+    /// random topological order (so plan order differs from declared order), or none (an
+    /// implicit chain); random onError, retry policies, idempotency, scripted outcomes in
+    /// every phase, and a secret flowing through a variable into params and echoes.
+    pub fn from_seed(seed: u64) -> Self {
+        let mut rng = SplitMix64::new(seed);
+        let n = 1 + rng.below(6) as usize;
+        let steps = (0..n)
+            .map(|_| {
+                let outcomes = (0..1 + rng.below(3))
+                    .map(|_| GenOutcome {
+                        kind: rng.below(3) as u8,
+                        phase: rng.below(4) as u8,
+                        retryable: rng.chance(50),
+                        latency_ms: rng.below(4),
+                    })
+                    .collect();
+                GenStep {
+                    on_error: rng.below(3) as u8,
+                    max_attempts: 1 + rng.below(3),
+                    exponential: rng.chance(50),
+                    delay_ms: rng.below(3000),
+                    idempotent: rng.chance(50),
+                    outcomes,
+                    uses_secret: rng.chance(50),
+                    reads: rng.chance(50).then(|| rng.below(n as u64) as usize),
+                }
+            })
+            .collect();
+        // A random topological order: Fisher-Yates over the indices.
+        let mut perm: Vec<usize> = (0..n).collect();
+        for i in (1..n).rev() {
+            perm.swap(i, rng.below(i as u64 + 1) as usize);
+        }
+        let mut edges = BTreeSet::new();
+        if !rng.chance(20) {
+            for _ in 0..rng.below(2 * n as u64) {
+                let (x, y) = (rng.below(n as u64) as usize, rng.below(n as u64) as usize);
+                let err = rng.chance(30);
+                if x != y {
+                    let (f, t) = if perm[x] < perm[y] { (x, y) } else { (y, x) };
+                    edges.insert((f, t, err));
+                }
+            }
+        }
+        Generated {
+            seed,
+            steps,
+            edges: edges.into_iter().collect(),
+        }
+    }
+
+    /// The workflow document.
+    pub fn workflow(&self) -> Value {
+        let steps: Vec<Value> = self
+            .steps
+            .iter()
+            .enumerate()
+            .map(|(i, s)| {
+                let mut with = Map::new();
+                with.insert("i".into(), json!(i));
+                if s.uses_secret {
+                    with.insert("sec".into(), json!({"$": "vars.s"}));
+                }
+                if let Some(j) = s.reads {
+                    with.insert(
+                        "up".into(),
+                        json!({"$": format!("steps.{}.output", sid(j))}),
+                    );
+                }
+                json!({
+                    "id": sid(i),
+                    "uses": {"app": "app", "action": "act"},
+                    "with": with,
+                    "retry": {"maxAttempts": s.max_attempts,
+                              "backoff": if s.exponential { "exponential" } else { "fixed" },
+                              "delayMs": s.delay_ms},
+                    "onError": ON_ERROR[usize::from(s.on_error) % 3],
+                })
+            })
+            .collect();
+        let mut wf = json!({"manifestVersion": "2", "id": "wf_gen", "name": "generated",
+                            "variables": [{"key": "s", "type": "string"}], "steps": steps});
+        if !self.edges.is_empty() {
+            wf["edges"] = self
+                .edges
+                .iter()
+                .map(|&(f, t, e)| {
+                    if e {
+                        json!({"from": sid(f), "to": sid(t), "when": "error"})
+                    } else {
+                        json!({"from": sid(f), "to": sid(t)})
+                    }
+                })
+                .collect();
+        }
+        wf
+    }
+
+    /// The scenario document, with `faults` as its fault plan.
+    pub fn scenario(&self, faults: Value) -> Value {
+        let actions: Map<String, Value> = self
+            .steps
+            .iter()
+            .enumerate()
+            .map(|(i, s)| {
+                let outcomes: Vec<Value> = s
+                    .outcomes
+                    .iter()
+                    .enumerate()
+                    .map(|(k, o)| {
+                        let mut v = match o.kind {
+                            0 => json!({"output": {"step": i, "k": k}}),
+                            1 => json!({"echo": true}),
+                            _ => json!({"error": {"code": format!("e{i}_{k}"),
+                                                  "message": format!("failure {k} of {} carrying {SECRET}", sid(i)),
+                                                  "phase": PHASES[usize::from(o.phase) % 4],
+                                                  "retryable": o.retryable}}),
+                        };
+                        v["latencyMs"] = json!(o.latency_ms);
+                        v
+                    })
+                    .collect();
+                (
+                    sid(i),
+                    json!({"idempotent": s.idempotent, "outcomes": outcomes,
+                           "meta": {"app": "app", "version": format!("v{i}"), "action": "act"}}),
+                )
+            })
+            .collect();
+        json!({"variables": {"s": SECRET}, "secrets": {"S": SECRET},
+               "actions": actions, "faults": faults})
+    }
+
+    /// The semantics, written out as plainly as possible and independently of the engine.
+    pub fn model(&self) -> Model {
+        let n = self.steps.len();
+        // PLAN-5: Kahn's algorithm, always taking the lowest declared index that is ready.
+        let mut order: Vec<usize> = Vec::with_capacity(n);
+        let mut done = vec![false; n];
+        while order.len() < n {
+            let next =
+                (0..n).find(|&i| !done[i] && self.edges.iter().all(|&(f, t, _)| t != i || done[f]));
+            // Generated graphs are acyclic; a cycle would only shorten the prediction.
+            let Some(next) = next else { break };
+            done[next] = true;
+            order.push(next);
+        }
+        let mut skipped: BTreeSet<(usize, usize, bool)> = BTreeSet::new();
+        let mut m = Model {
+            status: "succeeded",
+            steps: BTreeMap::new(),
+            error_step: None,
+            step_errors: Vec::new(),
+        };
+        for &i in &order {
+            let inbound: Vec<_> = self.edges.iter().filter(|e| e.1 == i).collect();
+            let out: Vec<_> = self.edges.iter().filter(|e| e.0 == i).copied().collect();
+            // ERR-6: skipped iff there is an inbound edge and every one is skipped.
+            if !inbound.is_empty() && inbound.iter().all(|e| skipped.contains(e)) {
+                let skip = ModelStep {
+                    status: "skipped",
+                    attempt: 0,
+                    invocations: 0,
+                };
+                m.steps.insert(sid(i), skip);
+                skipped.extend(out);
+                continue;
+            }
+            let s = &self.steps[i];
+            let mut attempt = 0;
+            let succeeded = loop {
+                attempt += 1;
+                let o = &s.outcomes[((attempt - 1) as usize).min(s.outcomes.len() - 1)];
+                if o.kind != 2 {
+                    break true;
+                }
+                // RETRY-1/2: only execute errors, and only idempotent or retryable ones.
+                let retryable =
+                    PHASES[usize::from(o.phase) % 4] == "execute" && (s.idempotent || o.retryable);
+                // RETRY-3: maxAttempts counts every attempt.
+                if !(retryable && attempt < s.max_attempts) {
+                    break false;
+                }
+            };
+            let status = if succeeded { "succeeded" } else { "failed" };
+            m.steps.insert(
+                sid(i),
+                ModelStep {
+                    status,
+                    attempt,
+                    invocations: attempt,
+                },
+            );
+            let has_error_edge = out.iter().any(|e| e.2);
+            if succeeded {
+                skipped.extend(out.iter().filter(|e| e.2));
+            } else if has_error_edge {
+                skipped.extend(out.iter().filter(|e| !e.2));
+            } else if s.on_error % 3 == 0 {
+                m.status = "failed";
+                m.error_step = Some(sid(i));
+                break;
+            } else if s.on_error % 3 == 2 {
+                m.step_errors.push(sid(i));
+            }
+        }
+        m
+    }
+
+    /// Every one-step-smaller variant, for the shrinker: drop a step, an edge, an outcome,
+    /// an attempt, a flag.
+    fn smaller(&self) -> Vec<Generated> {
+        let mut out = Vec::new();
+        let n = self.steps.len();
+        if n > 1 {
+            for j in 0..n {
+                let mut g = self.clone();
+                g.steps.remove(j);
+                let shift = |i: usize| if i > j { i - 1 } else { i };
+                g.edges = g
+                    .edges
+                    .iter()
+                    .filter(|e| e.0 != j && e.1 != j)
+                    .map(|&(f, t, e)| (shift(f), shift(t), e))
+                    .collect();
+                for s in &mut g.steps {
+                    s.reads = s.reads.filter(|&r| r != j).map(shift);
+                }
+                out.push(g);
+            }
+        }
+        for k in 0..self.edges.len() {
+            let mut g = self.clone();
+            g.edges.remove(k);
+            out.push(g);
+        }
+        for i in 0..n {
+            let s = &self.steps[i];
+            let mut push = |f: &dyn Fn(&mut GenStep)| {
+                let mut g = self.clone();
+                f(&mut g.steps[i]);
+                if g != *self {
+                    out.push(g);
+                }
+            };
+            if s.outcomes.len() > 1 {
+                push(&|s| {
+                    s.outcomes.pop();
+                });
+            }
+            push(&|s| s.max_attempts = s.max_attempts.saturating_sub(1).max(1));
+            push(&|s| s.uses_secret = false);
+            push(&|s| s.reads = None);
+            push(&|s| s.exponential = false);
+            push(&|s| s.delay_ms = 0);
+            push(&|s| s.on_error = 0);
+            for o in 0..s.outcomes.len() {
+                push(&|s| s.outcomes[o].latency_ms = 0);
+            }
+        }
+        out
+    }
+}
+
+/// Why a generated workflow failed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Violation {
+    /// `model`, `crash`, `replay`, `secrets` or `adapter`.
+    pub property: &'static str,
+    pub message: String,
+    /// The scenario's fault plan that shows it (`{}` for none).
+    pub faults: Value,
+    /// The failure needs a replay of the crash-free run to show.
+    pub replay: bool,
+}
+
+fn violation(property: &'static str, message: String) -> Violation {
+    Violation {
+        property,
+        message,
+        faults: json!({}),
+        replay: false,
+    }
+}
+
+/// Send one request; a missing or error response is a violation of `property`.
+fn ask(
+    adapter: &mut dyn Adapter,
+    request: &Value,
+    property: &'static str,
+) -> Result<Value, Violation> {
+    let response = adapter
+        .handle(request)
+        .map_err(|e| violation("adapter", e.to_string()))?;
+    let text = response.to_string();
+    if text.contains(SECRET) {
+        return Err(violation(
+            "secrets",
+            format!(
+                "the {} response contains the secret's plaintext",
+                request["op"]
+            ),
+        ));
+    }
+    match response.get("ok") {
+        Some(ok) if ok.is_object() => Ok(ok.clone()),
+        _ => Err(violation(
+            property,
+            format!("expected a report, got {}", cap(&text)),
+        )),
+    }
+}
+
+fn cap(s: &str) -> String {
+    const MAX: usize = 600;
+    if s.len() <= MAX {
+        return s.to_owned();
+    }
+    let mut end = MAX;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &s[..end])
+}
+
+fn invocations(report: &Value, step: &str) -> u64 {
+    report["invocations"].as_array().map_or(0, |a| {
+        a.iter().filter(|i| i["stepId"] == step).count() as u64
+    })
+}
+
+fn check_model(report: &Value, m: &Model) -> Result<(), String> {
+    let run = &report["run"];
+    let mut problems = Vec::new();
+    if run["status"] != m.status {
+        problems.push(format!(
+            "run status {} (model: {})",
+            run["status"], m.status
+        ));
+    }
+    for (id, want) in &m.steps {
+        let got = &run["steps"][id];
+        if got["status"] != want.status {
+            problems.push(format!(
+                "{id}: status {} (model: {})",
+                got["status"], want.status
+            ));
+        }
+        if got["attempt"].as_u64() != Some(want.attempt) {
+            problems.push(format!(
+                "{id}: attempt {} (model: {})",
+                got["attempt"], want.attempt
+            ));
+        }
+        let n = invocations(report, id);
+        if n != want.invocations {
+            problems.push(format!(
+                "{id}: invoked {n} times (model: {})",
+                want.invocations
+            ));
+        }
+    }
+    let reached = run["steps"].as_object().map_or(0, Map::len);
+    if reached != m.steps.len() {
+        problems.push(format!(
+            "{reached} steps recorded (model: {})",
+            m.steps.len()
+        ));
+    }
+    let error_step = run["error"]["stepId"].as_str().map(str::to_owned);
+    if error_step != m.error_step {
+        problems.push(format!(
+            "run error at {error_step:?} (model: {:?})",
+            m.error_step
+        ));
+    }
+    let recorded: Vec<String> = run["stepErrors"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|e| e["stepId"].as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default();
+    if recorded != m.step_errors {
+        problems.push(format!(
+            "stepErrors {recorded:?} (model: {:?})",
+            m.step_errors
+        ));
+    }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(problems.join("; "))
+    }
+}
+
+fn succeeded_outputs(run: &Value) -> BTreeMap<String, Value> {
+    run["steps"]
+        .as_object()
+        .map(|steps| {
+            steps
+                .iter()
+                .filter(|(_, r)| r["status"] == "succeeded")
+                .map(|(k, r)| (k.clone(), r["output"].clone()))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Check every property of one generated workflow against `adapter`.
+pub fn check(adapter: &mut dyn Adapter, g: &Generated) -> Result<(), Violation> {
+    let workflow = g.workflow();
+    let run =
+        |faults: Value| json!({"op": "run", "workflow": workflow, "scenario": g.scenario(faults)});
+    let plain = ask(adapter, &run(json!({})), "model")?;
+    check_model(&plain, &g.model()).map_err(|m| violation("model", m))?;
+
+    // RUN-3/RUN-4: a crash right after any checkpoint ends in the same RunState.
+    let checkpoints = plain["checkpoints"]
+        .as_u64()
+        .unwrap_or(0)
+        .min(CRASH_POINTS_MAX);
+    for k in 1..=checkpoints {
+        let faults = json!({"crashAfterCheckpoint": [k]});
+        let crashed = ask(adapter, &run(faults.clone()), "crash").map_err(|mut v| {
+            v.faults = faults.clone();
+            v
+        })?;
+        let fail = |message: String| Violation {
+            property: "crash",
+            message,
+            faults: faults.clone(),
+            replay: false,
+        };
+        if crashed["crashes"] != 1 {
+            return Err(fail(format!(
+                "crash after checkpoint {k}: {} crashes reported",
+                crashed["crashes"]
+            )));
+        }
+        if let Some(d) = super::json_diff(&plain["run"], &crashed["run"]).first() {
+            return Err(fail(format!(
+                "crash after checkpoint {k}: the final RunState differs from the crash-free run at {} ({} without the crash, {} with it)",
+                d.pointer,
+                d.expected
+                    .as_ref()
+                    .map_or_else(|| "nothing".into(), |v| cap(&v.to_string())),
+                d.actual
+                    .as_ref()
+                    .map_or_else(|| "nothing".into(), |v| cap(&v.to_string())),
+            )));
+        }
+    }
+
+    // REPLAY-1: same status and outputs; succeeded steps are not invoked again.
+    let request = json!({"op": "replay", "workflow": workflow, "run": plain["run"],
+                         "scenario": g.scenario(json!({}))});
+    let replayed = ask(adapter, &request, "replay").map_err(|mut v| {
+        v.replay = true;
+        v
+    })?;
+    let fail = |message: String| Violation {
+        property: "replay",
+        message,
+        faults: json!({}),
+        replay: true,
+    };
+    if replayed["run"]["status"] != plain["run"]["status"] {
+        return Err(fail(format!(
+            "replay ended {} (original: {})",
+            replayed["run"]["status"], plain["run"]["status"]
+        )));
+    }
+    if succeeded_outputs(&replayed["run"]) != succeeded_outputs(&plain["run"])
+        || replayed["run"]["output"] != plain["run"]["output"]
+    {
+        return Err(fail(
+            "replay changed the outputs of succeeded steps or of the run".into(),
+        ));
+    }
+    for id in succeeded_outputs(&plain["run"]).keys() {
+        let n = invocations(&replayed, id);
+        if n > 0 {
+            return Err(fail(format!(
+                "replay invoked {id}, which succeeded originally, {n} time(s)"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Greedily shrink a failing workflow: keep taking the first smaller variant that still
+/// fails, until none does (bounded by `budget` checks).
+pub fn shrink(
+    adapter: &mut dyn Adapter,
+    g: &Generated,
+    v: &Violation,
+    budget: usize,
+) -> (Generated, Violation) {
+    let (mut best, mut why) = (g.clone(), v.clone());
+    let mut spent = 0;
+    'outer: loop {
+        for candidate in best.smaller() {
+            if spent >= budget {
+                break 'outer;
+            }
+            spent += 1;
+            if let Err(v) = check(adapter, &candidate) {
+                best = candidate;
+                why = v;
+                continue 'outer;
+            }
+        }
+        break;
+    }
+    (best, why)
+}
+
+/// One failing generated workflow, shrunk.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GeneratedFailure {
+    /// The seed that generated it (`--generate 1 --seed SEED` reproduces it).
+    pub seed: u64,
+    /// The shrunk failure.
+    pub violation: Violation,
+    /// The shrunk workflow and scenario (the scenario carries the failing fault plan).
+    pub workflow: Value,
+    pub scenario: Value,
+    /// Steps before and after shrinking.
+    pub steps_before: usize,
+    pub steps_after: usize,
+}
+
+/// What a generated batch found.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GeneratedReport {
+    pub seed: u64,
+    pub count: usize,
+    pub failures: Vec<GeneratedFailure>,
+    pub elapsed: Duration,
+}
+
+impl GeneratedReport {
+    pub fn passed(&self) -> usize {
+        self.count - self.failures.len()
+    }
+}
+
+/// How many candidate checks the shrinker may spend per failure.
+pub const SHRINK_BUDGET: usize = 2_000;
+
+/// Run `count` generated workflows (seeds `seed`, `seed + 1`, …) against `adapter`.
+pub fn run_generated(adapter: &mut dyn Adapter, count: usize, seed: u64) -> GeneratedReport {
+    #[allow(clippy::disallowed_methods)] // real time: the report states the batch's speed
+    let started = Instant::now();
+    let mut failures = Vec::new();
+    for i in 0..count {
+        let s = seed.wrapping_add(i as u64);
+        let g = Generated::from_seed(s);
+        if let Err(v) = check(adapter, &g) {
+            let (small, v) = shrink(adapter, &g, &v, SHRINK_BUDGET);
+            failures.push(GeneratedFailure {
+                seed: s,
+                workflow: small.workflow(),
+                scenario: small.scenario(v.faults.clone()),
+                violation: v,
+                steps_before: g.steps.len(),
+                steps_after: small.steps.len(),
+            });
+        }
+    }
+    GeneratedReport {
+        seed,
+        count,
+        failures,
+        elapsed: started.elapsed(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::conformance::Reference;
+
+    #[test]
+    fn seeds_reproduce_and_differ() {
+        assert_eq!(Generated::from_seed(7), Generated::from_seed(7));
+        let distinct: BTreeSet<String> = (0..50)
+            .map(|s| Generated::from_seed(s).workflow().to_string())
+            .collect();
+        assert!(distinct.len() > 45, "{}", distinct.len());
+    }
+
+    #[test]
+    fn the_reference_satisfies_every_property() {
+        let report = run_generated(&mut Reference, 40, 1);
+        assert!(report.failures.is_empty(), "{:?}", report.failures);
+    }
+
+    #[test]
+    fn shrinking_keeps_a_failure_and_makes_it_smaller() {
+        // An adapter that drops every stepErrors entry: continue-record workflows fail the
+        // model property; the shrinker must keep failing while removing what is irrelevant.
+        let mut broken = crate::conformance::FnAdapter::new("drops stepErrors", |r: &Value| {
+            let mut v = crate::service::handle(r);
+            if let Some(run) = v.pointer_mut("/ok/run") {
+                run["stepErrors"] = json!([]);
+            }
+            v
+        });
+        let failing = (0..500)
+            .map(Generated::from_seed)
+            .find(|g| g.steps.len() > 2 && check(&mut broken, g).is_err())
+            .expect("some seed records a stepError");
+        let v = check(&mut broken, &failing).expect_err("fails");
+        let (small, why) = shrink(&mut broken, &failing, &v, SHRINK_BUDGET);
+        assert!(check(&mut broken, &small).is_err(), "still fails");
+        assert!(small.steps.len() < failing.steps.len(), "{small:?}");
+        assert_eq!(why.property, "model", "{why:?}");
+        assert!(
+            check(&mut Reference, &small).is_ok(),
+            "the reference passes it"
+        );
+    }
+}

@@ -1,0 +1,318 @@
+//! Mutants the suite must catch, and the kill table (issue 6 item 6).
+//!
+//! Owns: the catalogue of every mutant — engine/expression/model mutants from
+//! [`crate::mutants`] (activated on this thread by [`with_mutant`]) and host mutants
+//! (broken [`HostAdapter`] stores and validators run through [`EngineOnHost`]) — an
+//! [`Adapter`] for each, and [`kill_table`]. A mutant is *killed* when at least one case
+//! fails against it; the table also says which failing cases name the mutant's clause,
+//! because a kill only by unrelated cases means the clause itself is not pinned.
+
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+
+use super::load::{Selection, Suite};
+use super::{Adapter, AdapterError, EngineOnHost, HostAdapter, run_suite};
+use crate::model::{RunState, RunStatePatch, ValidateOptions, ValidationError, validate_save};
+use crate::sim::{MemoryStore, Store, StoreError, StoredRun, WorldSnapshot};
+
+pub use crate::mutants::Mutant;
+
+/// Run `f` with `m` active on this thread (restored afterwards, even on panic).
+pub fn with_mutant<T>(m: Mutant, f: impl FnOnce() -> T) -> T {
+    struct Restore(Option<Mutant>);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            crate::mutants::set_active(self.0);
+        }
+    }
+    let _restore = Restore(crate::mutants::set_active(Some(m)));
+    f()
+}
+
+/// A host mutant: a broken implementation of the host contract.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum HostMutant {
+    /// RUN-3: `checkpoint` returns before the write is durable (a write-back cache); a
+    /// crash loses the last checkpoint that "returned".
+    CheckpointBeforeDurable,
+    /// RUN-4: checkpoints live in process memory only; a crash drops every checkpoint
+    /// since the process started, so the restarted host cannot resume the run.
+    CheckpointsDroppedOnCrash,
+    /// MODEL-5: the host's save-time validation never checks the key grammar.
+    KeyNeverChecked,
+}
+
+impl HostMutant {
+    pub const ALL: [HostMutant; 3] = [
+        HostMutant::CheckpointBeforeDurable,
+        HostMutant::CheckpointsDroppedOnCrash,
+        HostMutant::KeyNeverChecked,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            HostMutant::CheckpointBeforeDurable => "host-checkpoint-returns-before-durable",
+            HostMutant::CheckpointsDroppedOnCrash => "host-checkpoints-dropped-on-crash",
+            HostMutant::KeyNeverChecked => "host-key-never-checked",
+        }
+    }
+
+    pub fn clause(self) -> &'static str {
+        match self {
+            HostMutant::CheckpointBeforeDurable => "RUN-3",
+            HostMutant::CheckpointsDroppedOnCrash => "RUN-4",
+            HostMutant::KeyNeverChecked => "MODEL-5",
+        }
+    }
+}
+
+/// Any mutant: engine-level or host-level.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum AnyMutant {
+    Engine(Mutant),
+    Host(HostMutant),
+}
+
+impl AnyMutant {
+    /// Every mutant, engine mutants first, in a stable order.
+    pub fn all() -> Vec<AnyMutant> {
+        Mutant::ALL
+            .into_iter()
+            .map(AnyMutant::Engine)
+            .chain(HostMutant::ALL.into_iter().map(AnyMutant::Host))
+            .collect()
+    }
+
+    /// Find a mutant by its stable name.
+    pub fn by_name(name: &str) -> Option<AnyMutant> {
+        Self::all().into_iter().find(|m| m.name() == name)
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            AnyMutant::Engine(m) => m.name(),
+            AnyMutant::Host(m) => m.name(),
+        }
+    }
+
+    pub fn clause(self) -> &'static str {
+        match self {
+            AnyMutant::Engine(m) => m.clause(),
+            AnyMutant::Host(m) => m.clause(),
+        }
+    }
+
+    /// The mutant as an op-level adapter the suite can run.
+    pub fn adapter(self) -> Box<dyn Adapter> {
+        match self {
+            AnyMutant::Engine(m) => Box::new(EngineMutantAdapter(m)),
+            AnyMutant::Host(m) => Box::new(EngineOnHost::new(BrokenHost(m))),
+        }
+    }
+}
+
+/// The reference service with one engine mutant active for every request.
+#[derive(Debug, Clone, Copy)]
+pub struct EngineMutantAdapter(pub Mutant);
+
+impl Adapter for EngineMutantAdapter {
+    fn name(&self) -> String {
+        format!("mutant {} ({})", self.0.name(), self.0.clause())
+    }
+
+    fn handle(&mut self, request: &Value) -> Result<Value, AdapterError> {
+        Ok(with_mutant(self.0, || crate::service::handle(request)))
+    }
+}
+
+/// A host that breaks one rule of the host contract.
+#[derive(Debug, Clone, Copy)]
+pub struct BrokenHost(pub HostMutant);
+
+impl HostAdapter for BrokenHost {
+    fn name(&self) -> String {
+        format!("mutant {} ({})", self.0.name(), self.0.clause())
+    }
+
+    fn open_store(&mut self) -> Result<Box<dyn Store>, StoreError> {
+        Ok(Box::new(BrokenStore {
+            mutant: self.0,
+            durable: MemoryStore::default(),
+            pending: Vec::new(),
+        }))
+    }
+
+    fn validate(
+        &mut self,
+        doc: &Value,
+        previous: Option<&Value>,
+        options: ValidateOptions,
+    ) -> Result<(), Vec<ValidationError>> {
+        // Pretending the key is already stored makes the key gate skip the grammar.
+        let previous = match self.0 {
+            HostMutant::KeyNeverChecked => Some(doc),
+            _ => previous,
+        };
+        validate_save(doc, previous, options).map(|_| ())
+    }
+}
+
+/// A store that lies about durability. `pending` is what the process holds but the disk
+/// does not: reads in the same process see it (like a page cache), a crash loses it.
+struct BrokenStore {
+    mutant: HostMutant,
+    durable: MemoryStore,
+    pending: Vec<RunStatePatch>,
+}
+
+impl BrokenStore {
+    fn flush(&mut self) -> Result<(), StoreError> {
+        let none = WorldSnapshot::default();
+        for patch in std::mem::take(&mut self.pending) {
+            self.durable.checkpoint(&patch, &none)?;
+        }
+        Ok(())
+    }
+}
+
+impl Store for BrokenStore {
+    fn checkpoint(&mut self, patch: &RunStatePatch, _: &WorldSnapshot) -> Result<(), StoreError> {
+        match self.mutant {
+            // Write-back: the previous write lands now, this one "later".
+            HostMutant::CheckpointBeforeDurable => self.flush()?,
+            // Memory only: nothing lands before a clean restart.
+            HostMutant::CheckpointsDroppedOnCrash => {}
+            HostMutant::KeyNeverChecked => {
+                return self.durable.checkpoint(patch, &WorldSnapshot::default());
+            }
+        }
+        self.pending.push(patch.clone());
+        Ok(())
+    }
+
+    fn put(&mut self, state: &RunState, world: &WorldSnapshot) -> Result<(), StoreError> {
+        self.flush()?;
+        self.durable.put(state, world)
+    }
+
+    fn load(&self, run_id: &str) -> Result<Option<StoredRun>, StoreError> {
+        let mut stored = self.durable.load(run_id)?;
+        for patch in self.pending.iter().filter(|p| p.run_id == run_id) {
+            let state = match &mut stored {
+                Some(s) => &mut s.state,
+                None => {
+                    let fresh = RunState::new(
+                        &patch.run_id,
+                        patch.workflow_id.as_deref().unwrap_or_default(),
+                    );
+                    &mut stored
+                        .insert(StoredRun {
+                            format: crate::sim::STORE_FORMAT.into(),
+                            state: fresh,
+                            world: None,
+                        })
+                        .state
+                }
+            };
+            state.apply(patch);
+        }
+        Ok(stored)
+    }
+
+    fn keeps_world(&self) -> bool {
+        false
+    }
+
+    fn crash(&mut self) {
+        self.pending.clear();
+    }
+}
+
+/// One row of the kill table.
+#[derive(Debug, Clone, PartialEq)]
+pub struct KillRow {
+    pub mutant: AnyMutant,
+    /// Ids of failing cases that name the mutant's clause.
+    pub killed_by: Vec<String>,
+    /// How many cases failed in all.
+    pub failed: usize,
+    pub cases: usize,
+}
+
+impl KillRow {
+    pub fn killed(&self) -> bool {
+        self.failed > 0
+    }
+}
+
+/// Run the selected cases against every mutant (`mutants`) and tabulate the kills.
+pub fn kill_table(suite: &Suite, selection: &Selection, mutants: &[AnyMutant]) -> Vec<KillRow> {
+    mutants
+        .iter()
+        .map(|&m| {
+            let mut adapter = m.adapter();
+            let report = run_suite(adapter.as_mut(), suite, selection, false, &mut |_, _, _| {});
+            let killed_by = report
+                .cases
+                .iter()
+                .filter(|c| {
+                    !c.outcome.passed() && c.outcome.clauses.iter().any(|x| x == m.clause())
+                })
+                .map(|c| c.outcome.id.clone())
+                .collect();
+            KillRow {
+                mutant: m,
+                killed_by,
+                failed: report.failed(),
+                cases: report.cases.len(),
+            }
+        })
+        .collect()
+}
+
+/// The kill table as text: one line per mutant, then `kill rate: K/N`.
+pub fn kill_table_text(rows: &[KillRow]) -> String {
+    let mut by_clause: BTreeMap<&str, usize> = BTreeMap::new();
+    let width = rows
+        .iter()
+        .map(|r| r.mutant.name().len())
+        .max()
+        .unwrap_or(6);
+    let mut out = format!(
+        "{:<width$}  {:<9}  {:<6}  killed by (cases naming the clause)\n",
+        "mutant", "clause", "result"
+    );
+    for r in rows {
+        *by_clause.entry(r.mutant.clause()).or_default() += 1;
+        let shown: Vec<&str> = r.killed_by.iter().take(3).map(String::as_str).collect();
+        let more = r.killed_by.len().saturating_sub(shown.len());
+        let by = if r.killed_by.is_empty() {
+            format!(
+                "(none naming {}; {} other failing)",
+                r.mutant.clause(),
+                r.failed
+            )
+        } else if more > 0 {
+            format!(
+                "{} +{more} more; {} failing in all",
+                shown.join(", "),
+                r.failed
+            )
+        } else {
+            format!("{}; {} failing in all", shown.join(", "), r.failed)
+        };
+        let result = if r.killed() { "KILLED" } else { "ALIVE" };
+        out.push_str(&format!(
+            "{:<width$}  {:<9}  {result:<6}  {by}\n",
+            r.mutant.name(),
+            r.mutant.clause()
+        ));
+    }
+    let killed = rows.iter().filter(|r| r.killed()).count();
+    out.push_str(&format!(
+        "kill rate: {killed}/{} mutants killed\n",
+        rows.len()
+    ));
+    out
+}
