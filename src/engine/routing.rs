@@ -8,6 +8,7 @@
 
 use std::collections::HashSet;
 
+use super::graph::Graph;
 use crate::model::When;
 use crate::plan::{Plan, PlanEdge};
 
@@ -33,19 +34,19 @@ impl SkipSet {
         self.skipped.insert((edge.from, edge.to, edge.when));
     }
 
-    fn is_skipped(&self, edge: &PlanEdge) -> bool {
+    pub(crate) fn is_skipped(&self, edge: &PlanEdge) -> bool {
         self.skipped.contains(&(edge.from, edge.to, edge.when))
     }
 
     /// ERR-6: skipped iff it has ≥ 1 inbound edge and every inbound edge is skipped.
-    pub(crate) fn step_skipped(&self, plan: &Plan, step: usize) -> bool {
-        let inbound = &plan.incoming[step];
+    pub(crate) fn step_skipped(&self, plan: &(impl Graph + ?Sized), step: usize) -> bool {
+        let inbound = plan.incoming(step);
         !inbound.is_empty() && inbound.iter().all(|e| self.is_skipped(e))
     }
 
     /// Apply a terminal step's outcome to its outgoing edges (ERR-4, ERR-5, ERR-7, ERR-6).
-    pub(crate) fn route(&mut self, plan: &Plan, step: usize, outcome: Routed) {
-        for edge in &plan.outgoing[step] {
+    pub(crate) fn route(&mut self, plan: &(impl Graph + ?Sized), step: usize, outcome: Routed) {
+        for edge in plan.outgoing(step) {
             let skip = match outcome {
                 // ERR-5: success activates success edges and skips error edges.
                 Routed::Succeeded => edge.when == When::Error,
@@ -64,8 +65,8 @@ impl SkipSet {
 }
 
 /// Whether the step declares at least one outgoing `when: "error"` edge.
-pub(crate) fn has_error_edge(plan: &Plan, step: usize) -> bool {
-    plan.outgoing[step].iter().any(|e| e.when == When::Error)
+pub(crate) fn has_error_edge(plan: &(impl Graph + ?Sized), step: usize) -> bool {
+    plan.outgoing(step).iter().any(|e| e.when == When::Error)
 }
 
 /// REPLAY-4: `from` and all its graph descendants (both lanes). For an implicit chain the
