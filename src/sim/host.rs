@@ -334,7 +334,7 @@ impl WorkflowContext for SimHost<'_> {
                     .unwrap_or(0),
             ),
         };
-        let entry = json!({"token": token, "atMs": at_ms,
+        let entry = json!({"token": token, "fireAtMs": at_ms,
                            "directive": serde_json::to_value(&directive).unwrap_or_default()});
         self.event("schedule", entry.clone());
         if self.role == Role::Top {

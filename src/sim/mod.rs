@@ -173,10 +173,17 @@ impl Report {
             "crashes": self.world.crashes,
             "clockMs": self.world.clock_ms,
         });
-        if !self.world.calls.is_empty()
-            && let Value::Object(m) = &mut out
-        {
-            m.insert("calls".into(), Value::Array(self.world.calls.clone()));
+        if let Value::Object(m) = &mut out {
+            if !self.world.calls.is_empty() {
+                m.insert("calls".into(), Value::Array(self.world.calls.clone()));
+            }
+            // CTRL-7: every suspension the run went through, and when it fired.
+            if !self.world.schedules.is_empty() {
+                m.insert(
+                    "schedules".into(),
+                    Value::Array(self.world.schedules.clone()),
+                );
+            }
         }
         out
     }
@@ -341,7 +348,7 @@ impl<'a> Sim<'a> {
             .iter()
             .rev()
             .find(|s| s.get("token").and_then(Value::as_str) == Some(token.as_str()))
-            .and_then(|s| s.get("atMs").and_then(Value::as_u64))
+            .and_then(|s| s.get("fireAtMs").and_then(Value::as_u64))
             .ok_or_else(|| SimError::Halted(format!("no schedule was made for token {token}")))?;
         w.snap.clock_ms = w.snap.clock_ms.max(at_ms);
         w.event(
