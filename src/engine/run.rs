@@ -201,17 +201,17 @@ impl<'w> Engine<'w> {
                     message: "it never started".into(),
                 });
             }
-            RunStatus::Queued if expected.is_some() => {
-                if token != expected.as_deref() {
-                    return Err(EngineError::ResumeToken {
+            RunStatus::Queued if expected.is_some() && token != expected.as_deref() => {
+                return Err(EngineError::ResumeToken {
                         run_id: run_id.to_owned(),
                         message: match token {
                             None => "it is suspended by a wait and resumes only with that wait's resume token".into(),
                             Some(t) => format!("{t:?} is not the token of its pending wait"),
                         },
                     });
-                }
             }
+            // The right token for the pending wait.
+            RunStatus::Queued if expected.is_some() => {}
             _ if token.is_some() => {
                 return Err(EngineError::ResumeToken {
                     run_id: run_id.to_owned(),

@@ -41,7 +41,9 @@ pub(crate) enum GraphOutcome {
     Suspended(Suspension),
 }
 
-/// How one step's execution ended.
+/// How one step's execution ended. (`Done` is the common case; boxing it would cost an
+/// allocation per step for nothing.)
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum StepEnd {
     /// Terminal; the record is committed by [`Engine::run_step`].
