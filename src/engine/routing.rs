@@ -72,8 +72,8 @@ pub(crate) fn has_error_edge(plan: &(impl Graph + ?Sized), step: usize) -> bool 
 /// REPLAY-4: `from` and all its graph descendants (both lanes). For an implicit chain the
 /// positional rule: that step and every later plan step.
 pub(crate) fn descendants(plan: &Plan, from: usize) -> Vec<bool> {
-    let n = plan.order.len();
-    let mut marked = vec![false; n];
+    // Indexed by step index: sub-block steps are in no main order but are steps.
+    let mut marked = vec![false; plan.rank.len()];
     if plan.implicit_chain {
         for &i in &plan.order[plan.rank[from]..] {
             marked[i] = true;
