@@ -48,6 +48,10 @@ pub(crate) struct RunArgs {
     /// Testing hook: abort the process right after this checkpoint is durable.
     #[arg(long, hide = true)]
     abort_after_checkpoint: Option<u64>,
+    /// Stop when a `wait` suspends the run: print the queued state and its resume token
+    /// (continue with `resume --token`). By default the schedule fires and the run goes on.
+    #[arg(long)]
+    stop_at_suspend: bool,
 }
 
 #[derive(Debug, clap::Args)]
@@ -76,6 +80,13 @@ pub(crate) struct ResumeArgs {
     /// The run id to continue.
     #[arg(long)]
     run: String,
+    /// Resume a run a `wait` suspended, with the token its report gave (a wrong token is
+    /// refused). Without it: continue a run a killed process left unfinished.
+    #[arg(long)]
+    token: Option<String>,
+    /// Stop again at the next suspension instead of firing its schedule.
+    #[arg(long)]
+    stop_at_suspend: bool,
     #[arg(long)]
     scenario: PathBuf,
     #[arg(long)]
@@ -192,6 +203,7 @@ fn run_cmd(a: RunArgs) -> Result<(), Fail> {
         store: store_choice(&a.store),
         abort_after_checkpoint: abort_hook(a.abort_after_checkpoint)?,
         keep_trace: false,
+        stop_at_suspend: a.stop_at_suspend,
     };
     let report = sim::run(
         &workflow,
@@ -210,6 +222,7 @@ fn replay_cmd(a: ReplayArgs) -> Result<(), Fail> {
         store: store_choice(&a.store),
         abort_after_checkpoint: None,
         keep_trace: false,
+        stop_at_suspend: false,
     };
     let report = sim::replay(
         &workflow,
@@ -229,12 +242,14 @@ fn resume_cmd(a: ResumeArgs) -> Result<(), Fail> {
         store: StoreChoice::Dir(a.store.clone()),
         abort_after_checkpoint: abort_hook(a.abort_after_checkpoint)?,
         keep_trace: false,
+        stop_at_suspend: a.stop_at_suspend,
     };
     let report = sim::resume(
         &workflow,
         &scenario,
         &options,
         &a.run,
+        a.token.as_deref(),
         trace_sink(a.trace.as_deref())?,
     )?;
     print(&report)

@@ -1,27 +1,83 @@
 //! Checkpoint bookkeeping: every state change is a [`RunStatePatch`] (RUN-2).
 //!
-//! Owns: the engine's mirror of the durable RunState. Invariant: the mirror changes only
-//! by applying a patch *after* the host's `checkpoint` returned (RUN-3), so the engine
-//! never acts on a state the host could lose. This is the one place issue 5's strands must
-//! serialize (FAN-5: one checkpoint in flight, in completion order).
+//! Owns: the engine's mirror of the durable RunState, and where a step's record lives
+//! ([`Frame`]). Invariant: the mirror changes only by applying a patch *after* the host's
+//! `checkpoint` returned (RUN-3), so the engine never acts on a state the host could lose;
+//! checkpoints are serialized — one in flight, in completion order (FAN-5) — by one async
+//! lock that every commit takes.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use super::EngineError;
 use crate::host::WorkflowContext;
-use crate::model::{RunState, RunStatePatch, StepExecution};
+use crate::model::{RunState, RunStatePatch, StepError, StepExecution};
+
+/// The run-level `extra` key prefix under which a running sub-block instance keeps its
+/// records (one key per foreach iteration / parallel branch, nested by path).
+pub(crate) const FRAME_PREFIX: &str = "frame:";
+
+/// Where a walk's step records live: the run's `steps` (the main graph), or one sub-block
+/// instance's scratch object in the run's `extra` while its control runs. A control's
+/// terminal record folds its frames into `iterations` / `branches` and clears them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Frame {
+    /// `None` for the main graph; else the `extra` key, e.g. `frame:/loop.iterations[3]`.
+    key: Option<String>,
+}
+
+impl Frame {
+    pub(crate) fn main() -> Self {
+        Frame { key: None }
+    }
+
+    /// The frame of one instance (`kind` = `iterations` / `branches`) of control `id`.
+    pub(crate) fn child(&self, id: &str, kind: &str, index: usize) -> Frame {
+        Frame {
+            key: Some(format!("{}{kind}[{index}]", self.child_prefix(id))),
+        }
+    }
+
+    /// The prefix of every frame (nested ones included) that control `id` owns.
+    pub(crate) fn child_prefix(&self, id: &str) -> String {
+        match &self.key {
+            None => format!("{FRAME_PREFIX}/{id}."),
+            Some(k) => format!("{k}/{id}."),
+        }
+    }
+}
+
+/// What one step-record commit carries besides the record.
+#[derive(Debug, Default)]
+pub(crate) struct Extras {
+    /// ERR-3 and friends: failures kept in the run's end state.
+    pub(crate) step_errors: Vec<StepError>,
+    /// Run-level `extra` keys to set (`null` removes).
+    pub(crate) extra: Map<String, Value>,
+    /// Remove every run-level `extra` key with one of these prefixes (a control's frames).
+    pub(crate) clear_prefixes: Vec<String>,
+}
 
 #[derive(Debug)]
 pub(crate) struct Journal {
     state: RefCell<RunState>,
+    // FAN-5: one checkpoint in flight; tokio's mutex is FIFO, so completion order holds.
+    lock: tokio::sync::Mutex<()>,
+    wait_seq: Cell<u64>,
 }
 
 impl Journal {
     pub(crate) fn new(state: RunState) -> Self {
+        let wait_seq = state
+            .extra
+            .get("waitSeq")
+            .and_then(Value::as_u64)
+            .unwrap_or(0);
         Journal {
             state: RefCell::new(state),
+            lock: tokio::sync::Mutex::new(()),
+            wait_seq: Cell::new(wait_seq),
         }
     }
 
@@ -33,22 +89,102 @@ impl Journal {
         }
     }
 
-    /// A patch that upserts one step record.
-    pub(crate) fn step_patch(&self, record: StepExecution) -> RunStatePatch {
-        let mut patch = self.patch();
-        patch.steps.insert(record.step_id.clone(), record);
-        patch
-    }
-
     /// Make `patch` durable through the host, then fold it into the mirror.
     pub(crate) async fn commit<C: WorkflowContext>(
         &self,
         ctx: &C,
         patch: RunStatePatch,
     ) -> Result<(), EngineError> {
+        let _one_in_flight = self.lock.lock().await;
         ctx.checkpoint(&patch).await?;
         self.state.borrow_mut().apply(&patch);
         Ok(())
+    }
+
+    /// Commit one step record into `frame`, with its consequences, as one checkpoint.
+    /// The frame object is read and rebuilt under the lock, so two steps of one frame
+    /// committing at once never lose each other's record.
+    pub(crate) async fn commit_step<C: WorkflowContext>(
+        &self,
+        ctx: &C,
+        frame: &Frame,
+        record: StepExecution,
+        extras: Extras,
+    ) -> Result<(), EngineError> {
+        let _one_in_flight = self.lock.lock().await;
+        let mut patch = self.patch();
+        {
+            let state = self.state.borrow();
+            for prefix in &extras.clear_prefixes {
+                for key in state
+                    .extra
+                    .keys()
+                    .filter(|k| k.starts_with(prefix.as_str()))
+                {
+                    patch.extra.insert(key.clone(), Value::Null);
+                }
+            }
+            match &frame.key {
+                None => {
+                    patch.steps.insert(record.step_id.clone(), record);
+                }
+                Some(key) => {
+                    let mut object = state
+                        .extra
+                        .get(key)
+                        .and_then(Value::as_object)
+                        .cloned()
+                        .unwrap_or_default();
+                    object.insert(
+                        record.step_id.clone(),
+                        serde_json::to_value(&record).unwrap_or(Value::Null),
+                    );
+                    patch.extra.insert(key.clone(), Value::Object(object));
+                }
+            }
+        }
+        patch.step_errors = extras.step_errors;
+        patch.extra.extend(extras.extra);
+        ctx.checkpoint(&patch).await?;
+        self.state.borrow_mut().apply(&patch);
+        Ok(())
+    }
+
+    /// The record of `step_id` in `frame`, if one was checkpointed.
+    pub(crate) fn lookup(&self, frame: &Frame, step_id: &str) -> Option<StepExecution> {
+        match &frame.key {
+            None => self.step(step_id),
+            Some(key) => self
+                .state
+                .borrow()
+                .extra
+                .get(key)
+                .and_then(|f| f.get(step_id))
+                .and_then(|r| serde_json::from_value(r.clone()).ok()),
+        }
+    }
+
+    /// Every record of `frame`, in checkpoint order (an empty object if none).
+    pub(crate) fn frame_records(&self, frame: &Frame) -> Map<String, Value> {
+        match &frame.key {
+            None => Map::new(),
+            Some(key) => self
+                .state
+                .borrow()
+                .extra
+                .get(key)
+                .and_then(Value::as_object)
+                .cloned()
+                .unwrap_or_default(),
+        }
+    }
+
+    /// CTRL-7: the next wait sequence number (part of a resume token; persisted as
+    /// `extra.waitSeq` by the wait's own checkpoint).
+    pub(crate) fn next_wait_seq(&self) -> u64 {
+        let n = self.wait_seq.get() + 1;
+        self.wait_seq.set(n);
+        n
     }
 
     pub(crate) fn step(&self, step_id: &str) -> Option<StepExecution> {
@@ -61,6 +197,10 @@ impl Journal {
 
     pub(crate) fn extra(&self, key: &str) -> Option<Value> {
         self.state.borrow().extra.get(key).cloned()
+    }
+
+    pub(crate) fn run_id(&self) -> String {
+        self.state.borrow().run_id.clone()
     }
 
     pub(crate) fn snapshot(&self) -> RunState {

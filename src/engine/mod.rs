@@ -10,6 +10,8 @@
 //! Where to start: [`Engine::run`] → `run::Engine::ladder` → `run::Engine::drive`, which
 //! walks the plan once; every step goes through `step::execute`.
 
+mod control;
+mod graph;
 mod journal;
 mod meta;
 mod replay;
@@ -18,13 +20,16 @@ mod routing;
 mod run;
 mod runerr;
 mod step;
+mod strand;
 mod vars;
+mod walk;
 
 use serde_json::{Map, Value, json};
 
 use crate::host::HostError;
 use crate::model::{RunState, RunStatus, StepError, ValidationError};
 
+pub use control::{CALL_DEPTH_MAX, FOREACH_ITEMS_MAX};
 pub use meta::{META_STRING_UTF16_MAX, normalize_meta};
 pub use retry::{WAIT_MS_MAX, retry_allowed, wait_before_attempt_ms};
 pub use run::{DIALECT_KEY, Engine, workflow_dialect};
@@ -90,6 +95,10 @@ pub enum EngineError {
     /// A step kind this engine does not run yet (controls, @w6w/call: issue 5).
     #[error("step {step_id:?} cannot run on this engine: {message}")]
     UnsupportedStep { step_id: String, message: String },
+    /// CTRL-7: a suspended run resumed without its token, with another token, or a token
+    /// given for a run no wait suspended.
+    #[error("run {run_id:?} cannot be resumed: {message}")]
+    ResumeToken { run_id: String, message: String },
     /// resume / replay of a run the host has no state for.
     #[error("no run {0:?} in the host's state")]
     RunNotFound(String),
@@ -124,6 +133,7 @@ impl EngineError {
             EngineError::InvalidWorkflow(_) => "invalid_workflow",
             EngineError::InvalidVariables { .. } => "invalid_variables",
             EngineError::UnsupportedStep { .. } => "unsupported_step",
+            EngineError::ResumeToken { .. } => "invalid_resume_token",
             EngineError::RunNotFound(_) => "run_not_found",
             EngineError::NotResumable { .. } => "run_not_resumable",
             EngineError::UnknownStep(_) => "unknown_step",
@@ -132,8 +142,8 @@ impl EngineError {
     }
 }
 
-/// What a step is, computed from `uses.app` (node-types.md §Node kinds). Issue 5 adds
-/// native interpretation of `Control` and `Call`; today the engine refuses them at start.
+/// What a step is, computed from `uses.app` (node-types.md §Node kinds). `Control` and
+/// `Call` are interpreted natively by the engine (`control.rs`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StepKind {
     /// A registered app's action: retries, meta.

@@ -67,7 +67,16 @@ impl Engine<'_> {
                     .iter()
                     .position(|s| s.id == id)
                     .ok_or_else(|| EngineError::UnknownStep(id.to_owned()))?;
-                descendants(&self.plan, index)
+                // REPLAY-4 inside a sub-block: re-run the main-graph control that owns it
+                // (its sub-blocks re-run whole) and that control's descendants.
+                let mut top = index;
+                for _ in 0..=crate::plan::MAX_CONTROL_NESTING {
+                    match self.plan.controls.owner.get(top).copied().flatten() {
+                        Some(owner) => top = owner,
+                        None => break,
+                    }
+                }
+                descendants(&self.plan, top)
             }
         };
         let mut carried = Carried::default();

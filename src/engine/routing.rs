@@ -8,6 +8,7 @@
 
 use std::collections::HashSet;
 
+use super::graph::Graph;
 use crate::model::When;
 use crate::plan::{Plan, PlanEdge};
 
@@ -33,20 +34,20 @@ impl SkipSet {
         self.skipped.insert((edge.from, edge.to, edge.when));
     }
 
-    fn is_skipped(&self, edge: &PlanEdge) -> bool {
+    pub(crate) fn is_skipped(&self, edge: &PlanEdge) -> bool {
         self.skipped.contains(&(edge.from, edge.to, edge.when))
     }
 
     /// ERR-6: skipped iff it has ≥ 1 inbound edge and every inbound edge is skipped.
-    pub(crate) fn step_skipped(&self, plan: &Plan, step: usize) -> bool {
-        let inbound = &plan.incoming[step];
+    pub(crate) fn step_skipped(&self, plan: &(impl Graph + ?Sized), step: usize) -> bool {
+        let inbound = plan.incoming(step);
         let all = !inbound.is_empty() && inbound.iter().all(|e| self.is_skipped(e));
         crate::mutants::step_skipped(all, || inbound.iter().any(|e| self.is_skipped(e)))
     }
 
     /// Apply a terminal step's outcome to its outgoing edges (ERR-4, ERR-5, ERR-7, ERR-6).
-    pub(crate) fn route(&mut self, plan: &Plan, step: usize, outcome: Routed) {
-        for edge in &plan.outgoing[step] {
+    pub(crate) fn route(&mut self, plan: &(impl Graph + ?Sized), step: usize, outcome: Routed) {
+        for edge in plan.outgoing(step) {
             let skip = match outcome {
                 // ERR-5: success activates success edges and skips error edges.
                 Routed::Succeeded => edge.when == When::Error,
@@ -65,15 +66,15 @@ impl SkipSet {
 }
 
 /// Whether the step declares at least one outgoing `when: "error"` edge.
-pub(crate) fn has_error_edge(plan: &Plan, step: usize) -> bool {
-    crate::mutants::has_error_edge(plan.outgoing[step].iter().any(|e| e.when == When::Error))
+pub(crate) fn has_error_edge(plan: &(impl Graph + ?Sized), step: usize) -> bool {
+    crate::mutants::has_error_edge(plan.outgoing(step).iter().any(|e| e.when == When::Error))
 }
 
 /// REPLAY-4: `from` and all its graph descendants (both lanes). For an implicit chain the
 /// positional rule: that step and every later plan step.
 pub(crate) fn descendants(plan: &Plan, from: usize) -> Vec<bool> {
-    let n = plan.order.len();
-    let mut marked = vec![false; n];
+    // Indexed by step index: sub-block steps are in no main order but are steps.
+    let mut marked = vec![false; plan.rank.len()];
     if plan.implicit_chain {
         for &i in &plan.order[plan.rank[from]..] {
             marked[i] = true;

@@ -8,26 +8,15 @@
 
 use serde_json::{Value, json};
 
-use super::journal::Journal;
-use super::routing::{Routed, SkipSet, has_error_edge};
-use super::{EngineError, RunResult, RunSeed, StepKind, step};
+use super::journal::{Frame, Journal};
+use super::walk::RunCtx;
+use super::{EngineError, RunResult, RunSeed, StepKind};
 use crate::expr::{CompiledWith, Dialect, ResolveError, RunScope};
 use crate::host::{LogLevel, WorkflowContext};
-use crate::model::{
-    OnError, RunState, RunStatus, StepError, StepExecution, StepStatus, ValidationCode,
-    ValidationError, Workflow,
-};
+use crate::model::{RunState, RunStatus, StepStatus, ValidationCode, ValidationError, Workflow};
 use crate::plan::Plan;
 
-/// How one pass over the graph ended.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) enum GraphOutcome {
-    Succeeded,
-    /// ERR-12: a failure reached a step with neither an error edge nor a continuing onError.
-    Failed(StepError),
-    /// RUN-7: the host's signal was raised between steps.
-    Canceled,
-}
+pub(crate) use super::walk::GraphOutcome;
 
 /// The engine for one workflow: planned once, then any number of runs / resumes / replays.
 #[derive(Debug, Clone)]
@@ -113,18 +102,15 @@ impl<'w> Engine<'w> {
         self.plan.ids(self.workflow)
     }
 
-    /// Refuse step kinds this engine does not interpret yet (issue 5: controls, call).
-    fn check_supported(&self) -> Result<(), EngineError> {
-        for (i, kind) in self.kinds.iter().enumerate() {
-            let what = match kind {
-                StepKind::Control => "@w6w/control steps",
-                StepKind::Call => "@w6w/call steps",
-                StepKind::App | StepKind::Internal => continue,
+    /// CTRL-7: a `wait` needs the host's `schedule`; without it planning fails with
+    /// `unsupported_wait` before any step runs.
+    fn check_supported<C: WorkflowContext>(&self, ctx: &C) -> Result<(), EngineError> {
+        if self.plan.controls.has_wait() && !ctx.supports_schedule() {
+            let options = crate::plan::PlanOptions {
+                host_supports_schedule: false,
             };
-            return Err(EngineError::UnsupportedStep {
-                step_id: self.workflow.steps[i].id.clone(),
-                message: format!("{what} are not interpreted by this engine version"),
-            });
+            crate::plan::plan_with(self.workflow, &options)
+                .map_err(EngineError::InvalidWorkflow)?;
         }
         Ok(())
     }
@@ -136,7 +122,7 @@ impl<'w> Engine<'w> {
         seed: RunSeed,
         ctx: &C,
     ) -> Result<RunResult, EngineError> {
-        self.check_supported()?;
+        self.check_supported(ctx)?;
         let variables = super::vars::seed_variables(self.workflow, &seed.variables)?;
         let journal = Journal::new(RunState::new(&seed.run_id, &self.workflow.id));
         let mut start = journal.patch();
@@ -145,6 +131,11 @@ impl<'w> Engine<'w> {
         start.variables = Some(variables);
         start.extra.insert("trigger".into(), seed.trigger.clone());
         start.extra.insert("runAttempt".into(), json!(1));
+        if seed.call_depth > 0 {
+            start
+                .extra
+                .insert("callDepth".into(), json!(seed.call_depth));
+        }
         ctx.log(
             LogLevel::Info,
             &format!("run {} of {} started", seed.run_id, self.workflow.id),
@@ -162,13 +153,25 @@ impl<'w> Engine<'w> {
 
     /// Continue a run after a crash from its last durable state (RUN-3, RUN-4). Terminal
     /// steps are not re-invoked; a step recorded `running` is re-run with the same attempt
-    /// number. The authored run-level ladder never runs here (RUNERR-4).
+    /// number. The authored run-level ladder never runs here (RUNERR-4). A run suspended
+    /// by a `wait` is refused: it resumes only with its token ([`Engine::resume_with`]).
     pub async fn resume<C: WorkflowContext>(
         &self,
         run_id: &str,
         ctx: &C,
     ) -> Result<RunResult, EngineError> {
-        self.check_supported()?;
+        self.resume_with(run_id, None, ctx).await
+    }
+
+    /// Continue a run: after a crash (`token` `None`), or a run suspended by a `wait`
+    /// with the token that wait gave `schedule` (CTRL-7, engine.md invariant 8).
+    pub async fn resume_with<C: WorkflowContext>(
+        &self,
+        run_id: &str,
+        token: Option<&str>,
+        ctx: &C,
+    ) -> Result<RunResult, EngineError> {
+        self.check_supported(ctx)?;
         let state = ctx
             .load(run_id)
             .await?
@@ -183,6 +186,11 @@ impl<'w> Engine<'w> {
                 ),
             });
         }
+        let expected = state
+            .extra
+            .get("resumeToken")
+            .and_then(Value::as_str)
+            .map(str::to_owned);
         match state.status {
             // Nothing left to do: resuming a finished run is idempotent.
             s if s.is_terminal() => return Ok(RunResult::from_state(state)),
@@ -193,122 +201,94 @@ impl<'w> Engine<'w> {
                     message: "it never started".into(),
                 });
             }
+            RunStatus::Queued if expected.is_some() && token != expected.as_deref() => {
+                return Err(EngineError::ResumeToken {
+                        run_id: run_id.to_owned(),
+                        message: match token {
+                            None => "it is suspended by a wait and resumes only with that wait's resume token".into(),
+                            Some(t) => format!("{t:?} is not the token of its pending wait"),
+                        },
+                    });
+            }
+            // The right token for the pending wait.
+            RunStatus::Queued if expected.is_some() => {}
+            _ if token.is_some() => {
+                return Err(EngineError::ResumeToken {
+                    run_id: run_id.to_owned(),
+                    message: format!(
+                        "it is {} and not suspended by a wait",
+                        state.status.as_str()
+                    ),
+                });
+            }
             _ => {}
         }
-        ctx.log(
-            LogLevel::Info,
-            &format!("run {run_id} resumed from its last checkpoint"),
-            None,
-        );
+        let call_depth = state
+            .extra
+            .get("callDepth")
+            .and_then(Value::as_u64)
+            .and_then(|d| u32::try_from(d).ok())
+            .unwrap_or(0);
         let journal = Journal::new(state);
-        let outcome = self.drive(ctx, &journal).await?;
+        let resume_token = match token {
+            Some(t) => {
+                ctx.log(
+                    LogLevel::Info,
+                    &format!("run {run_id} resumed with token {t}"),
+                    None,
+                );
+                let mut patch = journal.patch();
+                patch.status = Some(RunStatus::Running);
+                patch.extra.insert("resumeToken".into(), Value::Null);
+                patch.extra.insert("suspendedAt".into(), Value::Null);
+                // A crash after this checkpoint still knows which wait is over.
+                patch.extra.insert("resumedWith".into(), json!(t));
+                journal.commit(ctx, patch).await?;
+                Some(t.to_owned())
+            }
+            None => {
+                ctx.log(
+                    LogLevel::Info,
+                    &format!("run {run_id} resumed from its last checkpoint"),
+                    None,
+                );
+                journal
+                    .extra("resumedWith")
+                    .and_then(|v| v.as_str().map(str::to_owned))
+            }
+        };
+        let rc = RunCtx {
+            call_depth,
+            resume_token,
+        };
+        let outcome = self.drive_with(ctx, &journal, &rc).await?;
         self.finalize(ctx, journal, outcome).await
     }
 
-    /// One pass over the plan (the sequential path of FAN-1).
+    /// One pass over the main graph (the ladder's unit).
     pub(crate) async fn drive<C: WorkflowContext>(
         &self,
         ctx: &C,
         journal: &Journal,
+        call_depth: u32,
     ) -> Result<GraphOutcome, EngineError> {
-        let mut scope = self.scope(ctx, journal);
-        let mut skips = SkipSet::default();
-        for &i in &self.plan.order {
-            let step = &self.workflow.steps[i];
-            let kind = self.kinds[i];
-            let record = match journal.step(&step.id) {
-                // RUN-4 / REPLAY-1: a terminal record is reused, never re-invoked.
-                Some(r) if r.status.is_terminal() => r,
-                existing => {
-                    // RUN-7: the signal is polled between steps.
-                    if ctx.aborted() {
-                        ctx.log(
-                            LogLevel::Warn,
-                            &format!("run canceled before step {}", step.id),
-                            None,
-                        );
-                        return Ok(GraphOutcome::Canceled);
-                    }
-                    if skips.step_skipped(&self.plan, i) {
-                        // ERR-6: every inbound edge is skipped.
-                        let record = StepExecution::new(&step.id, StepStatus::Skipped, 0);
-                        journal
-                            .commit(ctx, journal.step_patch(record.clone()))
-                            .await?;
-                        record
-                    } else {
-                        // A step interrupted by a crash is re-run with its recorded attempt.
-                        let first = existing
-                            .filter(|r| r.status == StepStatus::Running)
-                            .map_or(1, |r| r.attempt.max(1));
-                        let record = step::execute(
-                            ctx,
-                            journal,
-                            step,
-                            kind,
-                            &self.compiled[i],
-                            &scope,
-                            first,
-                        )
-                        .await?;
-                        let mut end = journal.step_patch(record.clone());
-                        if let Some(err) = &record.error
-                            && !has_error_edge(&self.plan, i)
-                            && step.on_error() == OnError::ContinueRecord
-                        {
-                            // ERR-3: the swallowed failure stays observable.
-                            end.step_errors.push(err.clone().for_step(&step.id));
-                        }
-                        // RUN-2: step end (with its routing consequence, atomically).
-                        journal.commit(ctx, end).await?;
-                        record
-                    }
-                }
-            };
-            match record.status {
-                StepStatus::Succeeded => {
-                    let meta = if kind.carries_meta() {
-                        record
-                            .meta
-                            .as_ref()
-                            .and_then(|m| serde_json::to_value(m).ok())
-                    } else {
-                        None
-                    };
-                    // META-4: meta is published beside output for succeeded app steps only.
-                    scope.publish_step(
-                        &step.id,
-                        record.output.clone().unwrap_or(Value::Null),
-                        meta,
-                    );
-                    skips.route(&self.plan, i, Routed::Succeeded);
-                }
-                StepStatus::Failed => {
-                    let error = record.error.clone().unwrap_or_else(|| {
-                        StepError::new(
-                            "step_failed",
-                            "the step failed",
-                            crate::model::Phase::Execute,
-                        )
-                    });
-                    if has_error_edge(&self.plan, i) {
-                        // ERR-4: the error edge overrides onError.
-                        skips.route(&self.plan, i, Routed::FailedToErrorEdges);
-                    } else if step.on_error() == OnError::Fail {
-                        // ERR-1 / ERR-12.
-                        return Ok(GraphOutcome::Failed(error.for_step(&step.id)));
-                    } else {
-                        // ERR-2 / ERR-3 / ERR-7.
-                        skips.route(&self.plan, i, Routed::FailedContinuing);
-                    }
-                }
-                StepStatus::Skipped => skips.route(&self.plan, i, Routed::Skipped),
-                // Unreachable by construction (execute returns terminal records); routing
-                // nothing is the safe reading of a non-terminal record.
-                StepStatus::Pending | StepStatus::Running => {}
-            }
-        }
-        Ok(GraphOutcome::Succeeded)
+        let rc = RunCtx {
+            call_depth,
+            resume_token: None,
+        };
+        self.drive_with(ctx, journal, &rc).await
+    }
+
+    /// One pass over the main graph: the plain loop (FAN-1) or strands (FAN-2…7).
+    pub(crate) async fn drive_with<C: WorkflowContext>(
+        &self,
+        ctx: &C,
+        journal: &Journal,
+        rc: &RunCtx,
+    ) -> Result<GraphOutcome, EngineError> {
+        let scope = self.scope(ctx, journal);
+        let frame = Frame::main();
+        self.walk(ctx, journal, rc, &self.plan, &frame, scope).await
     }
 
     /// The scope a pass starts from: vars, trigger, documents and secrets from the state
@@ -353,6 +333,16 @@ impl<'w> Engine<'w> {
                 patch.error = Some(error);
             }
             GraphOutcome::Canceled => patch.status = Some(RunStatus::Canceled),
+            GraphOutcome::Suspended(s) => {
+                // CTRL-7 / RUNERR-7: queued is not a failure; the token is the only key.
+                patch.status = Some(RunStatus::Queued);
+                patch.extra.insert("resumeToken".into(), json!(s.token));
+                patch.extra.insert(
+                    "suspendedAt".into(),
+                    json!({"stepId": s.step_id, "token": s.token,
+                           "at": crate::host::iso8601_from_ms(ctx.now_ms())}),
+                );
+            }
         }
         let status = patch.status.map_or("?", RunStatus::as_str);
         journal.commit(ctx, patch).await?;

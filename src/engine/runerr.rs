@@ -29,7 +29,7 @@ impl Engine<'_> {
         let max_attempts = policy.map_or(1, |p| p.max_attempts());
         let mut attempt: u64 = 1;
         loop {
-            let outcome = self.drive(ctx, &journal).await?;
+            let outcome = self.drive(ctx, &journal, call_depth).await?;
             let GraphOutcome::Failed(error) = outcome else {
                 return self.finalize(ctx, journal, outcome).await;
             };

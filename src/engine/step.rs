@@ -7,7 +7,7 @@
 
 use serde_json::Value;
 
-use super::journal::Journal;
+use super::journal::{Extras, Frame, Journal};
 use super::meta::normalize_meta;
 use super::retry::{retry_allowed, wait_before_attempt_ms};
 use super::{EngineError, StepKind};
@@ -17,9 +17,11 @@ use crate::model::{Phase, Step, StepError, StepExecution, StepStatus};
 
 /// Run `step` to a terminal record, starting at `first_attempt` (1 for a fresh step; the
 /// interrupted attempt's number on resume, see `docs/decisions-engine.md` RUN-4).
+#[allow(clippy::too_many_arguments)]
 pub(crate) async fn execute<C: WorkflowContext>(
     ctx: &C,
     journal: &Journal,
+    frame: &Frame,
     step: &Step,
     kind: StepKind,
     compiled: &Result<CompiledWith, ResolveError>,
@@ -42,7 +44,7 @@ pub(crate) async fn execute<C: WorkflowContext>(
     }
     // RUN-2: step start.
     journal
-        .commit(ctx, journal.step_patch(record.clone()))
+        .commit_step(ctx, frame, record.clone(), Extras::default())
         .await?;
 
     let resolved = match resolved {
@@ -149,12 +151,12 @@ pub(crate) async fn execute<C: WorkflowContext>(
         record.attempt = next;
         record.started_at = Some(iso8601_from_ms(ctx.now_ms()));
         journal
-            .commit(ctx, journal.step_patch(record.clone()))
+            .commit_step(ctx, frame, record.clone(), Extras::default())
             .await?;
     }
 }
 
-fn finish_failed<C: WorkflowContext>(
+pub(crate) fn finish_failed<C: WorkflowContext>(
     ctx: &C,
     mut record: StepExecution,
     error: StepError,

@@ -9,20 +9,23 @@ use std::cell::RefCell;
 use serde_json::{Map, Value, json};
 
 use super::SimOptions;
+use super::exec::Sleep;
 use super::redact::Scrubber;
 use super::scenario::{OutcomeKind, Scenario};
 use super::store::{MemoryStore, Store};
 use super::world::World;
 use crate::engine::{Engine, RunSeed};
 use crate::host::{
-    HostError, InvokeError, InvokeRequest, LogLevel, RunInfo, RunTrigger, WorkflowContext,
+    HostError, InvokeError, InvokeRequest, LogLevel, RunInfo, RunTrigger, ScheduleDirective,
+    WorkflowContext,
 };
 use crate::model::{
     Phase, RunState, RunStatePatch, RunStatus, StepError, ValidateOptions, validate_workflow,
 };
 
-/// CALL-2: the composition depth bound (node-types.md 2026-08-20, default 16).
-pub const CALL_DEPTH_MAX: u32 = 16;
+/// CALL-2: the composition depth bound (node-types.md 2026-08-20, default 16): the
+/// engine's own bound, enforced again here for the run-level reroute.
+pub const CALL_DEPTH_MAX: u32 = crate::engine::CALL_DEPTH_MAX;
 
 /// A budget on invocations per simulator invocation: `maxAttempts` has no upper bound
 /// (MODEL-3), so a scenario that always fails a retryable action must still end (SEC-2).
@@ -132,14 +135,29 @@ impl WorkflowContext for SimHost<'_> {
         for r in &reports {
             req.on_executed.report(r.clone());
         }
-        let result: Result<Value, InvokeError> = match &outcome.kind {
-            OutcomeKind::Output(v) => Ok(v.clone()),
-            OutcomeKind::Echo => Ok(Value::Object(req.params.clone())),
-            OutcomeKind::Error(e) => Err(e.clone()),
+        let result: Result<Value, InvokeError> = if req.app == DOCUMENT_APP {
+            self.document(&req)
+        } else {
+            match &outcome.kind {
+                OutcomeKind::Output(v) => Ok(v.clone()),
+                OutcomeKind::Echo => Ok(Value::Object(req.params.clone())),
+                OutcomeKind::Error(e) => Err(e.clone()),
+            }
         };
+        if outcome.latency_ms > 0 {
+            // The invocation takes virtual time; other strands run meanwhile. If the engine
+            // cancels it (a race loser, a fail-fast foreach), the trace says so.
+            let mut guard = CancelGuard {
+                host: self,
+                step_id: req.step_id.clone(),
+                attempt: req.attempt,
+                armed: true,
+            };
+            Sleep::until(self.world, at_ms.saturating_add(outcome.latency_ms)).await;
+            guard.armed = false;
+        }
         {
             let mut w = self.world.borrow_mut();
-            w.advance(outcome.latency_ms);
             if self.role == Role::Top {
                 w.snap.invocations.push(entry.clone());
             }
@@ -277,18 +295,52 @@ impl WorkflowContext for SimHost<'_> {
     }
 
     async fn sleep(&self, ms: u64) {
-        self.world.borrow_mut().advance(ms);
+        let deadline = self.now_ms().saturating_add(ms);
+        Sleep::until(self.world, deadline).await;
     }
 
     async fn wait_before_retry(&self, step_id: Option<&str>, attempt: u32, ms: u64) {
         let entry = json!({"stepId": step_id, "attempt": attempt, "ms": ms});
         self.event("wait", entry.clone());
-        let mut w = self.world.borrow_mut();
+        let deadline = {
+            let mut w = self.world.borrow_mut();
+            if self.role == Role::Top {
+                w.snap.waits.push(entry);
+            }
+            w.now_ms().saturating_add(ms)
+        };
+        // Backoff waits take virtual time; other strands run meanwhile.
+        Sleep::until(self.world, deadline).await;
+    }
+
+    fn supports_schedule(&self) -> bool {
+        true
+    }
+
+    async fn schedule(&self, directive: ScheduleDirective) -> Result<(), HostError> {
+        let (token, at_ms) = match &directive {
+            ScheduleDirective::After {
+                after_ms,
+                resume_token,
+            } => (
+                resume_token.clone(),
+                self.now_ms().saturating_add(*after_ms),
+            ),
+            ScheduleDirective::At { at, resume_token } => (
+                resume_token.clone(),
+                crate::plan::parse_timestamp_ms(at)
+                    .ok()
+                    .and_then(|ms| u64::try_from(ms).ok())
+                    .unwrap_or(0),
+            ),
+        };
+        let entry = json!({"token": token, "fireAtMs": at_ms,
+                           "directive": serde_json::to_value(&directive).unwrap_or_default()});
+        self.event("schedule", entry.clone());
         if self.role == Role::Top {
-            w.snap.waits.push(entry);
+            self.world.borrow_mut().snap.schedules.push(entry);
         }
-        // Backoff waits advance the virtual clock instantly.
-        w.advance(ms);
+        Ok(())
     }
 
     fn aborted(&self) -> bool {
@@ -321,9 +373,12 @@ impl WorkflowContext for SimHost<'_> {
                     m.insert("status".into(), json!("succeeded"));
                     m.insert("output".into(), self.scrubbed(out.clone()));
                 }
-                Err(e) => {
+                Err((run_id, e)) => {
                     let mut e = e.clone();
                     self.scrub.error(&mut e);
+                    if let Some(id) = run_id {
+                        m.insert("runId".into(), json!(id));
+                    }
                     m.insert("status".into(), json!("failed"));
                     m.insert("error".into(), serde_json::to_value(e).unwrap_or_default());
                 }
@@ -335,12 +390,83 @@ impl WorkflowContext for SimHost<'_> {
         }
         match result {
             Ok((run_id, out)) => Ok(if wait { out } else { json!({"runId": run_id}) }),
-            Err(e) => Err(e),
+            // CALL-1: `wait: false` hands back the handle of a run that was enqueued; its
+            // later failure is the callee's, visible in the trace, not the caller's.
+            Err((Some(run_id), _)) if !wait => Ok(json!({"runId": run_id})),
+            Err((_, e)) => Err(e),
+        }
+    }
+}
+
+/// The first-party document app (CALL-4), served by the host from the scenario.
+pub(crate) const DOCUMENT_APP: &str = "@w6w/document";
+
+/// Traces an invocation the engine dropped before it settled.
+struct CancelGuard<'h, 'a> {
+    host: &'h SimHost<'a>,
+    step_id: String,
+    attempt: u32,
+    armed: bool,
+}
+
+impl Drop for CancelGuard<'_, '_> {
+    fn drop(&mut self) {
+        if !self.armed {
+            return;
+        }
+        let quiet = self
+            .host
+            .world
+            .try_borrow()
+            .map_or(true, |w| w.crash_pending || w.halt.is_some());
+        if !quiet {
+            self.host.event(
+                "invoke_canceled",
+                json!({"stepId": self.step_id, "attempt": self.attempt,
+                       "note": "canceled by the engine before the action settled"}),
+            );
         }
     }
 }
 
 impl SimHost<'_> {
+    /// CALL-4: `@w6w/document` `get {key}` → `{key, format, content}` from the scenario's
+    /// `documents`. A string value is a `text` document (content as is); any other value
+    /// is a `json` document whose content is that value, already parsed.
+    fn document(&self, req: &InvokeRequest) -> Result<Value, InvokeError> {
+        let refuse = |code: &str, message: String, phase: Phase| {
+            let mut e = StepError::new(code, message, phase);
+            e.retryable = false;
+            Err(e)
+        };
+        if req.action != "get" {
+            return refuse(
+                "unknown_action",
+                format!(
+                    "@w6w/document is read-only: \"get\" is its only action, not {:?}",
+                    req.action
+                ),
+                Phase::Resolution,
+            );
+        }
+        let Some(key) = req.params.get("key").and_then(Value::as_str) else {
+            return refuse(
+                "param_invalid",
+                "@w6w/document get needs a string key".into(),
+                Phase::Resolution,
+            );
+        };
+        match self.scenario.documents.get(key) {
+            None => refuse(
+                "document_not_found",
+                format!("no document with key {key:?}"),
+                Phase::Execute,
+            ),
+            Some(Value::String(text)) => Ok(json!({"key": key, "format": "text", "content": text})),
+            Some(v) => Ok(json!({"key": key, "format": "json", "content": v})),
+        }
+    }
+
     /// CALL-1/CALL-2 through the one seam: run a workflow target from the scenario's
     /// `workflows` map to a terminal state.
     async fn dispatch(
@@ -348,9 +474,19 @@ impl SimHost<'_> {
         target: &Value,
         input: Value,
         depth: u32,
-    ) -> Result<(String, Value), InvokeError> {
+    ) -> Result<(String, Value), (Option<String>, InvokeError)> {
+        self.dispatch_inner(target, input, depth).await
+    }
+
+    async fn dispatch_inner(
+        &self,
+        target: &Value,
+        input: Value,
+        depth: u32,
+    ) -> Result<(String, Value), (Option<String>, InvokeError)> {
+        let pre = |e: StepError| Err((None, e));
         if depth > CALL_DEPTH_MAX {
-            return Err(StepError::new(
+            return pre(StepError::new(
                 "call_depth_exceeded",
                 format!("call depth {depth} exceeds the bound of {CALL_DEPTH_MAX}"),
                 Phase::Resolution,
@@ -362,7 +498,7 @@ impl SimHost<'_> {
             .and_then(Value::as_str)
             .filter(|_| kind == Some("workflow"))
         else {
-            return Err(StepError::new(
+            return pre(StepError::new(
                 "unsupported_callable",
                 format!(
                     "the simulator dispatches {{\"kind\": \"workflow\", \"workflow\": ID}} targets only, got {target}"
@@ -371,14 +507,14 @@ impl SimHost<'_> {
             ));
         };
         let Some(doc) = self.scenario.workflows.get(id) else {
-            return Err(StepError::new(
+            return pre(StepError::new(
                 "unknown_workflow",
                 format!("no workflow {id:?} in the scenario's workflows"),
                 Phase::Resolution,
             ));
         };
-        let workflow =
-            validate_workflow(doc, ValidateOptions { runnable: true }).map_err(|errs| {
+        let workflow = validate_workflow(doc, ValidateOptions { runnable: true })
+            .map_err(|errs| {
                 StepError::new(
                     "invalid_workflow",
                     format!(
@@ -387,14 +523,19 @@ impl SimHost<'_> {
                     ),
                     Phase::Resolution,
                 )
-            })?;
-        let engine = Engine::new(&workflow)
-            .map_err(|e| StepError::new(e.code(), e.to_string(), Phase::Resolution))?;
+            })
+            .map_err(|e| (None, e))?;
+        let engine = Engine::new(&workflow).map_err(|e| {
+            (
+                None,
+                StepError::new(e.code(), e.to_string(), Phase::Resolution),
+            )
+        })?;
         let variables = match input {
             Value::Object(m) => m,
             Value::Null => Map::new(),
             other => {
-                return Err(StepError::new(
+                return pre(StepError::new(
                     "param_invalid",
                     format!("a workflow target's input must be an object, got {other}"),
                     Phase::Resolution,
@@ -439,10 +580,25 @@ impl SimHost<'_> {
                         Phase::Execute,
                     )
                 });
-                e.message = format!("run {run_id} of workflow {id:?} failed: {}", e.message);
-                Err(e)
+                // Wrap once: a message that already names a failed child run (a nested
+                // call chain) passes through, so it names the deepest run and the root
+                // cause instead of growing by one prefix per hop.
+                if !is_wrapped_child_failure(&e.message) {
+                    e.message = format!("run {run_id} of workflow {id:?} failed: {}", e.message);
+                }
+                Err((Some(run_id), e))
             }
-            Err(e) => Err(StepError::new(e.code(), e.to_string(), Phase::Resolution)),
+            Err(e) => Err((
+                Some(run_id),
+                StepError::new(e.code(), e.to_string(), Phase::Resolution),
+            )),
         }
     }
+}
+
+/// Whether `message` is already a child-run failure written by `invoke_callable`.
+fn is_wrapped_child_failure(message: &str) -> bool {
+    message.starts_with("run ")
+        && message.contains(" of workflow ")
+        && message.contains(" failed: ")
 }

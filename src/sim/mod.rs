@@ -8,10 +8,13 @@
 //! Where to start: [`run`] (a scenario from the top, crashing and resuming as the fault
 //! plan says), [`resume`] (continue a run a real process left on disk), [`replay`].
 //!
-//! The executor is deliberately tiny ([`exec`]): the sequential engine never truly waits —
-//! virtual time advances instantly — so a future that is pending is either a simulated
-//! crash (the run is dropped, exactly like a dead process, and a fresh engine resumes from
-//! the store) or a bug (reported as `sim_stalled`, never a hang).
+//! The executor ([`exec`]) runs in virtual time: action latencies and backoff waits are
+//! timers, and when every strand is blocked the clock jumps to the earliest one (ties by
+//! creation order), so concurrency is deterministic. A future pending with no timer left is
+//! either a simulated crash (the run is dropped, exactly like a dead process, and a fresh
+//! engine resumes from the store) or a bug (reported as `sim_stalled`, never a hang). A run
+//! a `wait` suspends is resumed by firing its schedule: the clock moves to the scheduled
+//! time and the engine resumes with the token (unless `stop_at_suspend`).
 
 mod exec;
 mod host;
@@ -35,7 +38,9 @@ pub use world::{EPOCH_MS, WorldSnapshot};
 
 use crate::engine::{Engine, EngineError, RunSeed};
 use crate::host::{HostError, RunInfo, RunTrigger};
-use crate::model::{RunState, ValidateOptions, ValidationError, Workflow, validate_workflow};
+use crate::model::{
+    RunState, RunStatus, ValidateOptions, ValidationError, Workflow, validate_workflow,
+};
 use exec::{Exec, block_on};
 use host::{Role, SimHost};
 use world::World;
@@ -57,6 +62,9 @@ pub struct SimOptions {
     pub abort_after_checkpoint: Option<u64>,
     /// Keep the trace in memory (the bench turns it off for a 10,000-step chain).
     pub keep_trace: bool,
+    /// CTRL-7: stop when a `wait` suspends the run (report the queued state and token)
+    /// instead of firing the schedule and resuming.
+    pub stop_at_suspend: bool,
 }
 
 impl Default for SimOptions {
@@ -65,6 +73,7 @@ impl Default for SimOptions {
             store: StoreChoice::Memory,
             abort_after_checkpoint: None,
             keep_trace: true,
+            stop_at_suspend: false,
         }
     }
 }
@@ -164,10 +173,17 @@ impl Report {
             "crashes": self.world.crashes,
             "clockMs": self.world.clock_ms,
         });
-        if !self.world.calls.is_empty()
-            && let Value::Object(m) = &mut out
-        {
-            m.insert("calls".into(), Value::Array(self.world.calls.clone()));
+        if let Value::Object(m) = &mut out {
+            if !self.world.calls.is_empty() {
+                m.insert("calls".into(), Value::Array(self.world.calls.clone()));
+            }
+            // CTRL-7: every suspension the run went through, and when it fired.
+            if !self.world.schedules.is_empty() {
+                m.insert(
+                    "schedules".into(),
+                    Value::Array(self.world.schedules.clone()),
+                );
+            }
         }
         out
     }
@@ -196,6 +212,8 @@ fn run_trigger(trigger: &Value) -> RunTrigger {
 enum Mode<'a> {
     Start(RunSeed),
     Resume,
+    /// CTRL-7: a fired `wait` schedule.
+    ResumeToken(String),
     Replay(Option<&'a str>),
 }
 
@@ -263,12 +281,27 @@ impl<'a> Sim<'a> {
             let exec = match &mode {
                 Mode::Start(seed) => block_on(self.engine.run(seed.clone(), &host), &self.world),
                 Mode::Resume => block_on(self.engine.resume(run_id, &host), &self.world),
+                Mode::ResumeToken(token) => block_on(
+                    self.engine.resume_with(run_id, Some(token), &host),
+                    &self.world,
+                ),
                 Mode::Replay(from) => {
                     block_on(self.engine.replay(run_id, *from, &host), &self.world)
                 }
             };
             drop(host);
             match exec {
+                Exec::Done(Ok(r))
+                    if r.status == RunStatus::Queued && !self.options.stop_at_suspend =>
+                {
+                    restarts += 1;
+                    if restarts > RESTARTS_MAX {
+                        return Err(SimError::Halted(format!(
+                            "more than {RESTARTS_MAX} restarts and resumes"
+                        )));
+                    }
+                    mode = Mode::ResumeToken(self.fire(&r.state)?);
+                }
                 Exec::Done(Ok(_)) => return Ok(()),
                 Exec::Crashed | Exec::Done(Err(EngineError::Host(HostError::Crashed))) => {
                     restarts += 1;
@@ -303,6 +336,32 @@ impl<'a> Sim<'a> {
                 }
             }
         }
+    }
+
+    /// CTRL-7: the host's schedule fires — the clock moves to the scheduled time and the
+    /// run is resumed with exactly the token its suspension reported.
+    fn fire(&self, state: &RunState) -> Result<String, SimError> {
+        let token = state
+            .extra
+            .get("resumeToken")
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+            .ok_or_else(|| SimError::Halted("a queued run reported no resume token".into()))?;
+        let mut w = self.world.borrow_mut();
+        let at_ms = w
+            .snap
+            .schedules
+            .iter()
+            .rev()
+            .find(|s| s.get("token").and_then(Value::as_str) == Some(token.as_str()))
+            .and_then(|s| s.get("fireAtMs").and_then(Value::as_u64))
+            .ok_or_else(|| SimError::Halted(format!("no schedule was made for token {token}")))?;
+        w.snap.clock_ms = w.snap.clock_ms.max(at_ms);
+        w.event(
+            "schedule_fired",
+            json!({"token": token, "note": "the virtual clock reached the wait's time; resuming with its token"}),
+        );
+        Ok(token)
     }
 
     fn report(self, run_id: &str) -> Result<Report, SimError> {
@@ -384,12 +443,14 @@ pub fn run_on_store(
     sim.report(&run_id)
 }
 
-/// Continue a run a previous process left in a disk store (after a real kill).
+/// Continue a run a previous process left in a disk store: after a real kill (`token`
+/// `None`), or a run suspended by a `wait` (`--stop-at-suspend`) with its resume token.
 pub fn resume(
     workflow: &Workflow,
     scenario: &Scenario,
     options: &SimOptions,
     run_id: &str,
+    token: Option<&str>,
     sink: Option<Box<dyn Write>>,
 ) -> Result<Report, SimError> {
     let store = open_store(&options.store)?;
@@ -399,7 +460,14 @@ pub fn resume(
         .ok_or_else(|| SimError::Engine(EngineError::RunNotFound(run_id.to_owned())))?;
     let snap = stored.world.clone().unwrap_or_default();
     let sim = Sim::new(workflow, scenario, options, snap, sink, store)?;
-    if !stored.state.status.is_terminal() {
+    if let Some(token) = token {
+        let mut w = sim.world.borrow_mut();
+        w.event("resume", json!({"token": token}));
+        drop(w);
+        sim.drive(run_id, Mode::ResumeToken(token.to_owned()))?;
+        return sim.report(run_id);
+    }
+    if !stored.state.status.is_terminal() && stored.state.status != RunStatus::Queued {
         let mut w = sim.world.borrow_mut();
         w.snap.crashes += 1;
         let after = w.snap.checkpoints;

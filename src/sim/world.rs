@@ -40,6 +40,9 @@ pub struct WorldSnapshot {
     /// Every invocation, top-level and composed (the budget's counter).
     #[serde(default)]
     pub total_invocations: u64,
+    /// CTRL-7: every `schedule` directive the host accepted, `{token, atMs}`, in order.
+    #[serde(default)]
+    pub schedules: Vec<Value>,
 }
 
 impl Default for WorldSnapshot {
@@ -57,6 +60,7 @@ impl Default for WorldSnapshot {
             checkpoint_bytes: 0,
             seq: 0,
             total_invocations: 0,
+            schedules: Vec::new(),
         }
     }
 }
@@ -75,6 +79,11 @@ pub struct World {
     pub sink: Option<Box<dyn Write>>,
     /// Whether to keep `trace` in memory (the bench turns it off).
     pub keep_trace: bool,
+    /// Pending virtual-time timers, `(deadline_ms, id)`: the executor jumps the clock to
+    /// the first one when every task is blocked. Ties fire by id (creation order), never
+    /// by insertion into a hash.
+    pub timers: BTreeSet<(u64, u64)>,
+    pub next_timer: u64,
 }
 
 impl World {
@@ -86,11 +95,35 @@ impl World {
             trace: Vec::new(),
             sink: None,
             keep_trace: true,
+            timers: BTreeSet::new(),
+            next_timer: 0,
         }
     }
 
     pub fn now_ms(&self) -> u64 {
         self.snap.clock_ms
+    }
+
+    /// Register a timer at `deadline_ms`; its id.
+    pub fn add_timer(&mut self, deadline_ms: u64) -> u64 {
+        let id = self.next_timer;
+        self.next_timer += 1;
+        self.timers.insert((deadline_ms, id));
+        id
+    }
+
+    /// Jump the clock to the earliest timer (never backwards) and drop every timer that
+    /// is due. `false` when no timer is pending.
+    pub fn fire_next_timer(&mut self) -> bool {
+        let Some(&(deadline, _)) = self.timers.first() else {
+            return false;
+        };
+        self.snap.clock_ms = self.snap.clock_ms.max(deadline);
+        let now = self.snap.clock_ms;
+        while self.timers.first().is_some_and(|&(d, _)| d <= now) {
+            self.timers.pop_first();
+        }
+        true
     }
 
     pub fn advance(&mut self, ms: u64) {
