@@ -38,7 +38,8 @@ pub fn default_cases_dir() -> PathBuf {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LoadProblem {
     /// Stable machine code: `io`, `json_syntax`, `invalid_case_file`, `unknown_clause`,
-    /// `duplicate_case_id`, `no_case_files`, `unknown_clause_filter`.
+    /// `duplicate_case_id`, `no_case_files`, `unknown_clause_filter`, `include` (a
+    /// request field `{"$file": …}` that cannot be read).
     pub code: &'static str,
     /// The case file at fault, if any.
     pub file: Option<PathBuf>,
@@ -144,7 +145,8 @@ impl Suite {
         let mut files = Vec::new();
         for path in paths {
             match read_json(&path) {
-                Ok(value) => {
+                Ok(mut value) => {
+                    resolve_includes(&path, &mut value, &mut problems);
                     if let Some(file) = lint_file(&path, &value, &mut problems) {
                         files.push(LoadedFile { path, file });
                     }
@@ -190,6 +192,50 @@ impl Suite {
                         ),
                     });
                 }
+            }
+        }
+    }
+}
+
+/// Replace every top-level request field of the form `{"$file": "relative/path.json"}` with
+/// the parsed contents of that file, relative to the case file's folder. Resolved at load
+/// time, so an adapter (in process or over the protocol) still receives plain JSON; it lets
+/// the bundled `examples/` double as cases without copying them.
+fn resolve_includes(path: &Path, value: &mut Value, problems: &mut Vec<LoadProblem>) {
+    let base = path.parent().unwrap_or_else(|| Path::new("."));
+    let Some(cases) = value.get_mut("cases").and_then(Value::as_array_mut) else {
+        return;
+    };
+    for (i, case) in cases.iter_mut().enumerate() {
+        let Some(request) = case.get_mut("request").and_then(Value::as_object_mut) else {
+            continue;
+        };
+        for (field, v) in request.iter_mut() {
+            let Some(target) = v
+                .as_object()
+                .filter(|o| o.len() == 1)
+                .and_then(|o| o.get("$file"))
+            else {
+                continue;
+            };
+            let pointer = format!("/cases/{i}/request/{}", escape_token(field));
+            let Some(rel) = target.as_str().filter(|r| Path::new(r).is_relative()) else {
+                problems.push(LoadProblem {
+                    code: "include",
+                    file: Some(path.to_path_buf()),
+                    pointer: Some(pointer),
+                    message: "\"$file\" must be a relative path to a JSON file".to_owned(),
+                });
+                continue;
+            };
+            match read_json(&base.join(rel)) {
+                Ok(included) => *v = included,
+                Err(e) => problems.push(LoadProblem {
+                    code: "include",
+                    file: Some(path.to_path_buf()),
+                    pointer: Some(pointer),
+                    message: format!("cannot include {rel:?}: {}", e.message),
+                }),
             }
         }
     }
@@ -710,6 +756,37 @@ mod tests {
             "x.json: at /extra: unknown field \"extra\" (a case file has family, description, \
              cases; annotations start with \"$\")"
         );
+    }
+
+    #[test]
+    fn file_includes_resolve_relative_to_the_case_file_and_fail_by_name() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::fs::write(dir.path().join("w.json"), r#"{"id": "from-file"}"#).expect("write");
+        let case_file = dir.path().join("cases.json");
+        let mut value = json!({"cases": [
+            {"request": {"op": "run", "workflow": {"$file": "w.json"}, "keep": {"$file": 1}}},
+            {"request": {"op": "run", "workflow": {"$file": "missing.json"}}},
+            {"request": {"op": "run", "workflow": {"$file": "/etc/passwd"}}}
+        ]});
+        let mut problems = Vec::new();
+        resolve_includes(&case_file, &mut value, &mut problems);
+        assert_eq!(
+            value["cases"][0]["request"]["workflow"],
+            json!({"id": "from-file"})
+        );
+        let pointers: Vec<_> = problems
+            .iter()
+            .filter_map(|p| p.pointer.as_deref())
+            .collect();
+        assert_eq!(
+            pointers,
+            [
+                "/cases/0/request/keep",
+                "/cases/1/request/workflow",
+                "/cases/2/request/workflow"
+            ]
+        );
+        assert!(problems.iter().all(|p| p.code == "include"));
     }
 
     #[test]

@@ -28,6 +28,10 @@
 //!
 //! Numbers compare by value (`5` equals `5.0`).
 //!
+//! A top-level request field written `{"$file": "relative/path.json"}` is replaced at load
+//! time by that file's JSON (relative to the case file), so `conformance/cases/examples.json`
+//! runs the bundled `examples/` without copying them; adapters always receive plain JSON.
+//!
 //! Loading ([`Suite::load`]) lints every file before any case runs and reports every
 //! problem with its file and JSON Pointer: unknown fields (keys starting with `$`, such as
 //! `"$comment"`, are annotations and allowed), a missing or empty `expect` (a case that
