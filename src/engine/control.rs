@@ -538,7 +538,7 @@ impl Engine<'_> {
         existing: Option<StepExecution>,
     ) -> Result<StepEnd, EngineError> {
         let step = &self.workflow.steps[i];
-        if let Some(r) = existing.filter(|r| r.status == StepStatus::Running)
+        if let Some(r) = existing.clone().filter(|r| r.status == StepStatus::Running)
             && let Some(token) = r.extra.get("resumeToken").and_then(Value::as_str)
             && rc.resume_token.as_deref() == Some(token)
         {
@@ -547,6 +547,41 @@ impl Engine<'_> {
                              "scheduledFor": r.extra.get("scheduledFor").cloned().unwrap_or(Value::Null),
                              "resumedAt": iso8601_from_ms(ctx.now_ms())});
             return Ok(StepEnd::Done(Self::succeed(ctx, r, out)));
+        }
+        if let Some(r) = existing.filter(|r| r.status == StepStatus::Running)
+            && let Some(token) = r.extra.get("resumeToken").and_then(Value::as_str)
+            && let Some(at) = r.extra.get("scheduledFor").and_then(Value::as_str)
+        {
+            // CTRL-7 / invariant 8: this wait already suspended with a durable token (a
+            // crash came before the run ended queued, or another wait's resume re-entered
+            // it). The host may already hold a schedule for that token, so the run stays
+            // resumable with exactly that token: schedule it again for the recorded time
+            // (a duplicate firing finds the run no longer waiting for it and is refused)
+            // and suspend without minting a new one.
+            let token = token.to_owned();
+            let directive = ScheduleDirective::At {
+                at: at.to_owned(),
+                resume_token: token.clone(),
+            };
+            if let Err(e) = ctx.schedule(directive).await {
+                let mut record = r;
+                record.extra.remove("resumeToken");
+                let mut error = StepError::new("schedule_failed", e.to_string(), Phase::Execute);
+                error.retryable = false;
+                return Ok(StepEnd::Done(finish_failed(ctx, record, error, None)));
+            }
+            ctx.log(
+                LogLevel::Info,
+                &format!(
+                    "wait {} is still suspended until {at} (token {token}, recorded before the restart)",
+                    step.id
+                ),
+                None,
+            );
+            return Ok(StepEnd::Suspended(Suspension {
+                token,
+                step_id: step.id.clone(),
+            }));
         }
         let mut record = self.start_record(ctx, i);
         let fail = |record, e| Ok(StepEnd::Done(finish_failed(ctx, record, e, None)));

@@ -322,7 +322,27 @@ impl<'a> Sim<'a> {
                         json!({"restart": restarts,
                                "note": "a fresh engine resumes the run from the store"}),
                     );
-                    mode = Mode::Resume;
+                    drop(w);
+                    // A crash right after the run ended `queued`: the process that comes
+                    // back finds a run suspended by a wait, which only its schedule (the
+                    // token) may resume — not crash recovery.
+                    let stored = self
+                        .store
+                        .borrow()
+                        .load(run_id)
+                        .map_err(|e| SimError::Store(e.0))?;
+                    mode = match stored {
+                        Some(s)
+                            if s.state.status == RunStatus::Queued
+                                && s.state.extra.contains_key("resumeToken") =>
+                        {
+                            if self.options.stop_at_suspend {
+                                return Ok(());
+                            }
+                            Mode::ResumeToken(self.fire(&s.state)?)
+                        }
+                        _ => Mode::Resume,
+                    };
                 }
                 Exec::Halted(message) => return Err(SimError::Halted(message)),
                 Exec::Done(Err(EngineError::Host(HostError::Store(m)))) => {

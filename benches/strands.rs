@@ -1,0 +1,122 @@
+//! Engine overhead per step under strands and inside foreach, against the sequential chain.
+//!
+//! - `strands/chain-10000`: the 10,000-step sequential chain of `benches/engine.rs`
+//!   (each echo step reads the previous output), measured in the same run as the baseline;
+//! - `strands/fanout-1000`: a parallel root → 1,000 echo branches → one aggregate join;
+//! - `strands/foreach-10000`: a foreach over 10,000 items with a one-step echo body, at
+//!   parallelism 1 and 100;
+//! - `fanout-4000` and `foreach-2500-p1`: the same shapes at another size, so a per-step
+//!   cost that grows with the width shows up in one run.
+//!
+//! Per-step overhead = time / steps executed (the fan-out runs 1,002 steps, the foreach
+//! 10,001). Everything runs on the simulator (virtual time: latencies cost nothing), with
+//! the trace off. `cargo bench --bench strands -- --test` runs each once (CI).
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use serde_json::{Value, json};
+use w6w_sim::model::Workflow;
+use w6w_sim::sim::{self, SimOptions};
+
+fn chain(n: usize) -> Value {
+    let steps: Vec<Value> = (0..n)
+        .map(|i| {
+            let with = if i == 0 {
+                json!({"seed": 1})
+            } else {
+                json!({"prev": {"$": format!("steps.s{}.output.i", i - 1)}, "i": i})
+            };
+            json!({"id": format!("s{i}"), "uses": {"app": "echo", "action": "echo"}, "with": with})
+        })
+        .collect();
+    json!({"manifestVersion": "2", "id": "wf_chain", "name": "chain", "steps": steps})
+}
+
+fn fan_out(n: usize) -> Value {
+    let mut steps = vec![
+        json!({"id": "root", "uses": {"app": "echo", "action": "echo"},
+                                "with": {"seed": 1}, "fanOut": "parallel"}),
+    ];
+    let mut edges = Vec::new();
+    for i in 0..n {
+        let id = format!("b{i}");
+        steps.push(json!({"id": id, "uses": {"app": "echo", "action": "echo"},
+                          "with": {"i": i, "seed": {"$": "steps.root.output.seed"}}}));
+        edges.push(json!({"from": "root", "to": id}));
+        edges.push(json!({"from": id, "to": "join"}));
+    }
+    steps.push(
+        json!({"id": "join", "uses": {"app": "@w6w/control", "action": "aggregate"},
+                      "with": {"mode": "array"}}),
+    );
+    json!({"manifestVersion": "2", "id": "wf_fan", "name": "fan", "steps": steps, "edges": edges})
+}
+
+fn foreach(n: usize, parallelism: u64) -> Value {
+    let items: Vec<Value> = (0..n).map(|i| json!(i)).collect();
+    json!({"manifestVersion": "2", "id": "wf_loop", "name": "loop", "steps": [
+        {"id": "loop", "uses": {"app": "@w6w/control", "action": "foreach"},
+         "with": {"items": items, "body": ["body"], "parallelism": parallelism}},
+        {"id": "body", "uses": {"app": "echo", "action": "echo"},
+         "with": {"item": {"$": "foreach.item"}}}]})
+}
+
+fn options() -> SimOptions {
+    SimOptions {
+        keep_trace: false,
+        ..SimOptions::default()
+    }
+}
+
+fn run(workflow: &Workflow) -> sim::Report {
+    let scenario = sim::load_scenario(&json!({})).expect("scenario");
+    let r = sim::run(workflow, &scenario, &options(), None).expect("report");
+    assert_eq!(r.run.status.as_str(), "succeeded");
+    r
+}
+
+fn bench(c: &mut Criterion) {
+    let cases = [
+        (
+            "chain-10000",
+            sim::load_workflow(&chain(10_000)).expect("chain"),
+        ),
+        (
+            "fanout-1000",
+            sim::load_workflow(&fan_out(1_000)).expect("fan"),
+        ),
+        (
+            "foreach-10000-p1",
+            sim::load_workflow(&foreach(10_000, 1)).expect("loop"),
+        ),
+        (
+            "foreach-10000-p100",
+            sim::load_workflow(&foreach(10_000, 100)).expect("loop"),
+        ),
+        (
+            "foreach-2500-p1",
+            sim::load_workflow(&foreach(2_500, 1)).expect("loop"),
+        ),
+        (
+            "fanout-4000",
+            sim::load_workflow(&fan_out(4_000)).expect("fan"),
+        ),
+    ];
+    for (name, wf) in &cases {
+        let r = run(wf);
+        eprintln!(
+            "{name}: {} invocations, {} checkpoints, {} checkpoint bytes",
+            r.world.invocations.len(),
+            r.world.checkpoints,
+            r.world.checkpoint_bytes
+        );
+    }
+    let mut group = c.benchmark_group("strands");
+    group.sample_size(10);
+    for (name, wf) in &cases {
+        group.bench_function(*name, |b| b.iter(|| run(wf)));
+    }
+    group.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);
