@@ -126,7 +126,13 @@ struct Running {
     to_child: Option<Sender<String>>,
     from_child: Receiver<io::Result<Line>>,
     stderr_tail: StderrTail,
+    /// Disconnected once the stderr reader has seen EOF (it holds the only sender).
+    stderr_done: Receiver<()>,
 }
+
+/// How long an exited adapter's stderr reader gets to drain the pipe before the message is
+/// composed: stdout's EOF can be seen before the last stderr line has been read.
+const STDERR_DRAIN: Duration = Duration::from_millis(500);
 
 impl Running {
     fn spawn(argv: &[String]) -> Result<Running, AdapterError> {
@@ -177,7 +183,9 @@ impl Running {
         });
         let stderr_tail: StderrTail = Arc::default();
         let tail = Arc::clone(&stderr_tail);
+        let (stderr_eof, stderr_done) = mpsc::channel::<()>();
         std::thread::spawn(move || {
+            let _eof = stderr_eof; // dropped when this reader ends
             let mut reader = BufReader::new(stderr);
             loop {
                 let line = match protocol::read_line(&mut reader) {
@@ -199,6 +207,7 @@ impl Running {
             to_child: Some(to_child),
             from_child,
             stderr_tail,
+            stderr_done,
         })
     }
 
@@ -235,6 +244,10 @@ impl Running {
                         Some(s) => format!("exited ({s})"),
                         None => "closed its stdout".to_owned(),
                     };
+                    if status.is_some() {
+                        // The process is gone: its stderr ends soon; read it to the end.
+                        let _ = self.stderr_done.recv_timeout(STDERR_DRAIN);
+                    }
                     return Err(AdapterError::Exited(format!(
                         "the adapter {how} while {waiting_for}{}",
                         self.stderr_note()
