@@ -11,7 +11,7 @@
 //! returns its `real` argument unchanged when its mutant is not active. The cost when
 //! inert is one thread-local read per hook — always compiled (no cargo feature), so the
 //! plain `cargo test --release` CI job runs the kill test against exactly the code that
-//! ships. See `docs/decisions-mutants.md`.
+//! ships. See `docs/decisions.md (Mutants)`.
 
 use std::cell::Cell;
 use std::collections::BinaryHeap;

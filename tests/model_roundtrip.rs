@@ -116,7 +116,7 @@ fn model_1_settings_default_to_true_unless_explicitly_false() {
     }
 }
 
-/// Decision MODEL-roundtrip (docs/decisions-foundation.md): unknown fields are preserved,
+/// Decision MODEL-roundtrip (docs/decisions.md (Foundation: model, validation, planner, CLI)): unknown fields are preserved,
 /// not rejected, at every level of every type.
 #[test]
 fn unknown_fields_are_preserved_at_every_level() {

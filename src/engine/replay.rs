@@ -136,9 +136,11 @@ impl Engine<'_> {
         start
             .extra
             .insert("rerouteError".into(), serde_json::Value::Null);
+        // `carried`: the original records this replay starts from. Each is used only where
+        // the replay's own routing reaches its step (walk.rs `reusable`, REPLAY-2/ERR-6).
         start.extra.insert(
             "replay".into(),
-            json!({"from": from, "reused": carried.records.keys().collect::<Vec<_>>()}),
+            json!({"from": from, "carried": carried.records.keys().collect::<Vec<_>>()}),
         );
         journal.commit(ctx, start).await?;
         self.ladder(ctx, journal, &carried, 0).await

@@ -16,7 +16,7 @@ use crate::host::{InvokeRequest, LogLevel, OnExecuted, WorkflowContext, iso8601_
 use crate::model::{Phase, Step, StepError, StepExecution, StepStatus};
 
 /// Run `step` to a terminal record, starting at `first_attempt` (1 for a fresh step; the
-/// interrupted attempt's number on resume, see `docs/decisions-engine.md` RUN-4).
+/// interrupted attempt's number on resume, see `docs/decisions.md (Engine and simulator)` RUN-4).
 #[allow(clippy::too_many_arguments)]
 pub(crate) async fn execute<C: WorkflowContext>(
     ctx: &C,

@@ -103,8 +103,9 @@ impl<'w> Engine<'w> {
         for &i in graph.order() {
             let step = &self.workflow.steps[i];
             let record = match journal.lookup(frame, &step.id) {
-                // RUN-4 / REPLAY-1: a terminal record is reused, never re-invoked.
-                Some(r) if r.status.is_terminal() => r,
+                // RUN-4 / REPLAY-1: a terminal record is reused, never re-invoked — when
+                // this walk's routing reaches the step (`reusable`).
+                Some(r) if reusable(&r, &skips, graph, i) => r,
                 existing => {
                     // RUN-7: the signal is polled between steps.
                     if ctx.aborted() {
@@ -171,7 +172,7 @@ impl<'w> Engine<'w> {
                 let i = order[pos];
                 let step = &self.workflow.steps[i];
                 match journal.lookup(frame, &step.id) {
-                    Some(r) if r.status.is_terminal() => {
+                    Some(r) if reusable(&r, &skips, graph, i) => {
                         s.complete(self, graph, pos, strand, &r, &mut scope, &mut skips);
                     }
                     existing => {
@@ -527,4 +528,17 @@ impl Strands {
             self.refresh(placed);
         }
     }
+}
+
+/// Whether a terminal record already in the state is this walk's outcome for step `i`.
+///
+/// REPLAY-2 with ERR-5/ERR-6 (`docs/decisions.md` D-8): a record carried into a replay says
+/// how a *reached* step is produced (its stored output instead of an invocation); it does
+/// not exempt the step from routing. When a step that failed originally runs fresh and now
+/// succeeds, its error handler is reachable only through skipped edges and must be recorded
+/// `skipped`, not reused. On a crash-resume routing is recomputed from the same records, so
+/// it always reaches the steps it once reached and this is a no-op.
+fn reusable(record: &StepExecution, skips: &SkipSet, graph: &dyn Graph, i: usize) -> bool {
+    record.status.is_terminal()
+        && (record.status == StepStatus::Skipped || !skips.step_skipped(graph, i))
 }

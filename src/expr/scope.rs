@@ -216,7 +216,7 @@ impl<'a> DataRoot<'a> {
 ///
 /// This is the plain JSON step. Expression paths (`$`, `var`, var parts) additionally read
 /// `length` of arrays and strings and index strings, as the reference library does; see
-/// `docs/decisions-expr.md`.
+/// `docs/decisions.md (Expressions)`.
 pub fn step_into<'v>(value: &'v Value, segment: &str) -> Option<&'v Value> {
     match value {
         Value::Object(map) => super::value::object_get(map, segment),

@@ -14,7 +14,7 @@
 //! (`key`, `retry`, `uses.connection`, `variables[].default`) or where the field is
 //! opaque (`trigger` excepted, see below). Everywhere else `null` is refused with
 //! `invalid_type`, which is what makes every accepted document round-trip byte-for-value
-//! through the typed model (see `docs/decisions-foundation.md`).
+//! through the typed model (see `docs/decisions.md (Foundation: model, validation, planner, CLI)`).
 
 use serde::Deserialize;
 use serde_json::{Map, Number, Value};

@@ -6,7 +6,7 @@
 //! control, its parsed static params; for every sub-block, its own [`SubPlan`] (order,
 //! adjacency, root, last step). It is what the control runtime walks.
 //!
-//! Declaration (companions SILENT, see `docs/decisions-controls.md`): sub-block steps are
+//! Declaration (companions SILENT, see `docs/decisions.md (Controls at plan time)`): sub-block steps are
 //! ordinary entries of the top-level `steps`; a `foreach` owns the ids in `with.body`, a
 //! `parallel` owns the ids in each `with.branches[b]`. A sub-block's internal edges live in
 //! the top-level `edges`. Membership must be literal JSON.

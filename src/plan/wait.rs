@@ -4,7 +4,7 @@
 //! Owns: two small pure parsers. Refuses to know the clock: an `until` in the past is a
 //! run-time matter for the engine and its host, not a plan-time error.
 //!
-//! Decisions (see `docs/decisions-controls.md`, CTRL-7): durations take weeks, days, hours,
+//! Decisions (see `docs/decisions.md (Controls at plan time)`, CTRL-7): durations take weeks, days, hours,
 //! minutes and seconds — never years or months, whose length depends on the calendar;
 //! only the seconds may carry a fraction. Fractions finer than a millisecond round *up*,
 //! so a wait never ends before the time the author asked for.
