@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 use serde_json::{Map, Value};
 
 use super::{Case, CaseFile, clause_catalogue};
+use crate::model::json_kind;
 
 /// The largest case file read, in bytes: a limit, so a stray multi-gigabyte file in the
 /// cases directory is an error rather than an out-of-memory abort.
@@ -317,17 +318,6 @@ pub(crate) fn is_pointer(p: &str) -> bool {
     }
 }
 
-fn kind_name(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
-}
-
 fn lint_file(path: &Path, value: &Value, problems: &mut Vec<LoadProblem>) -> Option<CaseFile> {
     let before = problems.len();
     let mut l = Linter {
@@ -340,7 +330,7 @@ fn lint_file(path: &Path, value: &Value, problems: &mut Vec<LoadProblem>) -> Opt
             String::new(),
             format!(
                 "a case file is an object {{\"family\", \"cases\"}}, not {}",
-                kind_name(value)
+                json_kind(value)
             ),
         );
         return None;
@@ -360,7 +350,7 @@ fn lint_file(path: &Path, value: &Value, problems: &mut Vec<LoadProblem>) -> Opt
         Some(Value::String(s)) if !s.is_empty() => {}
         Some(v) => l.bad(
             "/family".into(),
-            format!("family must be a non-empty string, not {}", kind_name(v)),
+            format!("family must be a non-empty string, not {}", json_kind(v)),
         ),
         None => l.bad(String::new(), "missing field \"family\" (e.g. \"RETRY\")"),
     }
@@ -369,7 +359,7 @@ fn lint_file(path: &Path, value: &Value, problems: &mut Vec<LoadProblem>) -> Opt
     {
         l.bad(
             "/description".into(),
-            format!("description must be a string, not {}", kind_name(v)),
+            format!("description must be a string, not {}", json_kind(v)),
         );
     }
     match root.get("cases") {
@@ -381,7 +371,7 @@ fn lint_file(path: &Path, value: &Value, problems: &mut Vec<LoadProblem>) -> Opt
         }
         Some(v) => l.bad(
             "/cases".into(),
-            format!("cases must be an array, not {}", kind_name(v)),
+            format!("cases must be an array, not {}", json_kind(v)),
         ),
         None => l.bad(String::new(), "missing field \"cases\""),
     }
@@ -405,7 +395,7 @@ fn lint_case(l: &mut Linter<'_>, at: &str, case: &Value, known: &[String]) {
     let Some(obj) = case.as_object() else {
         l.bad(
             at.to_owned(),
-            format!("a case is an object, not {}", kind_name(case)),
+            format!("a case is an object, not {}", json_kind(case)),
         );
         return;
     };
@@ -428,7 +418,7 @@ fn lint_case(l: &mut Linter<'_>, at: &str, case: &Value, known: &[String]) {
         Some(Value::String(s)) if !s.trim().is_empty() => {}
         Some(v) => l.bad(
             format!("{at}/id"),
-            format!("id must be a non-empty string, not {}", kind_name(v)),
+            format!("id must be a non-empty string, not {}", json_kind(v)),
         ),
         None => l.bad(at.to_owned(), "missing field \"id\""),
     }
@@ -437,7 +427,7 @@ fn lint_case(l: &mut Linter<'_>, at: &str, case: &Value, known: &[String]) {
     {
         l.bad(
             format!("{at}/description"),
-            format!("description must be a string, not {}", kind_name(v)),
+            format!("description must be a string, not {}", json_kind(v)),
         );
     }
     match obj.get("clauses") {
@@ -456,7 +446,7 @@ fn lint_case(l: &mut Linter<'_>, at: &str, case: &Value, known: &[String]) {
                     ),
                     None => l.bad(
                         format!("{at}/clauses/{j}"),
-                        format!("a clause ID is a string, not {}", kind_name(c)),
+                        format!("a clause ID is a string, not {}", json_kind(c)),
                     ),
                 }
             }
@@ -465,7 +455,7 @@ fn lint_case(l: &mut Linter<'_>, at: &str, case: &Value, known: &[String]) {
             format!("{at}/clauses"),
             format!(
                 "clauses must be an array of clause IDs, not {}",
-                kind_name(v)
+                json_kind(v)
             ),
         ),
         None => l.bad(at.to_owned(), "missing field \"clauses\""),
@@ -481,7 +471,7 @@ fn lint_case(l: &mut Linter<'_>, at: &str, case: &Value, known: &[String]) {
         Some(Value::Object(expect)) => lint_expect(l, &format!("{at}/expect"), expect),
         Some(v) => l.bad(
             format!("{at}/expect"),
-            format!("expect must be an object, not {}", kind_name(v)),
+            format!("expect must be an object, not {}", json_kind(v)),
         ),
         None => l.bad(
             at.to_owned(),
@@ -510,7 +500,7 @@ fn lint_expect(l: &mut Linter<'_>, at: &str, expect: &Map<String, Value>) {
                         here,
                         format!(
                             "error expects an object of fields to include, not {}",
-                            kind_name(spec)
+                            json_kind(spec)
                         ),
                     );
                 }
@@ -521,7 +511,7 @@ fn lint_expect(l: &mut Linter<'_>, at: &str, expect: &Map<String, Value>) {
                         here,
                         format!(
                             "{kind} expects an object of JSON Pointers, not {}",
-                            kind_name(spec)
+                            json_kind(spec)
                         ),
                     );
                     continue;
@@ -532,7 +522,7 @@ fn lint_expect(l: &mut Linter<'_>, at: &str, expect: &Map<String, Value>) {
                     if kind == "contains" && !want.is_string() {
                         l.bad(
                             at_ptr,
-                            format!("contains expects a string, not {}", kind_name(want)),
+                            format!("contains expects a string, not {}", json_kind(want)),
                         );
                     }
                 }
@@ -543,7 +533,7 @@ fn lint_expect(l: &mut Linter<'_>, at: &str, expect: &Map<String, Value>) {
                         here,
                         format!(
                             "{kind} expects an array of strings, not {}",
-                            kind_name(spec)
+                            json_kind(spec)
                         ),
                     );
                     continue;
@@ -558,7 +548,7 @@ fn lint_expect(l: &mut Linter<'_>, at: &str, expect: &Map<String, Value>) {
                         Some(_) => {}
                         None => l.bad(
                             format!("{here}/{j}"),
-                            format!("expected a string, not {}", kind_name(item)),
+                            format!("expected a string, not {}", json_kind(item)),
                         ),
                     }
                 }
@@ -569,7 +559,7 @@ fn lint_expect(l: &mut Linter<'_>, at: &str, expect: &Map<String, Value>) {
                         here,
                         format!(
                             "count expects an array of {{pointer, where, equals}}, not {}",
-                            kind_name(spec)
+                            json_kind(spec)
                         ),
                     );
                     continue;
@@ -581,7 +571,7 @@ fn lint_expect(l: &mut Linter<'_>, at: &str, expect: &Map<String, Value>) {
                             at_item,
                             format!(
                                 "expected {{pointer, where, equals}}, not {}",
-                                kind_name(item)
+                                json_kind(item)
                             ),
                         );
                         continue;

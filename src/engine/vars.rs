@@ -6,6 +6,7 @@ use serde_json::{Map, Value};
 
 use super::EngineError;
 use crate::model::Workflow;
+use crate::model::json_kind;
 
 /// Seed `vars` from what the caller supplied.
 ///
@@ -31,7 +32,7 @@ pub fn seed_variables(
                         variable: var.key.clone(),
                         message: format!(
                             "declared type {t:?} but the supplied value is {}",
-                            json_type(value)
+                            json_kind(value)
                         ),
                     });
                 }
@@ -65,16 +66,5 @@ fn type_matches(declared: &str, value: &Value) -> bool {
         "array" => value.is_array(),
         // An unknown advisory type name constrains nothing.
         _ => true,
-    }
-}
-
-fn json_type(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
     }
 }

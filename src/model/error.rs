@@ -127,6 +127,30 @@ pub fn pointer_token(token: &str) -> String {
     token.replace('~', "~0").replace('/', "~1")
 }
 
+/// The JSON kind of a value as a noun phrase for messages ("a string", "null", …).
+pub fn json_kind(v: &serde_json::Value) -> &'static str {
+    use serde_json::Value;
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// A short rendering of a value for messages: compact JSON, cut after 60 characters.
+pub fn show_value(v: &serde_json::Value) -> String {
+    const MAX: usize = 60;
+    let text = v.to_string();
+    if text.chars().count() <= MAX {
+        text
+    } else {
+        format!("{}…", text.chars().take(MAX).collect::<String>())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

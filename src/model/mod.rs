@@ -16,7 +16,9 @@ mod serde_util;
 mod validate;
 mod workflow;
 
-pub use error::{ValidationCode, ValidationError, errors_to_json, pointer_token};
+pub use error::{
+    ValidationCode, ValidationError, errors_to_json, json_kind, pointer_token, show_value,
+};
 pub use key::{
     KEY_LEN_MAX, KEY_LEN_MIN, is_first_key_assignment, is_valid_key, key_grammar_problems,
     stored_key, validate_save,

@@ -20,6 +20,7 @@ use serde::Deserialize;
 use serde_json::{Map, Number, Value};
 
 use super::{ValidationCode as Code, ValidationError, Workflow, pointer_token};
+use super::{json_kind, show_value};
 use crate::plan::{CONTROL_APP, EdgeEnds, StepView, analyse, analyse_controls};
 
 /// Deepest container nesting a document may have. serde_json's text parser already stops
@@ -86,30 +87,6 @@ pub(crate) fn validate_document(
     })
 }
 
-/// The JSON kind of a value, as a noun phrase for messages.
-fn kind(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
-}
-
-/// A short rendering of a value for messages (long values are cut).
-fn show(v: &Value) -> String {
-    const MAX: usize = 60;
-    let text = v.to_string();
-    if text.chars().count() <= MAX {
-        text
-    } else {
-        let cut: String = text.chars().take(MAX).collect();
-        format!("{cut}…")
-    }
-}
-
 fn child(path: &str, name: &str) -> String {
     format!("{path}/{}", pointer_token(name))
 }
@@ -151,7 +128,7 @@ impl Walk {
                 self.push(
                     Code::InvalidType,
                     path,
-                    format!("{what} must be an object, not {}", kind(other)),
+                    format!("{what} must be an object, not {}", json_kind(other)),
                 );
                 None
             }
@@ -175,7 +152,7 @@ impl Walk {
                 self.push(
                     Code::InvalidType,
                     child(parent, name),
-                    format!("{name} must be a string, not {}", kind(other)),
+                    format!("{name} must be a string, not {}", json_kind(other)),
                 );
                 None
             }
@@ -207,7 +184,7 @@ impl Walk {
         self.push(
             Code::InvalidType,
             child(parent, name),
-            format!("{name} must be {want}, not {}{hint}", kind(got)),
+            format!("{name} must be {want}, not {}{hint}", json_kind(got)),
         );
     }
 
@@ -250,7 +227,7 @@ impl Walk {
                 "",
                 format!(
                     "a workflow document must be a JSON object, not {}",
-                    kind(doc)
+                    json_kind(doc)
                 ),
             );
             return;
@@ -268,7 +245,7 @@ impl Walk {
                 "/manifestVersion",
                 format!(
                     "manifestVersion must be the string \"2\", not {}",
-                    kind(other)
+                    json_kind(other)
                 ),
             ),
         }
@@ -319,7 +296,7 @@ impl Walk {
             Some(other) => self.push(
                 Code::InvalidType,
                 "/key",
-                format!("key must be a string or null, not {}", kind(other)),
+                format!("key must be a string or null, not {}", json_kind(other)),
             ),
         }
     }
@@ -475,7 +452,10 @@ impl Walk {
             Some(other) => self.push(
                 Code::InvalidType,
                 child(&path, "connection"),
-                format!("connection must be a string or null, not {}", kind(other)),
+                format!(
+                    "connection must be a string or null, not {}",
+                    json_kind(other)
+                ),
             ),
         }
         let function = match uses.get("function") {
@@ -532,7 +512,7 @@ impl Walk {
                 path,
                 format!(
                     "retry must be a RetryPolicy object {{ maxAttempts, backoff?, delayMs? }} or null, not {}",
-                    kind(other)
+                    json_kind(other)
                 ),
             ),
         }
@@ -551,7 +531,7 @@ impl Walk {
                 child(path, "maxAttempts"),
                 format!(
                     "maxAttempts must be an integer >= 1 (there is no upper bound), not {}",
-                    show(other)
+                    show_value(other)
                 ),
             ),
         }
@@ -563,7 +543,7 @@ impl Walk {
                 child(path, "backoff"),
                 format!(
                     "backoff must be \"fixed\" or \"exponential\" when present, not {}",
-                    show(other)
+                    show_value(other)
                 ),
             ),
         }
@@ -575,7 +555,7 @@ impl Walk {
                 child(path, "delayMs"),
                 format!(
                     "delayMs must be a finite number of milliseconds >= 0 when present, not {}",
-                    show(other)
+                    show_value(other)
                 ),
             ),
         }
@@ -682,7 +662,7 @@ impl Walk {
                 child(path, "when"),
                 format!(
                     "when must be \"success\" or \"error\" (omit it for \"success\"), not {}",
-                    show(other)
+                    show_value(other)
                 ),
             ),
         }

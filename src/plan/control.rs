@@ -25,6 +25,7 @@ use serde_json::{Map, Number, Value};
 use super::wait::{parse_duration_ms, parse_timestamp_ms};
 use super::{Analysis, EdgeEnds, PlanEdge};
 use crate::model::{ValidationCode as Code, ValidationError, When, pointer_token};
+use crate::model::{json_kind, show_value};
 
 /// The first-party app whose actions are the engine's controls.
 pub const CONTROL_APP: &str = "@w6w/control";
@@ -387,7 +388,7 @@ impl Analyser<'_, '_> {
                         format!(
                             "foreach step {}'s items must be an array or an expression, not {}",
                             self.name(i),
-                            kind_of(v)
+                            json_kind(v)
                         ),
                     ),
                 }
@@ -403,7 +404,7 @@ impl Analyser<'_, '_> {
                             format!(
                                 "foreach step {}'s parallelism must be a positive integer, not {}",
                                 self.name(i),
-                                show(v)
+                                show_value(v)
                             ),
                         );
                         PlanValue::Known(1)
@@ -428,7 +429,7 @@ impl Analyser<'_, '_> {
                             format!(
                                 "parallel step {}'s strategy must be \"all\", \"race\" or \"any\", not {}",
                                 self.name(i),
-                                show(v)
+                                show_value(v)
                             ),
                         );
                         PlanValue::Known(ParallelStrategy::All)
@@ -502,7 +503,7 @@ impl Analyser<'_, '_> {
                 path,
                 format!(
                     "{what} must be a non-empty array of step ids, not {}",
-                    kind_of(v)
+                    json_kind(v)
                 ),
             );
             return Vec::new();
@@ -521,7 +522,7 @@ impl Analyser<'_, '_> {
                     format!("{path}/{k}"),
                     format!(
                         "{what} must hold step ids (strings), not {}",
-                        kind_of(other)
+                        json_kind(other)
                     ),
                 ),
             }
@@ -557,7 +558,7 @@ impl Analyser<'_, '_> {
                     &path,
                     format!(
                         "{what} must be a non-empty array of arrays of step ids, not {}",
-                        kind_of(other)
+                        json_kind(other)
                     ),
                 );
                 return Vec::new();
@@ -675,9 +676,9 @@ impl Analyser<'_, '_> {
         let problem = match v {
             Value::String(s) => match parse(s) {
                 Ok(t) => return PlanValue::Known(t),
-                Err(reason) => format!("{key} {} {reason}", show(v)),
+                Err(reason) => format!("{key} {} {reason}", show_value(v)),
             },
-            other => format!("{key} must be a string, not {}", kind_of(other)),
+            other => format!("{key} must be a string, not {}", json_kind(other)),
         };
         let name = self.name(i);
         self.invalid(
@@ -706,7 +707,7 @@ impl Analyser<'_, '_> {
                         "{} step {}'s mode must be \"array\" or \"object\", not {}",
                         kind.as_str(),
                         self.name(i),
-                        show(v)
+                        show_value(v)
                     ),
                 );
                 PlanValue::AtRunTime
@@ -730,7 +731,7 @@ impl Analyser<'_, '_> {
                 path,
                 format!(
                     "merge step {name}'s entries must be an array of {{ key?, value }}, not {}",
-                    kind_of(entries)
+                    json_kind(entries)
                 ),
             );
             return;
@@ -747,7 +748,7 @@ impl Analyser<'_, '_> {
                     entry_path,
                     format!(
                         "merge step {name}'s entries must be objects {{ key?, value }}, not {}",
-                        kind_of(entry)
+                        json_kind(entry)
                     ),
                 );
                 continue;
@@ -777,7 +778,7 @@ impl Analyser<'_, '_> {
                 None => {}
                 Some(other) => self.invalid(
                     key_path,
-                    format!("merge step {name}'s entry keys must be strings, not {}", kind_of(other)),
+                    format!("merge step {name}'s entry keys must be strings, not {}", json_kind(other)),
                 ),
             }
         }
@@ -1128,27 +1129,6 @@ fn whole_u64(n: &Number) -> u64 {
         Some(f) if f >= u64::MAX as f64 => u64::MAX,
         Some(f) if f >= 1.0 => f as u64,
         _ => 1,
-    }
-}
-
-fn kind_of(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
-}
-
-fn show(v: &Value) -> String {
-    const MAX: usize = 60;
-    let text = v.to_string();
-    if text.chars().count() <= MAX {
-        text
-    } else {
-        format!("{}…", text.chars().take(MAX).collect::<String>())
     }
 }
 
