@@ -506,7 +506,10 @@ impl Strands {
             let target = order[t];
             let inbound = graph.incoming(target);
             let placed = if inbound.len() > 1 {
-                // FAN-4: a join runs once, on the strand of its earliest inbound source.
+                // FAN-4: a join runs once, on the strand of its earliest inbound source. It
+                // still takes its place in S1…Sk (FAN-3 counts every newly ready successor),
+                // so the successors after it open new strands rather than queue behind it.
+                continued = true;
                 inbound
                     .iter()
                     .map(|e| graph.rank(e.from))
