@@ -15,7 +15,7 @@ use super::run::Engine;
 use super::step::finish_failed;
 use super::strand::InFlight;
 use super::walk::{GraphOutcome, RunCtx, StepEnd, Suspension};
-use crate::expr::{ResolveMode, RunScope};
+use crate::expr::{ResolveError, ResolveMode, Resolved, RunScope};
 use crate::host::{LogLevel, ScheduleDirective, WorkflowContext, iso8601_from_ms};
 use crate::model::{OnError, Phase, StepError, StepExecution, StepStatus};
 use crate::plan::{
@@ -87,6 +87,33 @@ impl Engine<'_> {
         record
     }
 
+    /// RUN-2 start of a control or call step: the start checkpoint (recorded input is the
+    /// redacted params, SEC-1), then the params — or, when resolution failed, the step's
+    /// terminal failed record (phase `resolution`, never retried: RETRY-6).
+    async fn start_resolved<C: WorkflowContext>(
+        &self,
+        ctx: &C,
+        journal: &Journal,
+        frame: &Frame,
+        i: usize,
+        resolved: Result<Resolved, ResolveError>,
+    ) -> Result<Result<(StepExecution, Map<String, Value>), StepExecution>, EngineError> {
+        let mut record = self.start_record(ctx, i);
+        if let Ok(r) = &resolved {
+            record.input = Some(Value::Object(r.redacted()));
+        }
+        journal
+            .commit_step(ctx, frame, record.clone(), Extras::default())
+            .await?;
+        Ok(match resolved {
+            Ok(r) => Ok((record, r.params)),
+            Err(e) => {
+                let error = StepError::new(e.code.as_str(), e.message, Phase::Resolution);
+                Err(finish_failed(ctx, record, error, None))
+            }
+        })
+    }
+
     fn succeed<C: WorkflowContext>(
         ctx: &C,
         mut record: StepExecution,
@@ -136,23 +163,13 @@ impl Engine<'_> {
                 .await?;
             return Ok((end, Vec::new()));
         }
-        let mut record = self.start_record(ctx, i);
-        if let Ok(r) = &resolved {
-            record.input = Some(Value::Object(r.redacted()));
-        }
         // RUN-2: control start (a resumed control re-runs; its frames are reused).
-        journal
-            .commit_step(ctx, frame, record.clone(), Extras::default())
-            .await?;
-        let params = match resolved {
-            Ok(r) => r.params,
-            Err(e) => {
-                let error = StepError::new(e.code.as_str(), e.message, Phase::Resolution);
-                return Ok((
-                    StepEnd::Done(finish_failed(ctx, record, error, None)),
-                    Vec::new(),
-                ));
-            }
+        let (record, params) = match self
+            .start_resolved(ctx, journal, frame, i, resolved)
+            .await?
+        {
+            Ok(started) => started,
+            Err(failed) => return Ok((StepEnd::Done(failed), Vec::new())),
         };
         let done = |r: Result<Value, StepError>, record: StepExecution| match r {
             Ok(out) => StepEnd::Done(Self::succeed(ctx, record, out)),
@@ -683,19 +700,12 @@ impl Engine<'_> {
             .as_ref()
             .map_err(Clone::clone)
             .and_then(|c| c.resolve(scope, ResolveMode::Run));
-        let mut record = self.start_record(ctx, i);
-        if let Ok(r) = &resolved {
-            record.input = Some(Value::Object(r.redacted()));
-        }
-        journal
-            .commit_step(ctx, frame, record.clone(), Extras::default())
-            .await?;
-        let params = match resolved {
-            Ok(r) => r.params,
-            Err(e) => {
-                let error = StepError::new(e.code.as_str(), e.message, Phase::Resolution);
-                return Ok(finish_failed(ctx, record, error, None));
-            }
+        let (record, params) = match self
+            .start_resolved(ctx, journal, frame, i, resolved)
+            .await?
+        {
+            Ok(started) => started,
+            Err(failed) => return Ok(failed),
         };
         if step.action() != Some("call") {
             let mut e = StepError::new(
