@@ -137,7 +137,21 @@ fn generated() -> impl Strategy<Value = Generated> {
         .prop_map(|(n, sizes, seeds)| build(n, sizes, seeds))
 }
 
+/// The case count comes from PROPTEST_CASES (the default config reads it). About half of
+/// the generated edges in `boundary_crossing_edges_are_always_rejected` are filtered out
+/// with `prop_assume!`, so the reject budget scales with the case count instead of the
+/// fixed default of 1,024 (which a large PROPTEST_CASES exhausts).
+fn config() -> ProptestConfig {
+    let base = ProptestConfig::default();
+    ProptestConfig {
+        max_global_rejects: base.cases.saturating_mul(8).max(1024),
+        ..base
+    }
+}
+
 proptest! {
+    #![proptest_config(config())]
+
     #[test]
     fn valid_sub_blocks_plan_and_stay_off_the_main_graph(g in generated()) {
         let validated = validate_workflow(&g.doc, ValidateOptions::default());
