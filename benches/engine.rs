@@ -6,34 +6,10 @@
 //!   the total linear in the run's length (bytes/step stays flat).
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use serde_json::{Value, json};
-use w6w_sim::sim::{self, SimOptions};
+use w6w_sim::sim;
 
-fn chain(n: usize) -> Value {
-    let steps: Vec<Value> = (0..n)
-        .map(|i| {
-            let with = if i == 0 {
-                json!({"seed": 1})
-            } else {
-                json!({"prev": {"$": format!("steps.s{}.output.i", i - 1)}, "i": i})
-            };
-            json!({"id": format!("s{i}"), "uses": {"app": "echo", "action": "echo"}, "with": with})
-        })
-        .collect();
-    json!({"manifestVersion": "2", "id": "wf_chain", "name": "chain", "steps": steps})
-}
-
-fn options() -> SimOptions {
-    SimOptions {
-        keep_trace: false,
-        ..SimOptions::default()
-    }
-}
-
-fn run(workflow: &w6w_sim::model::Workflow) -> sim::Report {
-    let scenario = sim::load_scenario(&json!({})).expect("scenario");
-    sim::run(workflow, &scenario, &options(), None).expect("report")
-}
+mod common;
+use common::{chain, run};
 
 fn bench(c: &mut Criterion) {
     for n in [100usize, 1_000, 10_000] {

@@ -14,22 +14,10 @@
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use serde_json::{Value, json};
-use w6w_sim::model::Workflow;
-use w6w_sim::sim::{self, SimOptions};
+use w6w_sim::sim;
 
-fn chain(n: usize) -> Value {
-    let steps: Vec<Value> = (0..n)
-        .map(|i| {
-            let with = if i == 0 {
-                json!({"seed": 1})
-            } else {
-                json!({"prev": {"$": format!("steps.s{}.output.i", i - 1)}, "i": i})
-            };
-            json!({"id": format!("s{i}"), "uses": {"app": "echo", "action": "echo"}, "with": with})
-        })
-        .collect();
-    json!({"manifestVersion": "2", "id": "wf_chain", "name": "chain", "steps": steps})
-}
+mod common;
+use common::{chain, run};
 
 fn fan_out(n: usize) -> Value {
     let mut steps = vec![
@@ -58,20 +46,6 @@ fn foreach(n: usize, parallelism: u64) -> Value {
          "with": {"items": items, "body": ["body"], "parallelism": parallelism}},
         {"id": "body", "uses": {"app": "echo", "action": "echo"},
          "with": {"item": {"$": "foreach.item"}}}]})
-}
-
-fn options() -> SimOptions {
-    SimOptions {
-        keep_trace: false,
-        ..SimOptions::default()
-    }
-}
-
-fn run(workflow: &Workflow) -> sim::Report {
-    let scenario = sim::load_scenario(&json!({})).expect("scenario");
-    let r = sim::run(workflow, &scenario, &options(), None).expect("report");
-    assert_eq!(r.run.status.as_str(), "succeeded");
-    r
 }
 
 fn bench(c: &mut Criterion) {

@@ -1,0 +1,34 @@
+//! What the engine and strands benches share: the sequential echo chain both measure (so
+//! the strands bench's "vs the chain" ratio compares the very same workflow) and how a
+//! workflow is run on the simulator (trace off, the run must succeed).
+
+use serde_json::{Value, json};
+use w6w_sim::model::Workflow;
+use w6w_sim::sim::{self, SimOptions};
+
+/// An `n`-step chain of echo actions, each reading the previous step's output.
+pub fn chain(n: usize) -> Value {
+    let steps: Vec<Value> = (0..n)
+        .map(|i| {
+            let with = if i == 0 {
+                json!({"seed": 1})
+            } else {
+                json!({"prev": {"$": format!("steps.s{}.output.i", i - 1)}, "i": i})
+            };
+            json!({"id": format!("s{i}"), "uses": {"app": "echo", "action": "echo"}, "with": with})
+        })
+        .collect();
+    json!({"manifestVersion": "2", "id": "wf_chain", "name": "chain", "steps": steps})
+}
+
+/// Run on the simulator with the trace off (benches measure the engine, not trace I/O).
+pub fn run(workflow: &Workflow) -> sim::Report {
+    let options = SimOptions {
+        keep_trace: false,
+        ..SimOptions::default()
+    };
+    let scenario = sim::load_scenario(&json!({})).expect("scenario");
+    let r = sim::run(workflow, &scenario, &options, None).expect("report");
+    assert_eq!(r.run.status.as_str(), "succeeded");
+    r
+}
