@@ -216,6 +216,11 @@ pub trait WorkflowContext {
         Err(HostError::Unsupported("schedule"))
     }
 
+    /// SEC-1: the engine declares a value it is about to hand this host (a call target or
+    /// input, a wait time) secret-derived. A host must record it — and anything it builds
+    /// from it, error messages included — redacted. The default records nothing.
+    fn secret_derived(&self, _value: &Value) {}
+
     /// CALL-*: dispatch a callable (workflow / function). `depth` is the hop count the
     /// dispatch would reach; the host refuses past its bound with `call_depth_exceeded`.
     async fn invoke_callable(

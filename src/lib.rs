@@ -28,5 +28,6 @@ pub mod host;
 pub mod model;
 pub mod mutants;
 pub mod plan;
+pub mod redact;
 pub mod service;
 pub mod sim;

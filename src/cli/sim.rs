@@ -126,6 +126,15 @@ impl From<SimError> for Fail {
     }
 }
 
+/// SEC-1: an error a run produced, through the run's redaction sink before it is printed.
+fn sim_fail(scenario: &sim::Scenario) -> impl Fn(SimError) -> Fail + '_ {
+    move |e| {
+        let Fail(message, code) = Fail::from(e);
+        let scrub = sim::Scrubber::new(scenario.secrets.values());
+        Fail(scrub.line(&message), code)
+    }
+}
+
 fn read_json(path: &Path, what: &str) -> Result<Value, Fail> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| Fail(format!("cannot read {what} {}: {e}", path.display()), 2))?;
@@ -210,7 +219,8 @@ fn run_cmd(a: RunArgs) -> Result<(), Fail> {
         &scenario,
         &options,
         trace_sink(a.trace.as_deref())?,
-    )?;
+    )
+    .map_err(sim_fail(&scenario))?;
     print(&report)
 }
 
@@ -231,7 +241,8 @@ fn replay_cmd(a: ReplayArgs) -> Result<(), Fail> {
         a.from.as_deref(),
         &options,
         trace_sink(a.trace.as_deref())?,
-    )?;
+    )
+    .map_err(sim_fail(&scenario))?;
     print(&report)
 }
 
@@ -251,7 +262,8 @@ fn resume_cmd(a: ResumeArgs) -> Result<(), Fail> {
         &a.run,
         a.token.as_deref(),
         trace_sink(a.trace.as_deref())?,
-    )?;
+    )
+    .map_err(sim_fail(&scenario))?;
     print(&report)
 }
 

@@ -101,6 +101,7 @@ impl Engine<'_> {
         let mut record = self.start_record(ctx, i);
         if let Ok(r) = &resolved {
             record.input = Some(Value::Object(r.redacted()));
+            super::journal::mark_secret_derived(&mut record, r);
         }
         journal
             .commit_step(ctx, frame, record.clone(), Extras::default())
@@ -278,6 +279,7 @@ impl Engine<'_> {
         let last_id = &self.workflow.steps[block.last].id;
         // CTRL-5: an error edge overrides onError — the foreach fails fast and routes.
         let fail_fast = error_edge || step.on_error() == OnError::Fail;
+        let tainted = super::journal::is_secret_derived(&record);
         let n = items.len();
         let width = usize::try_from(parallelism)
             .unwrap_or(usize::MAX)
@@ -296,6 +298,10 @@ impl Engine<'_> {
                     let mut child = scope.clone();
                     // CTRL-4: each iteration's child scope adds foreach.item / foreach.index.
                     child.foreach = Some(json!({"item": items[next], "index": next}));
+                    if tainted {
+                        // SEC-1: items drawn from a secret-derived value are secret-derived.
+                        child.taint(&["foreach"]);
+                    }
                     inflight.push(
                         next,
                         self.walk(ctx, journal, rc, &graph, &frames[next], child),
@@ -605,6 +611,15 @@ impl Engine<'_> {
         let params = match resolved {
             Ok(r) => {
                 record.input = Some(Value::Object(r.redacted()));
+                super::journal::mark_secret_derived(&mut record, &r);
+                if super::journal::is_secret_derived(&record) {
+                    // SEC-1: the host records the wait time redacted.
+                    for key in ["until", "duration"] {
+                        if let Some(v) = r.params.get(key) {
+                            ctx.secret_derived(v);
+                        }
+                    }
+                }
                 r.params
             }
             Err(e) => {
@@ -654,6 +669,14 @@ impl Engine<'_> {
                 resume_token: token.clone(),
             },
         };
+        if super::journal::is_secret_derived(&record) {
+            // SEC-1: the time is secret-derived in every spelling the host may record.
+            ctx.secret_derived(&json!(iso8601_from_ms(at_ms)));
+            ctx.secret_derived(&json!(at_ms));
+            if let Some(ms) = after_ms {
+                ctx.secret_derived(&json!(ms));
+            }
+        }
         record.extra.insert("resumeToken".into(), json!(token));
         record
             .extra
@@ -729,9 +752,10 @@ impl Engine<'_> {
                 t.clone()
             }
             other => {
+                // Name the shape, never the resolved value (SEC-1).
                 let e = param_invalid(format!(
                     "call target must be {{\"kind\": \"workflow\" | \"function\", …}}, got {}",
-                    other.map_or("nothing".to_owned(), Value::to_string)
+                    other.map_or("nothing", crate::expr::json_type_name)
                 ));
                 return Ok(finish_failed(ctx, record, e, None));
             }
@@ -740,7 +764,10 @@ impl Engine<'_> {
             None | Some(Value::Null) => true,
             Some(Value::Bool(b)) => *b,
             Some(other) => {
-                let e = param_invalid(format!("call wait must be a boolean, got {other}"));
+                let e = param_invalid(format!(
+                    "call wait must be a boolean, got {}",
+                    crate::expr::json_type_name(other)
+                ));
                 return Ok(finish_failed(ctx, record, e, None));
             }
         };
@@ -758,6 +785,11 @@ impl Engine<'_> {
             );
             e.retryable = false;
             return Ok(finish_failed(ctx, record, e, None));
+        }
+        if super::journal::is_secret_derived(&record) {
+            // SEC-1: the host records a secret-derived target / input redacted.
+            ctx.secret_derived(&target);
+            ctx.secret_derived(&input);
         }
         // RETRY-6 / CALL-3: one dispatch, no retry loop, no meta.
         Ok(

@@ -14,6 +14,44 @@ use super::EngineError;
 use crate::host::WorkflowContext;
 use crate::model::{RunState, RunStatePatch, StepError, StepExecution};
 
+/// SEC-1 taint: a step record whose params read a secret or a secret-derived value carries
+/// `"secretDerived": true`. Its output (and error message, and any data `extra` such as a
+/// wait's `scheduledFor`) is recorded as `"[redacted]"` wholly; the live value still reaches
+/// the scope, which marks `steps.<id>` tainted so everything computed from it is tainted
+/// too. The flag is durable, so a resumed run re-taints the same scope entries.
+pub(crate) const SECRET_DERIVED: &str = "secretDerived";
+
+/// Mark `record` secret-derived when its resolved params carry any secret path.
+pub(crate) fn mark_secret_derived(record: &mut StepExecution, resolved: &crate::expr::Resolved) {
+    if !resolved.secret_paths.is_empty() {
+        record.extra.insert(SECRET_DERIVED.into(), Value::Bool(true));
+    }
+}
+
+/// Whether `record` is secret-derived (see [`SECRET_DERIVED`]).
+pub(crate) fn is_secret_derived(record: &StepExecution) -> bool {
+    record.extra.get(SECRET_DERIVED) == Some(&Value::Bool(true))
+}
+
+/// The recorded form of a secret-derived record: data replaced by `"[redacted]"` wholly.
+pub(crate) fn redact_record(record: &mut StepExecution) {
+    if !is_secret_derived(record) {
+        return;
+    }
+    let redacted = || Value::String(crate::expr::REDACTED.to_owned());
+    if let Some(out) = &mut record.output
+        && !out.is_null()
+    {
+        *out = redacted();
+    }
+    if let Some(e) = &mut record.error {
+        e.message = crate::expr::REDACTED.to_owned();
+    }
+    if let Some(v) = record.extra.get_mut("scheduledFor") {
+        *v = redacted();
+    }
+}
+
 /// The run-level `extra` key prefix under which a running sub-block instance keeps its
 /// records (one key per foreach iteration / parallel branch, nested by path).
 pub(crate) const FRAME_PREFIX: &str = "frame:";
@@ -108,9 +146,10 @@ impl Journal {
         &self,
         ctx: &C,
         frame: &Frame,
-        record: StepExecution,
+        mut record: StepExecution,
         extras: Extras,
     ) -> Result<(), EngineError> {
+        redact_record(&mut record); // SEC-1: a secret-derived record is recorded redacted
         let _one_in_flight = self.lock.lock().await;
         let mut patch = self.patch();
         {

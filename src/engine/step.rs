@@ -41,6 +41,7 @@ pub(crate) async fn execute<C: WorkflowContext>(
     if let Ok(r) = &resolved {
         // SEC-1: the recorded input is the redacted params.
         record.input = Some(Value::Object(r.redacted()));
+        super::journal::mark_secret_derived(&mut record, r);
     }
     // RUN-2: step start.
     journal

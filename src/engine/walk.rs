@@ -323,6 +323,15 @@ impl<'w> Engine<'w> {
                 end
             }
         };
+        let mut end = end;
+        if let StepEnd::Done(record) = &mut end
+            && super::journal::is_secret_derived(record)
+            && let Some(e) = &mut record.error
+        {
+            // SEC-1: a secret-derived step's error message may quote what it was given;
+            // it is redacted before it can reach routing, the run error or stepErrors.
+            e.message = crate::expr::REDACTED.to_owned();
+        }
         if let StepEnd::Done(record) = &end {
             if let Some(err) = &record.error
                 && !error_edge
@@ -363,6 +372,10 @@ impl<'w> Engine<'w> {
                 };
                 // META-4: meta is published beside output for succeeded app steps only.
                 scope.publish_step(&step.id, record.output.clone().unwrap_or(Value::Null), meta);
+                if super::journal::is_secret_derived(record) {
+                    // SEC-1: whatever reads this output is secret-derived too.
+                    scope.taint(&["steps", &step.id]);
+                }
                 // CTRL-2: an unmatched `if` skips every outgoing edge, error edges included,
                 // while the `if` itself succeeded.
                 let unmatched = kind == StepKind::Control

@@ -250,7 +250,7 @@ fn compile_path_marker(path: &Value, pointer: &str) -> Result<CNode, ResolveErro
             ResolveCode::InvalidExpression,
             format!(
                 "a {{\"$\": …}} marker needs a string path, found {}",
-                type_name(other)
+                json_type_name(other)
             ),
             pointer,
         )),
@@ -320,7 +320,9 @@ fn compile_string(s: &str, dialect: Dialect, pointer: &str) -> Result<CNode, Res
     Ok(CNode::Parts(out))
 }
 
-fn type_name(v: &Value) -> &'static str {
+/// The JSON type of a value (`"string"`, `"object"`, …): what an error message may
+/// say about a resolved value without quoting it (SEC-1).
+pub fn json_type_name(v: &Value) -> &'static str {
     match v {
         Value::Null => "null",
         Value::Bool(_) => "boolean",
@@ -338,8 +340,8 @@ fn val_type_name(v: &Val<'_>) -> &'static str {
         Val::Num(_) => "number",
         Val::Str(_) => "string",
         Val::Arr(_) => "array",
-        Val::Ref(r) => type_name(r),
-        Val::Owned(r) => type_name(r),
+        Val::Ref(r) => json_type_name(r),
+        Val::Owned(r) => json_type_name(r),
     }
 }
 
@@ -358,13 +360,24 @@ impl<'a> Ctx<'a, '_> {
             CNode::Literal(v) => Ok(v.clone()),
             CNode::Path(p) => {
                 self.check_test_binding(p, pointer)?;
-                Ok(lookup_root(self.root, &p.segments).map_or(Value::Null, |v| v.to_json()))
+                self.scope.take_touched();
+                let v = lookup_root(self.root, &p.segments).map_or(Value::Null, |v| v.to_json());
+                self.taint_if_touched(pointer);
+                Ok(v)
             }
-            CNode::Logic(logic) => Ok(logic.eval_root(self.root).to_json()),
+            CNode::Logic(logic) => {
+                self.scope.take_touched();
+                let v = logic.eval_root(self.root).to_json();
+                self.taint_if_touched(pointer);
+                Ok(v)
+            }
             CNode::Parts(parts) => {
+                self.scope.take_touched();
                 let (text, tainted) = self.render_parts(parts, pointer)?;
                 if tainted {
                     self.secret_paths.push(pointer.to_owned());
+                } else {
+                    self.taint_if_touched(pointer);
                 }
                 Ok(Value::String(text))
             }
@@ -382,6 +395,14 @@ impl<'a> Ctx<'a, '_> {
                 }
                 Ok(Value::Array(out))
             }
+        }
+    }
+
+    /// SEC-1 taint: a value computed from a secret-derived scope value (any operator,
+    /// template or path) is secret-derived wholly.
+    fn taint_if_touched(&mut self, pointer: &str) {
+        if self.scope.take_touched() {
+            self.secret_paths.push(pointer.to_owned());
         }
     }
 

@@ -384,7 +384,10 @@ fn walk<'a, S: AsRef<str>>(data: &Data<'a, '_>, segments: &[S]) -> Walk<'a> {
     let first = first.as_ref();
     let start = match data {
         Data::Json(v) => At::Json(v).step(first),
-        Data::Root(r) => r.root(first).map(At::Json),
+        Data::Root(r) => {
+            r.note_read(segments); // SEC-1 taint tracking
+            r.root(first).map(At::Json)
+        }
         Data::Item(v) => property(v, first).map(At::from_val),
     };
     let Some(mut current) = start else {

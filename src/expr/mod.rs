@@ -16,14 +16,14 @@
 mod compile;
 mod jsonlogic;
 mod limits;
-mod number;
+pub(crate) mod number;
 pub(crate) mod ops;
 mod resolve;
 mod scope;
 mod template;
 mod value;
 
-pub use compile::CompiledWith;
+pub use compile::{CompiledWith, json_type_name};
 pub use jsonlogic::{Dialect, ExprCode, ExprError, Logic, apply};
 pub use limits::{MAX_NESTING_DEPTH, MAX_TEMPLATE_BYTES, MAX_TEMPLATE_SCAN_BYTES};
 pub use resolve::{

@@ -5,6 +5,8 @@
 //! reach a secret by construction. Only [`RunScope::secret`] reads secrets, and only a
 //! secret part / `{{ secrets.X }}` marker calls it.
 
+use std::cell::Cell;
+
 use serde_json::{Map, Value};
 
 /// The eight closed run-scope root names (TPL-7), in the RFC's order.
@@ -46,6 +48,12 @@ pub struct RunScope {
     /// Host-populated keys beyond the eight roots: reachable by `$`/`$expr` paths, but
     /// never roots for template anchoring (TPL-7).
     pub extra: Map<String, Value>,
+    /// SEC-1 taint: dotted paths of the generic data root whose values are secret-derived
+    /// (a step output computed from a secret, a foreach item drawn from one). A read that
+    /// touches one — the path itself, inside it, or a prefix of it — marks `touched`.
+    tainted: Vec<Vec<String>>,
+    /// Set by any read of a tainted path since the last [`RunScope::take_touched`].
+    touched: Cell<bool>,
 }
 
 impl RunScope {
@@ -61,6 +69,36 @@ impl RunScope {
             output: None,
             foreach: None,
             extra: Map::new(),
+            tainted: Vec::new(),
+            touched: Cell::new(false),
+        }
+    }
+
+    /// SEC-1: mark the value at dotted `path` (e.g. `["steps", "a"]`) secret-derived.
+    pub fn taint(&mut self, path: &[&str]) {
+        let path: Vec<String> = path.iter().map(|s| (*s).to_owned()).collect();
+        if !self.tainted.contains(&path) {
+            self.tainted.push(path);
+        }
+    }
+
+    /// Whether the value at `path` (or anything inside or around it) is secret-derived.
+    pub fn is_tainted<S: AsRef<str>>(&self, path: &[S]) -> bool {
+        self.tainted.iter().any(|t| {
+            t.iter()
+                .zip(path.iter())
+                .all(|(a, b)| a.as_str() == b.as_ref())
+        })
+    }
+
+    /// Whether any read since the last call touched a secret-derived value; resets.
+    pub fn take_touched(&self) -> bool {
+        self.touched.replace(false)
+    }
+
+    fn note_read<S: AsRef<str>>(&self, path: &[S]) {
+        if !self.tainted.is_empty() && (path.is_empty() || self.is_tainted(path)) {
+            self.touched.set(true);
         }
     }
 
@@ -85,6 +123,8 @@ impl RunScope {
         if let Value::Object(steps) = &mut self.steps {
             steps.shift_remove(step_id);
         }
+        self.tainted
+            .retain(|t| !(t.len() == 2 && t[0] == "steps" && t[1] == step_id));
     }
 
     /// Build a scope from a JSON object with any of the eight roots (and other keys, kept
@@ -152,6 +192,11 @@ pub struct DataRoot<'a> {
 }
 
 impl<'a> DataRoot<'a> {
+    /// SEC-1: record that the full dotted path `segments` was read (taint tracking).
+    pub fn note_read<S: AsRef<str>>(&self, segments: &[S]) {
+        self.scope.note_read(segments);
+    }
+
     /// The value of a top-level key of the data root, `None` when absent.
     pub fn root(&self, name: &str) -> Option<&'a Value> {
         let s = self.scope;
@@ -175,6 +220,7 @@ impl<'a> DataRoot<'a> {
         if path.is_empty() {
             return None;
         }
+        self.note_read(&path.split('.').collect::<Vec<_>>());
         let mut segments = path.split('.');
         let first = segments.next()?;
         let mut current = self.root(first)?;
@@ -187,6 +233,7 @@ impl<'a> DataRoot<'a> {
     /// Materialise the whole data root as one JSON object (secrets excluded). O(scope).
     pub fn to_value(&self) -> Value {
         let s = self.scope;
+        s.note_read::<&str>(&[]);
         let mut m = Map::new();
         for (k, v) in &s.extra {
             m.insert(k.clone(), v.clone());

@@ -10,7 +10,7 @@ use serde_json::{Map, Value, json};
 
 use super::SimOptions;
 use super::exec::Sleep;
-use super::redact::Scrubber;
+use crate::redact::Scrubber;
 use super::scenario::{OutcomeKind, Scenario};
 use super::store::{MemoryStore, Store};
 use super::world::World;
@@ -124,12 +124,12 @@ impl WorkflowContext for SimHost<'_> {
             };
             (outcome, at_ms, crash)
         };
-        let params = self.scrubbed(Value::Object(req.redacted_params()));
-        let entry = json!({
+        let params = Value::Object(req.redacted_params());
+        let entry = self.scrubbed(json!({
             "stepId": req.step_id, "app": req.app, "action": req.action,
             "connection": req.connection, "attempt": req.attempt, "params": params,
             "atMs": at_ms,
-        });
+        }));
         // META-1: the host reports through onExecuted only, before the call settles.
         let reports = outcome.meta.clone().unwrap_or_else(|| script.meta.clone());
         for r in &reports {
@@ -334,17 +334,24 @@ impl WorkflowContext for SimHost<'_> {
                     .unwrap_or(0),
             ),
         };
-        let entry = json!({"token": token, "fireAtMs": at_ms,
-                           "directive": serde_json::to_value(&directive).unwrap_or_default()});
+        let entry = self.scrubbed(json!({"token": token, "fireAtMs": at_ms,
+                           "directive": serde_json::to_value(&directive).unwrap_or_default()}));
         self.event("schedule", entry.clone());
         if self.role == Role::Top {
-            self.world.borrow_mut().snap.schedules.push(entry);
+            let mut w = self.world.borrow_mut();
+            w.snap.schedules.push(entry);
+            // The fire time itself, which the recorded entry may show redacted (SEC-1).
+            w.snap.fire_times.insert(token, at_ms);
         }
         Ok(())
     }
 
     fn aborted(&self) -> bool {
         self.role == Role::Top && self.world.borrow().snap.aborted
+    }
+
+    fn secret_derived(&self, value: &Value) {
+        self.scrub.add_derived(value);
     }
 
     fn secrets(&self) -> Map<String, Value> {
@@ -364,7 +371,7 @@ impl WorkflowContext for SimHost<'_> {
     ) -> Result<Value, InvokeError> {
         let at_ms = self.now_ms();
         let result = self.dispatch(target, input.clone(), depth).await;
-        let mut entry = json!({"target": target, "input": self.scrubbed(input), "wait": wait,
+        let mut entry = json!({"target": target, "input": input, "wait": wait,
                                "depth": depth, "atMs": at_ms});
         if let Value::Object(m) = &mut entry {
             match &result {
@@ -384,6 +391,7 @@ impl WorkflowContext for SimHost<'_> {
                 }
             }
         }
+        let entry = self.scrubbed(entry);
         self.event("call", entry.clone());
         if self.role == Role::Top {
             self.world.borrow_mut().snap.calls.push(entry);
@@ -442,10 +450,7 @@ impl SimHost<'_> {
         if req.action != "get" {
             return refuse(
                 "unknown_action",
-                format!(
-                    "@w6w/document is read-only: \"get\" is its only action, not {:?}",
-                    req.action
-                ),
+                "@w6w/document is read-only: \"get\" is its only action".to_owned(),
                 Phase::Resolution,
             );
         }
@@ -459,6 +464,8 @@ impl SimHost<'_> {
         match self.scenario.documents.get(key) {
             None => refuse(
                 "document_not_found",
+                // The key is a ref (it names a document); a secret-derived key is redacted
+                // with the whole message (the step is secret-derived), a secret one by the sink.
                 format!("no document with key {key:?}"),
                 Phase::Execute,
             ),
@@ -501,7 +508,8 @@ impl SimHost<'_> {
             return pre(StepError::new(
                 "unsupported_callable",
                 format!(
-                    "the simulator dispatches {{\"kind\": \"workflow\", \"workflow\": ID}} targets only, got {target}"
+                    "the simulator dispatches {{\"kind\": \"workflow\", \"workflow\": ID}} targets only, got a target of type {} (param \"target\")",
+                    crate::expr::json_type_name(target)
                 ),
                 Phase::Resolution,
             ));
@@ -509,7 +517,7 @@ impl SimHost<'_> {
         let Some(doc) = self.scenario.workflows.get(id) else {
             return pre(StepError::new(
                 "unknown_workflow",
-                format!("no workflow {id:?} in the scenario's workflows"),
+                "the target's workflow id (param \"target\") names no workflow in the scenario's workflows".to_owned(),
                 Phase::Resolution,
             ));
         };
@@ -537,7 +545,10 @@ impl SimHost<'_> {
             other => {
                 return pre(StepError::new(
                     "param_invalid",
-                    format!("a workflow target's input must be an object, got {other}"),
+                    format!(
+                        "a workflow target's input (param \"input\") must be an object, got a {}",
+                        crate::expr::json_type_name(&other)
+                    ),
                     Phase::Resolution,
                 ));
             }

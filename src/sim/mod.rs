@@ -19,7 +19,6 @@
 mod exec;
 mod host;
 pub(crate) mod ops;
-mod redact;
 pub mod scenario;
 pub mod store;
 pub mod world;
@@ -27,11 +26,12 @@ pub mod world;
 use std::cell::RefCell;
 use std::io::Write;
 use std::path::PathBuf;
+use std::rc::Rc;
 
 use serde_json::{Value, json};
 
 pub use host::{CALL_DEPTH_MAX, INVOCATIONS_MAX};
-pub use redact::Scrubber;
+pub use crate::redact::Scrubber;
 pub use scenario::{Scenario, ScenarioError, parse_scenario};
 pub use store::{DiskStore, MemoryStore, STORE_FORMAT, Store, StoreError, StoredRun};
 pub use world::{EPOCH_MS, WorldSnapshot};
@@ -223,7 +223,7 @@ struct Sim<'a> {
     scenario: &'a Scenario,
     world: RefCell<World>,
     store: RefCell<Box<dyn Store>>,
-    scrub: Scrubber,
+    scrub: Rc<Scrubber>,
     options: &'a SimOptions,
 }
 
@@ -237,7 +237,9 @@ impl<'a> Sim<'a> {
         store: Box<dyn Store>,
     ) -> Result<Self, SimError> {
         let engine = Engine::new(workflow).map_err(SimError::Rejected)?;
+        let scrub = Rc::new(Scrubber::new(scenario.secrets.values()));
         let mut world = World::new(snap);
+        world.scrub = Rc::clone(&scrub);
         world.sink = sink;
         world.keep_trace = options.keep_trace;
         Ok(Sim {
@@ -246,7 +248,7 @@ impl<'a> Sim<'a> {
             scenario,
             world: RefCell::new(world),
             store: RefCell::new(store),
-            scrub: Scrubber::new(scenario.secrets.values()),
+            scrub,
             options,
         })
     }
@@ -370,11 +372,9 @@ impl<'a> Sim<'a> {
         let mut w = self.world.borrow_mut();
         let at_ms = w
             .snap
-            .schedules
-            .iter()
-            .rev()
-            .find(|s| s.get("token").and_then(Value::as_str) == Some(token.as_str()))
-            .and_then(|s| s.get("fireAtMs").and_then(Value::as_u64))
+            .fire_times
+            .get(&token)
+            .copied()
             .ok_or_else(|| SimError::Halted(format!("no schedule was made for token {token}")))?;
         w.snap.clock_ms = w.snap.clock_ms.max(at_ms);
         w.event(
@@ -393,13 +393,20 @@ impl<'a> Sim<'a> {
             .ok_or_else(|| SimError::Engine(EngineError::RunNotFound(run_id.to_owned())))?;
         let mut run = stored.state;
         // Defense in depth (SEC-1): the stored state was scrubbed patch by patch already.
-        for s in run.steps.values_mut() {
-            self.scrub.step(s);
-        }
+        self.scrub.state(&mut run);
         let world = self.world.into_inner();
+        let mut snap = world.snap;
+        for list in [
+            &mut snap.invocations,
+            &mut snap.waits,
+            &mut snap.calls,
+            &mut snap.schedules,
+        ] {
+            list.iter_mut().for_each(|v| self.scrub.value(v));
+        }
         Ok(Report {
             run,
-            world: world.snap,
+            world: snap,
             trace: world.trace,
         })
     }
@@ -540,9 +547,8 @@ pub fn replay_on_store(
         }));
     }
     let mut seeded = original.clone();
-    for s in seeded.steps.values_mut() {
-        sim.scrub.step(s);
-    }
+    // SEC-1: a `--run FILE` may carry plaintext anywhere (trigger.event, variables, …).
+    sim.scrub.state(&mut seeded);
     let snap = sim.world.borrow().snap.clone();
     sim.store
         .borrow_mut()

@@ -28,17 +28,42 @@ fn inputs(request: &Value) -> Result<(crate::model::Workflow, super::Scenario), 
     Ok((workflow, scenario))
 }
 
+/// SEC-1: every byte of a response passes through the request's redaction sink — built
+/// from the raw `scenario.secrets`, so even a scenario that fails to load is scrubbed.
+fn redacted(request: &Value, mut response: Value) -> Value {
+    let secrets = request
+        .get("scenario")
+        .and_then(|s| s.get("secrets"))
+        .and_then(Value::as_object);
+    if let Some(secrets) = secrets {
+        super::Scrubber::new(secrets.values()).value(&mut response);
+    }
+    response
+}
+
+/// The options of an op run: the report carries no trace, so none is kept in memory.
+fn op_options() -> SimOptions {
+    SimOptions {
+        keep_trace: false,
+        ..SimOptions::default()
+    }
+}
+
 pub(crate) fn run(request: &Value) -> Value {
     run_on(request, Box::new(MemoryStore::default()))
 }
 
 /// The `run` op on a caller-supplied store (a `conformance::HostAdapter`'s).
 pub(crate) fn run_on(request: &Value, store: Box<dyn Store>) -> Value {
+    redacted(request, run_inner(request, store))
+}
+
+fn run_inner(request: &Value, store: Box<dyn Store>) -> Value {
     let (workflow, scenario) = match inputs(request) {
         Ok(x) => x,
         Err(e) => return e,
     };
-    match super::run_on_store(&workflow, &scenario, &SimOptions::default(), store, None) {
+    match super::run_on_store(&workflow, &scenario, &op_options(), store, None) {
         Ok(report) => ok(report.to_json()),
         Err(e) => error(&e),
     }
@@ -50,6 +75,10 @@ pub(crate) fn replay(request: &Value) -> Value {
 
 /// The `replay` op on a caller-supplied store (a `conformance::HostAdapter`'s).
 pub(crate) fn replay_on(request: &Value, store: Box<dyn Store>) -> Value {
+    redacted(request, replay_inner(request, store))
+}
+
+fn replay_inner(request: &Value, store: Box<dyn Store>) -> Value {
     let (workflow, scenario) = match inputs(request) {
         Ok(x) => x,
         Err(e) => return e,
@@ -74,7 +103,7 @@ pub(crate) fn replay_on(request: &Value, store: Box<dyn Store>) -> Value {
         &scenario,
         &original,
         from,
-        &SimOptions::default(),
+        &op_options(),
         store,
         None,
     ) {

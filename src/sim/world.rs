@@ -8,6 +8,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
+use std::rc::Rc;
+
+use crate::redact::Scrubber;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
@@ -43,6 +46,9 @@ pub struct WorldSnapshot {
     /// CTRL-7: every `schedule` directive the host accepted, `{token, atMs}`, in order.
     #[serde(default)]
     pub schedules: Vec<Value>,
+    /// CTRL-7: when each schedule token fires (the report's entry may be redacted).
+    #[serde(default)]
+    pub fire_times: BTreeMap<String, u64>,
 }
 
 impl Default for WorldSnapshot {
@@ -61,6 +67,7 @@ impl Default for WorldSnapshot {
             seq: 0,
             total_invocations: 0,
             schedules: Vec::new(),
+            fire_times: BTreeMap::new(),
         }
     }
 }
@@ -84,6 +91,8 @@ pub struct World {
     /// by insertion into a hash.
     pub timers: BTreeSet<(u64, u64)>,
     pub next_timer: u64,
+    /// SEC-1: the run's redaction sink; every trace event passes through it.
+    pub scrub: Rc<Scrubber>,
 }
 
 impl World {
@@ -97,6 +106,7 @@ impl World {
             keep_trace: true,
             timers: BTreeSet::new(),
             next_timer: 0,
+            scrub: Rc::new(Scrubber::default()),
         }
     }
 
@@ -131,10 +141,12 @@ impl World {
     }
 
     /// Record one trace event.
-    pub fn event(&mut self, event: &str, fields: Value) {
+    pub fn event(&mut self, event: &str, mut fields: Value) {
         if !self.keep_trace && self.sink.is_none() {
             return;
         }
+        // SEC-1: the one door of the trace, memory and file alike.
+        self.scrub.value(&mut fields);
         let mut obj = Map::new();
         obj.insert("seq".into(), json!(self.snap.seq));
         obj.insert("event".into(), json!(event));
