@@ -216,12 +216,20 @@ pub fn check_expectations(expect: &Map<String, Value>, response: &Value) -> Vec<
                 }
             }
             "notContainsText" => {
+                // Both the serialized text (escaped forms) and every decoded string and key
+                // (raw forms: a quote, a backslash, a control character).
                 let text = response.to_string();
-                for needle in spec.as_array().into_iter().flatten() {
+                let mut leaves = Vec::new();
+                string_leaves(response, &mut leaves);
+                for (i, needle) in spec.as_array().into_iter().flatten().enumerate() {
                     if let Some(n) = needle.as_str()
-                        && text.contains(n)
+                        && (text.contains(n) || leaves.iter().any(|l| l.contains(n)))
                     {
-                        failures.push(format!("notContainsText: response contains {n:?}"));
+                        // The needle is usually a secret: name it by position, never quote it.
+                        failures.push(format!(
+                            "notContainsText: response contains needle {i} ({} chars)",
+                            n.chars().count()
+                        ));
                     }
                 }
             }
@@ -229,6 +237,19 @@ pub fn check_expectations(expect: &Map<String, Value>, response: &Value) -> Vec<
         }
     }
     failures
+}
+
+/// Every string value and object key of `v`.
+fn string_leaves<'v>(v: &'v Value, out: &mut Vec<&'v str>) {
+    match v {
+        Value::String(s) => out.push(s),
+        Value::Array(items) => items.iter().for_each(|i| string_leaves(i, out)),
+        Value::Object(m) => m.iter().for_each(|(k, i)| {
+            out.push(k);
+            string_leaves(i, out);
+        }),
+        _ => {}
+    }
 }
 
 /// JSON equality with numbers compared by value.

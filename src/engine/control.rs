@@ -786,10 +786,9 @@ impl Engine<'_> {
             e.retryable = false;
             return Ok(finish_failed(ctx, record, e, None));
         }
-        if super::journal::is_secret_derived(&record) {
-            // SEC-1: the host records a secret-derived target / input redacted.
-            ctx.secret_derived(&target);
-            ctx.secret_derived(&input);
+        if let Some(recorded) = &record.input {
+            // SEC-1: the host records the secret-derived parts of target / input redacted.
+            declare_secret_derived(ctx, &Value::Object(params.clone()), recorded);
         }
         // RETRY-6 / CALL-3: one dispatch, no retry loop, no meta.
         Ok(
@@ -802,6 +801,29 @@ impl Engine<'_> {
                 }
             },
         )
+    }
+}
+
+/// SEC-1: declare to the host every value of `params` that the recorded (redacted) input
+/// shows as `"[redacted]"` — exactly the secret-derived parts, never their neighbours.
+fn declare_secret_derived<C: WorkflowContext>(ctx: &C, params: &Value, recorded: &Value) {
+    match (params, recorded) {
+        (Value::Object(p), Value::Object(r)) => {
+            for (k, v) in p {
+                if let Some(rv) = r.get(k) {
+                    declare_secret_derived(ctx, v, rv);
+                }
+            }
+        }
+        (Value::Array(p), Value::Array(r)) => {
+            for (v, rv) in p.iter().zip(r) {
+                declare_secret_derived(ctx, v, rv);
+            }
+        }
+        (v, Value::String(r)) if r == crate::expr::REDACTED && v != recorded => {
+            ctx.secret_derived(v);
+        }
+        _ => {}
     }
 }
 
