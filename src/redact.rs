@@ -107,9 +107,7 @@ impl Scrubber {
                 self.numbers.push(n.clone());
                 // A number rendered into text (`"pin={{ secrets.PIN }}"`), in JSON's and
                 // in JavaScript's spelling.
-                let js = crate::expr::number::number_to_string(
-                    crate::expr::number::json_number(n),
-                );
+                let js = crate::expr::number::number_to_string(crate::expr::number::json_number(n));
                 self.needles.push(n.to_string());
                 self.needles.push(js);
             }

@@ -130,14 +130,33 @@ impl CaseOutcome {
 
 /// Run one case through `handler` (the op service, or a candidate adapter) and check it.
 pub fn check_case(case: &Case, handler: &dyn Fn(&Value) -> Value) -> CaseOutcome {
-    let response = handler(&case.request);
-    let failures = check_expectations(&case.expect, &response);
+    let mut response = handler(&case.request);
+    let mut failures = check_expectations(&case.expect, &response);
+    // SEC-1: what the report keeps (failure texts, the response, JSON/JUnit) passes
+    // through the case's redaction sink — an adapter may echo a secret anywhere.
+    let scrub = case_scrubber(&case.request);
+    if !scrub.is_empty() {
+        scrub.value(&mut response);
+        for f in &mut failures {
+            *f = scrub.line(f);
+        }
+    }
     CaseOutcome {
         id: case.id.clone(),
         clauses: case.clauses.clone(),
         failures,
         response,
     }
+}
+
+/// The redaction sink of one case: the secrets its request hands the service (a run's
+/// `scenario.secrets`, a resolve's `scope.secrets`).
+pub fn case_scrubber(request: &Value) -> crate::redact::Scrubber {
+    let secrets = ["/scenario/secrets", "/scope/secrets"]
+        .iter()
+        .filter_map(|p| request.pointer(p).and_then(Value::as_object))
+        .flat_map(|m| m.values());
+    crate::redact::Scrubber::new(secrets)
 }
 
 /// Check expectations against a response; returns one message per failed expectation.

@@ -140,8 +140,15 @@ pub fn run_suite(
         let case_started = Instant::now();
         let (outcome, adapter_failed) = check_with(case, adapter);
         let elapsed = case_started.elapsed();
-        let reference_diff = (diff_reference && !outcome.passed() && !adapter_failed)
-            .then(|| diff::json_diff(&crate::service::handle(&case.request), &outcome.response));
+        let reference_diff = (diff_reference && !outcome.passed() && !adapter_failed).then(|| {
+            // SEC-1: both sides through the case's redaction sink before they are compared.
+            let scrub = super::case_scrubber(&case.request);
+            let reference = scrub.scrubbed(crate::service::handle(&case.request));
+            let mut d = diff::json_diff(&reference, &outcome.response);
+            d.iter_mut()
+                .for_each(|e| e.pointer = scrub.line(&e.pointer));
+            d
+        });
         cases.push(CaseResult {
             file: file.stem(),
             family: file.file.family.clone(),
@@ -186,6 +193,23 @@ pub fn run_suite(
     }
 }
 
+/// At most this many bytes of one response are kept for the report (JSON, JUnit).
+pub(crate) const RESPONSE_KEEP_MAX: usize = 64 * 1024;
+
+/// A response as the report keeps it: whole when its JSON text fits in
+/// [`RESPONSE_KEEP_MAX`] bytes, else `{"truncated": true, "bytes": N, "prefix": "…"}`.
+pub(crate) fn bounded_response(response: Value) -> Value {
+    let text = response.to_string();
+    if text.len() <= RESPONSE_KEEP_MAX {
+        return response;
+    }
+    let mut end = RESPONSE_KEEP_MAX;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    serde_json::json!({"truncated": true, "bytes": text.len(), "prefix": &text[..end]})
+}
+
 /// Run one case through an adapter; the flag says the adapter gave no response.
 pub fn check_with(case: &Case, adapter: &mut dyn Adapter) -> (CaseOutcome, bool) {
     let (response, failures, adapter_failed) = match adapter.handle(&case.request) {
@@ -195,6 +219,11 @@ pub fn check_with(case: &Case, adapter: &mut dyn Adapter) -> (CaseOutcome, bool)
         }
         Err(e) => (Value::Null, vec![e.to_string()], true),
     };
+    // SEC-1: the report keeps nothing the case's secrets could reach unredacted, and at
+    // most a bounded prefix of what an adapter answered (a huge answer is not kept whole).
+    let scrub = super::case_scrubber(&case.request);
+    let response = bounded_response(scrub.scrubbed(response));
+    let failures = failures.iter().map(|f| scrub.line(f)).collect();
     let outcome = CaseOutcome {
         id: case.id.clone(),
         clauses: case.clauses.clone(),

@@ -24,7 +24,9 @@ pub(crate) const SECRET_DERIVED: &str = "secretDerived";
 /// Mark `record` secret-derived when its resolved params carry any secret path.
 pub(crate) fn mark_secret_derived(record: &mut StepExecution, resolved: &crate::expr::Resolved) {
     if !resolved.secret_paths.is_empty() {
-        record.extra.insert(SECRET_DERIVED.into(), Value::Bool(true));
+        record
+            .extra
+            .insert(SECRET_DERIVED.into(), Value::Bool(true));
     }
 }
 

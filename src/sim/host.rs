@@ -10,7 +10,6 @@ use serde_json::{Map, Value, json};
 
 use super::SimOptions;
 use super::exec::Sleep;
-use crate::redact::Scrubber;
 use super::scenario::{OutcomeKind, Scenario};
 use super::store::{MemoryStore, Store};
 use super::world::World;
@@ -22,6 +21,7 @@ use crate::host::{
 use crate::model::{
     Phase, RunState, RunStatePatch, RunStatus, StepError, ValidateOptions, validate_workflow,
 };
+use crate::redact::Scrubber;
 
 /// CALL-2: the composition depth bound (node-types.md 2026-08-20, default 16): the
 /// engine's own bound, enforced again here for the run-level reroute.
@@ -166,12 +166,21 @@ impl WorkflowContext for SimHost<'_> {
         if let Value::Object(m) = &mut fields {
             m.remove("atMs");
             m.insert("latencyMs".into(), json!(outcome.latency_ms));
+            // SEC-1: an invocation given a secret-derived param has a secret-derived result
+            // (the engine's rule, docs/decisions.md D-41): recorded redacted wholly.
+            let tainted = !req.secret_paths.is_empty();
             match &result {
+                Ok(_) if tainted => {
+                    m.insert("output".into(), json!(crate::expr::REDACTED));
+                }
                 Ok(v) => {
                     m.insert("output".into(), self.scrubbed(v.clone()));
                 }
                 Err(e) => {
                     let mut e = e.clone();
+                    if tainted {
+                        e.message = crate::expr::REDACTED.to_owned();
+                    }
                     self.scrub.error(&mut e);
                     m.insert("error".into(), serde_json::to_value(e).unwrap_or_default());
                 }

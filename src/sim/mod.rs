@@ -30,8 +30,8 @@ use std::rc::Rc;
 
 use serde_json::{Value, json};
 
-pub use host::{CALL_DEPTH_MAX, INVOCATIONS_MAX};
 pub use crate::redact::Scrubber;
+pub use host::{CALL_DEPTH_MAX, INVOCATIONS_MAX};
 pub use scenario::{Scenario, ScenarioError, parse_scenario};
 pub use store::{DiskStore, MemoryStore, STORE_FORMAT, Store, StoreError, StoredRun};
 pub use world::{EPOCH_MS, WorldSnapshot};
@@ -370,12 +370,10 @@ impl<'a> Sim<'a> {
             .map(str::to_owned)
             .ok_or_else(|| SimError::Halted("a queued run reported no resume token".into()))?;
         let mut w = self.world.borrow_mut();
-        let at_ms = w
-            .snap
-            .fire_times
-            .get(&token)
-            .copied()
-            .ok_or_else(|| SimError::Halted(format!("no schedule was made for token {token}")))?;
+        let at_ms =
+            w.snap.fire_times.get(&token).copied().ok_or_else(|| {
+                SimError::Halted(format!("no schedule was made for token {token}"))
+            })?;
         w.snap.clock_ms = w.snap.clock_ms.max(at_ms);
         w.event(
             "schedule_fired",
