@@ -25,6 +25,7 @@ pub mod conformance;
 pub mod engine;
 pub mod expr;
 pub mod host;
+pub mod json;
 pub mod model;
 pub mod mutants;
 pub mod plan;

@@ -355,15 +355,17 @@ mod tests {
     fn derived_values_are_replaced_wholly_and_long_leaves_as_substrings() {
         let s = Scrubber::new([].iter());
         assert!(s.is_empty());
-        s.add_derived(&json!({"kind": "workflow", "workflow": "derived-id"}));
+        s.add_derived(&json!({"kind": "function", "id": "fn-derived"}));
+        s.add_derived(&json!("derived-id"));
         s.add_derived(&json!("ab"));
-        let mut v = json!({"t": {"kind": "workflow", "workflow": "derived-id"},
+        let mut v = json!({"t": {"kind": "function", "id": "fn-derived"},
+                           "w": {"kind": "workflow", "workflow": "derived-id"},
                            "m": "no workflow \"derived-id\"", "short": "ab", "in": "abc"});
         s.value(&mut v);
         assert_eq!(
             v,
-            json!({"t": "[redacted]", "m": "no workflow \"[redacted]\"",
-                   "short": "[redacted]", "in": "abc"})
+            json!({"t": "[redacted]", "w": {"kind": "workflow", "workflow": "[redacted]"},
+                   "m": "no workflow \"[redacted]\"", "short": "[redacted]", "in": "abc"})
         );
     }
 }

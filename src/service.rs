@@ -7,6 +7,10 @@
 
 use serde_json::{Value, json};
 
+/// The longest request line `eval` reads; a longer one is answered `bad_request` and
+/// skipped without being held in memory (SEC-2).
+pub const MAX_REQUEST_LINE_BYTES: usize = 64 * 1024 * 1024;
+
 /// The response for a malformed request.
 pub fn bad_request(message: impl Into<String>) -> Value {
     json!({"error": {"code": "bad_request", "message": message.into()}})
@@ -17,8 +21,40 @@ pub fn ok(value: Value) -> Value {
     json!({ "ok": value })
 }
 
-/// Handle one request object.
+/// Handle one request object. Every error response carries `code` and `message`.
 pub fn handle(request: &Value) -> Value {
+    let mut response = route(request);
+    if let Some(err) = response.get_mut("error").and_then(Value::as_object_mut) {
+        if !err.get("code").is_some_and(Value::is_string) {
+            err.insert("code".into(), Value::String("internal".into()));
+        }
+        if !err.get("message").is_some_and(Value::is_string) {
+            let message = summary(err);
+            err.insert("message".into(), Value::String(message));
+        }
+    }
+    response
+}
+
+/// A one-line message for an error that carries only a code and a list of `errors`.
+fn summary(err: &serde_json::Map<String, Value>) -> String {
+    let code = err.get("code").and_then(Value::as_str).unwrap_or("error");
+    let list = err.get("errors").and_then(Value::as_array);
+    match list.and_then(|l| l.first()) {
+        Some(first) => format!(
+            "{code}: {} problem(s); first at {}: {}",
+            list.map_or(0, Vec::len),
+            first.get("path").and_then(Value::as_str).unwrap_or("/"),
+            first
+                .get("message")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+        ),
+        None => code.replace('_', " "),
+    }
+}
+
+fn route(request: &Value) -> Value {
     let Some(obj) = request.as_object() else {
         return bad_request("a request must be a JSON object with an \"op\" field");
     };
@@ -43,13 +79,23 @@ pub fn handle(request: &Value) -> Value {
 
 /// Handle one request line (JSON text) and return one response line (no newline).
 pub fn handle_line(line: &str) -> String {
-    let response = match serde_json::from_str::<Value>(line) {
+    handle_bytes(line.as_bytes())
+}
+
+/// Handle one request line as raw bytes: invalid UTF-8, bad JSON and duplicate keys each
+/// get `bad_request` (with the duplicate's `path`), never an end of the service.
+pub fn handle_bytes(line: &[u8]) -> String {
+    let response = match crate::json::parse_bytes(line) {
         Ok(request) => handle(&request),
-        Err(e) => bad_request(format!(
-            "request is not valid JSON (line {}, column {}): {e}",
-            e.line(),
-            e.column()
-        )),
+        Err(e) => {
+            let mut r = bad_request(format!("request is not acceptable JSON: {e}"));
+            if let Some(path) = e.duplicate
+                && let Some(err) = r.get_mut("error").and_then(Value::as_object_mut)
+            {
+                err.insert("path".into(), Value::String(path));
+            }
+            r
+        }
     };
     serde_json::to_string(&response).unwrap_or_else(|e| {
         format!(r#"{{"error":{{"code":"internal","message":"cannot serialize response: {e}"}}}}"#)

@@ -266,9 +266,61 @@ fn eval_answers_every_line_in_order_and_never_aborts() {
     assert_eq!(lines[3]["error"]["code"], "bad_request");
     assert_eq!(
         lines[4],
-        json!({"error": {"code": "invalid_workflow", "errors": [{"status": 400,
+        json!({"error": {"code": "invalid_workflow", "message": lines[4]["error"]["message"],
+            "errors": [{"status": 400,
             "code": "dotted_step_id", "path": "/steps/0/id",
             "message": lines[4]["error"]["errors"][0]["message"]}]}})
     );
     assert_eq!(lines[5]["error"]["errors"][0]["path"], "/steps/0/uses");
+    // Issue 12 item 6: every error response has a code and a message.
+    for l in &lines {
+        if let Some(e) = l.get("error") {
+            assert!(e["code"].is_string() && e["message"].is_string(), "{l}");
+        }
+    }
+    assert!(
+        lines[4]["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("/steps/0/id")),
+        "{}",
+        lines[4]
+    );
+}
+
+/// Issue 12 item 6: a line of invalid UTF-8, a request with a duplicate key and an
+/// overlong line each get `bad_request`, and the service carries on.
+#[test]
+fn eval_survives_invalid_utf8_and_refuses_duplicate_keys() {
+    let mut input: Vec<u8> = Vec::new();
+    input.extend_from_slice(b"{\"op\":\"logic\",\"logic\":\"\xff\xfe\",\"data\":{}}\n");
+    input.extend_from_slice(b"\xc3\x28\n");
+    input.extend_from_slice(
+        br#"{"op":"validate","workflow":{"manifestVersion":"2","id":"w","name":"w","steps":[{"id":"a"}],"steps":[]}}"#,
+    );
+    input.push(b'\n');
+    input.extend_from_slice(br#"{"op":"logic","logic":{"+":[1,2]},"data":{}}"#);
+    input.push(b'\n');
+    let mut child = Command::new(BIN)
+        .arg("eval")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the binary starts");
+    {
+        let mut pipe = child.stdin.take().expect("stdin");
+        pipe.write_all(&input).expect("write stdin");
+    }
+    let out = child.wait_with_output().expect("the binary finishes");
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let lines: Vec<Value> = stdout(&out)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("JSON line"))
+        .collect();
+    assert_eq!(lines.len(), 4, "{lines:?}");
+    assert_eq!(lines[0]["error"]["code"], "bad_request");
+    assert_eq!(lines[1]["error"]["code"], "bad_request");
+    assert_eq!(lines[2]["error"]["code"], "bad_request");
+    assert_eq!(lines[2]["error"]["path"], "/workflow/steps", "{}", lines[2]);
+    assert_eq!(lines[3], json!({"ok": 3}));
 }

@@ -19,6 +19,12 @@ pub(crate) enum LoadError {
         column: usize,
         message: String,
     },
+    /// An object repeats a key (`path` is the JSON Pointer of the second occurrence).
+    Duplicate {
+        path: String,
+        line: usize,
+        column: usize,
+    },
 }
 
 impl LoadError {
@@ -31,6 +37,9 @@ impl LoadError {
                 column,
                 message,
             } => format!("{file}:{line}:{column}: not valid JSON: {message}"),
+            LoadError::Duplicate { path, line, column } => {
+                format!("{file}:{line}:{column}: duplicate key at {path}")
+            }
         }
     }
 
@@ -43,6 +52,9 @@ impl LoadError {
                 column,
                 message,
             } => json!({"code": "json_syntax", "message": message, "line": line, "column": column}),
+            LoadError::Duplicate { path, line, column } => json!({
+                "code": "duplicate_key", "path": path, "line": line, "column": column,
+                "message": format!("duplicate key at {path}")}),
         }
     }
 }
@@ -76,9 +88,12 @@ pub(crate) fn load_json(path: &Path) -> Result<Value, LoadError> {
 
 /// Parse JSON text, keeping the position of a syntax error.
 pub(crate) fn parse_json(text: &str) -> Result<Value, LoadError> {
-    serde_json::from_str(text).map_err(|e| {
-        let (line, column) = (e.line(), e.column());
-        let full = e.to_string();
+    crate::json::parse(text).map_err(|e| {
+        let (line, column) = (e.line, e.column);
+        if let Some(path) = e.duplicate {
+            return LoadError::Duplicate { path, line, column };
+        }
+        let full = e.message;
         let suffix = format!(" at line {line} column {column}");
         let message = full.strip_suffix(&suffix).unwrap_or(&full).to_owned();
         LoadError::Syntax {

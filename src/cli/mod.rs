@@ -7,7 +7,7 @@
 //! a `run(cmd) -> ExitCode` function, then add one `mod` line, one `#[command(flatten)]`
 //! variant to [`Command`] and one arm to the `match` in [`main`] — the way `model` does.
 
-use std::io::{BufRead, Write};
+use std::io::Write;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
@@ -55,15 +55,34 @@ pub fn main() -> ExitCode {
 fn eval() -> ExitCode {
     let stdin = std::io::stdin();
     let mut stdout = std::io::stdout().lock();
-    for line in stdin.lock().lines() {
-        let Ok(line) = line else {
-            eprintln!("w6w-sim eval: cannot read stdin (not UTF-8?)");
-            return ExitCode::from(2);
+    let mut lines = crate::conformance::child::BoundedLines::new(
+        stdin.lock(),
+        crate::service::MAX_REQUEST_LINE_BYTES,
+    );
+    loop {
+        let line = match lines.next_line() {
+            Ok(Some(line)) => line,
+            Ok(None) => break,
+            Err(e) => {
+                eprintln!("w6w-sim eval: cannot read stdin: {e}");
+                return ExitCode::from(2);
+            }
         };
-        if line.trim().is_empty() {
-            continue;
-        }
-        let response = crate::service::handle_line(&line);
+        let response = match line {
+            crate::conformance::child::Line::Complete(bytes) => {
+                if bytes.iter().all(u8::is_ascii_whitespace) {
+                    continue;
+                }
+                crate::service::handle_bytes(&bytes)
+            }
+            crate::conformance::child::Line::TooLong { bytes } => {
+                serde_json::to_string(&crate::service::bad_request(format!(
+                    "request line of {bytes} bytes exceeds the {}-byte limit",
+                    crate::service::MAX_REQUEST_LINE_BYTES
+                )))
+                .unwrap_or_default()
+            }
+        };
         if writeln!(stdout, "{response}")
             .and_then(|()| stdout.flush())
             .is_err()

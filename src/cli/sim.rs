@@ -138,14 +138,9 @@ fn sim_fail(scenario: &sim::Scenario) -> impl Fn(SimError) -> Fail + '_ {
 fn read_json(path: &Path, what: &str) -> Result<Value, Fail> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| Fail(format!("cannot read {what} {}: {e}", path.display()), 2))?;
-    serde_json::from_str(&text).map_err(|e| {
+    crate::json::parse(&text).map_err(|e| {
         Fail(
-            format!(
-                "{what} {} is not JSON (line {}, column {}): {e}",
-                path.display(),
-                e.line(),
-                e.column()
-            ),
+            format!("{what} {} is not acceptable JSON: {e}", path.display()),
             2,
         )
     })

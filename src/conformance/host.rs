@@ -16,7 +16,7 @@
 use serde_json::{Value, json};
 
 use super::{Adapter, AdapterError, LoadError, RunOptions, SuiteReport};
-use crate::model::{ValidateOptions, ValidationError, errors_to_json, validate_save};
+use crate::model::{ValidateOptions, ValidationError, validate_save};
 use crate::service::{bad_request, ok};
 use crate::sim::{MemoryStore, Store, StoreError};
 
@@ -113,8 +113,7 @@ impl<H: HostAdapter> EngineOnHost<H> {
             .validate(doc, previous, ValidateOptions { runnable })
         {
             Ok(()) => ok(Value::Bool(true)),
-            Err(errors) => json!({"error": {"code": "invalid_workflow",
-                                             "errors": errors_to_json(&errors)}}),
+            Err(errors) => crate::model::ops::invalid(&errors),
         }
     }
 }

@@ -44,6 +44,7 @@
 //! returns a [`SuiteReport`] (text, JSON, JUnit).
 
 mod adapter;
+pub mod child;
 mod diff;
 pub mod generate;
 mod host;

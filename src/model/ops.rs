@@ -19,7 +19,16 @@ use crate::service::{bad_request, ok};
 
 /// The error response for an invalid workflow.
 pub(crate) fn invalid(errors: &[ValidationError]) -> Value {
-    json!({"error": {"code": "invalid_workflow", "errors": errors_to_json(errors)}})
+    let message = match errors.first() {
+        Some(e) => format!(
+            "the workflow is invalid: {} problem(s); first at {}: {}",
+            errors.len(),
+            if e.path.is_empty() { "/" } else { &e.path },
+            e.message
+        ),
+        None => "the workflow is invalid".to_owned(),
+    };
+    json!({"error": {"code": "invalid_workflow", "message": message, "errors": errors_to_json(errors)}})
 }
 
 /// Validate the request's workflow; `Err` is the finished response.

@@ -178,6 +178,18 @@ impl Checker {
         n
     }
 
+    /// An integer in 1..=u32::MAX (an attempt number); out of range is an error, never
+    /// a value silently dropped.
+    fn positive_u32(&mut self, v: &Value, path: &str) -> Option<u32> {
+        match v.as_u64().map(u32::try_from) {
+            Some(Ok(n)) if n >= 1 => Some(n),
+            _ => {
+                self.err(path, format!("must be an integer from 1 to {}", u32::MAX));
+                None
+            }
+        }
+    }
+
     fn positive(&mut self, v: &Value, path: &str) -> Option<u64> {
         match v.as_u64() {
             Some(n) if n >= 1 => Some(n),
@@ -293,9 +305,7 @@ pub fn parse_scenario(doc: &Value) -> Result<Scenario, Vec<ScenarioError>> {
                         }
                         let attempt = match o.get("attempt") {
                             None => Some(1),
-                            Some(a) => c
-                                .positive(a, &format!("{path}/attempt"))
-                                .and_then(|a| u32::try_from(a).ok()),
+                            Some(a) => c.positive_u32(a, &format!("{path}/attempt")),
                         };
                         if let (Some(step), Some(attempt)) = (step, attempt) {
                             s.faults.crash_in_invoke.push(InvokeCrash {
@@ -481,6 +491,27 @@ mod tests {
         assert!(paths.contains(&"/actions/a~1b/retry"));
         assert!(paths.contains(&"/faults/crashAfterCheckpont"));
         assert!(paths.contains(&"/faults/crashAfterCheckpoint/0"));
+    }
+
+    /// Issue 12 item 6: a field out of range is an error, never silently dropped.
+    #[test]
+    fn out_of_range_fields_are_errors() {
+        for attempt in [json!(4_294_967_296u64), json!(0), json!(-1), json!(1.5)] {
+            let errs = parse_scenario(
+                &json!({"faults": {"crashInInvoke": [{"step": "a", "attempt": attempt}]}}),
+            )
+            .err()
+            .unwrap_or_default();
+            assert_eq!(
+                errs.first().map(|e| e.path.as_str()),
+                Some("/faults/crashInInvoke/0/attempt"),
+                "{attempt}"
+            );
+        }
+        let ok = parse_scenario(
+            &json!({"faults": {"crashInInvoke": [{"step": "a", "attempt": 4_294_967_295u64}]}}),
+        );
+        assert!(ok.is_ok_and(|s| s.faults.crash_in_invoke[0].attempt == u32::MAX));
     }
 
     #[test]

@@ -1,0 +1,194 @@
+//! Strict JSON input: every document the tool reads from a user — a workflow, a scenario,
+//! a case file, an `eval` request — is parsed here, and a duplicate object key is an error
+//! naming the JSON Pointer of the duplicate (issue 12 item 6).
+//!
+//! Owns: [`parse`], a `serde_json` deserializer driven through a [`DeserializeSeed`] that
+//! builds the `Value` itself and refuses a key it has already seen in the same object.
+//! `serde_json` has no option for this (its `Map` keeps the last value silently), and the
+//! crates that add one replace the whole parser; a seed over `serde_json`'s own tokenizer
+//! keeps its line/column errors, number handling and recursion limit (docs/decisions.md
+//! D-47). Invariant: accepts exactly what `serde_json::from_str` accepts, minus duplicates,
+//! and yields the same `Value`.
+
+use std::fmt;
+
+use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
+use serde_json::{Map, Value};
+
+/// Why a text is not an acceptable JSON document.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JsonError {
+    /// 1-based; 0 when unknown.
+    pub line: usize,
+    pub column: usize,
+    /// For a duplicate key: the JSON Pointer of the second occurrence.
+    pub duplicate: Option<String>,
+    pub message: String,
+}
+
+impl fmt::Display for JsonError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for JsonError {}
+
+/// The marker that tells a duplicate-key error from a syntax error.
+const DUP: &str = "duplicate key at ";
+
+/// Parse `text` as one JSON document, refusing duplicate object keys.
+pub fn parse(text: &str) -> Result<Value, JsonError> {
+    let mut de = serde_json::Deserializer::from_str(text);
+    let value = Seed {
+        path: String::new(),
+    }
+    .deserialize(&mut de)
+    .and_then(|v| de.end().map(|()| v))
+    .map_err(|e| {
+        let full = e.to_string();
+        let duplicate = full.strip_prefix(DUP).map(|rest| {
+            // "<pointer> (key \"k\") at line L column C"
+            rest.split(" (key ").next().unwrap_or_default().to_owned()
+        });
+        JsonError {
+            line: e.line(),
+            column: e.column(),
+            duplicate,
+            message: full,
+        }
+    })?;
+    Ok(value)
+}
+
+/// [`parse`] for bytes: invalid UTF-8 is an error, never a panic.
+pub fn parse_bytes(bytes: &[u8]) -> Result<Value, JsonError> {
+    let text = std::str::from_utf8(bytes).map_err(|e| JsonError {
+        line: 0,
+        column: 0,
+        duplicate: None,
+        message: format!("not UTF-8: {e}"),
+    })?;
+    parse(text)
+}
+
+fn escape(token: &str) -> String {
+    token.replace('~', "~0").replace('/', "~1")
+}
+
+struct Seed {
+    path: String,
+}
+
+impl<'de> DeserializeSeed<'de> for Seed {
+    type Value = Value;
+
+    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Seed {
+    type Value = Value;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+
+    fn visit_bool<E>(self, v: bool) -> Result<Value, E> {
+        Ok(Value::Bool(v))
+    }
+    fn visit_i64<E>(self, v: i64) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+    fn visit_u64<E>(self, v: u64) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+    fn visit_f64<E>(self, v: f64) -> Result<Value, E> {
+        Ok(serde_json::Number::from_f64(v).map_or(Value::Null, Value::Number))
+    }
+    fn visit_str<E>(self, v: &str) -> Result<Value, E> {
+        Ok(Value::String(v.to_owned()))
+    }
+    fn visit_string<E>(self, v: String) -> Result<Value, E> {
+        Ok(Value::String(v))
+    }
+    fn visit_none<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+    fn visit_unit<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+    fn visit_some<D: de::Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+        d.deserialize_any(self)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        let mut out = Vec::new();
+        while let Some(v) = seq.next_element_seed(Seed {
+            path: format!("{}/{}", self.path, out.len()),
+        })? {
+            out.push(v);
+        }
+        Ok(Value::Array(out))
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+        let mut out = Map::new();
+        while let Some(key) = map.next_key::<String>()? {
+            let path = format!("{}/{}", self.path, escape(&key));
+            if out.contains_key(&key) {
+                return Err(de::Error::custom(format!("{DUP}{path} (key {key:?})")));
+            }
+            let v = map.next_value_seed(Seed { path })?;
+            out.insert(key, v);
+        }
+        Ok(Value::Object(out))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn same_value_as_serde_json() {
+        let text = r#"{"a": [1, -2, 3.5, 1e400, "x\u0001", null, true, {"b": {}}], "c": 18446744073709551615}"#;
+        let ours = parse(text);
+        let theirs: Result<Value, _> = serde_json::from_str(text);
+        assert_eq!(ours.ok(), theirs.ok());
+        assert_eq!(parse("[1, 2]").ok(), Some(json!([1, 2])));
+    }
+
+    #[test]
+    fn duplicate_keys_are_refused_with_their_pointer() {
+        let e = parse("{\"steps\": [], \"x\": {\"a/b\": 1, \"a/b\": 2}}").err();
+        assert_eq!(e.and_then(|e| e.duplicate), Some("/x/a~1b".to_owned()));
+        let e = parse("{\"steps\": [1], \"steps\": [2]}").err();
+        let e = e.map(|e| (e.duplicate, e.line));
+        assert_eq!(e, Some((Some("/steps".to_owned()), 1)));
+        let e = parse("[{}, {\"k\": 1, \"k\": 1}]").err();
+        assert_eq!(e.and_then(|e| e.duplicate), Some("/1/k".to_owned()));
+    }
+
+    #[test]
+    fn syntax_errors_keep_their_position() {
+        let e = parse("{\n  \"a\": ,\n}").err();
+        assert!(matches!(
+            e,
+            Some(JsonError {
+                line: 2,
+                duplicate: None,
+                ..
+            })
+        ));
+        assert!(parse("{} trailing").is_err());
+        assert!(parse_bytes(b"{\"a\": \"\xff\"}").is_err());
+        let deep = "[".repeat(100_000);
+        assert!(
+            parse(&deep).is_err(),
+            "recursion limit, never a stack overflow"
+        );
+    }
+}
