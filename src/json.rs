@@ -46,9 +46,11 @@ pub fn parse(text: &str) -> Result<Value, JsonError> {
     .deserialize(&mut de)
     .and_then(|v| de.end().map(|()| v))
     .map_err(|e| {
+        let suffix = format!(" at line {} column {}", e.line(), e.column());
         let full = e.to_string();
+        let full = full.strip_suffix(&suffix).unwrap_or(&full).to_owned();
         let duplicate = full.strip_prefix(DUP).map(|rest| {
-            // "<pointer> (key \"k\") at line L column C"
+            // "<pointer> (key \"k\")"
             rest.split(" (key ").next().unwrap_or_default().to_owned()
         });
         JsonError {

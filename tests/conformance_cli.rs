@@ -258,6 +258,78 @@ fn assert_all_red(adapter: &str, extra: &[&str], needles: &[&str]) {
     }
 }
 
+/// Issue 12 item 7: an adapter that answers then hangs cannot outlast `--deadline`; the
+/// report names the deadline.
+#[test]
+fn the_overall_deadline_ends_a_hanging_adapter_run() {
+    assert_all_red(
+        &sh_adapter("silent"),
+        &["--timeout-ms", "60000", "--deadline", "1"],
+        &[],
+    );
+    let f = fixture_cases();
+    let (v, _) = json_report(&[
+        "--cases",
+        &f,
+        "--adapter",
+        &sh_adapter("silent"),
+        "--timeout-ms",
+        "60000",
+        "--deadline",
+        "1",
+    ]);
+    let last = v["cases"][2]["failures"][0].as_str().unwrap_or_default();
+    assert!(last.contains("deadline of 1 s passed"), "{last}");
+}
+
+/// Issue 12 item 7: whatever the adapter forked is killed with it.
+#[cfg(unix)]
+#[test]
+fn the_adapters_whole_process_group_is_killed() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let pidfile = dir.path().join("helper.pid");
+    let adapter = format!("{} '{}'", sh_adapter("forker"), pidfile.display());
+    let (_, code) = json_report(&["--cases", &fixture_cases(), "--adapter", &adapter]);
+    assert_eq!(code, 1);
+    let pid = std::fs::read_to_string(&pidfile).unwrap_or_default();
+    let pid = pid.trim();
+    assert!(!pid.is_empty(), "the helper was started");
+    let mut gone = false;
+    for _ in 0..200 {
+        // Gone, or a zombie waiting for init to reap it: dead either way.
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        if stat.is_empty()
+            || stat
+                .rsplit(')')
+                .next()
+                .is_some_and(|r| r.trim_start().starts_with('Z'))
+        {
+            gone = true;
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert!(gone, "the adapter's helper {pid} outlived the suite");
+}
+
+/// Issue 12 item 7: a flood of blank lines and a 2 MB answer neither exhaust memory nor
+/// land whole in the report: a bounded prefix is kept.
+#[test]
+fn a_huge_answer_is_kept_as_a_bounded_prefix() {
+    let f = fixture_cases();
+    let (v, code) = json_report(&["--cases", &f, "--adapter", &sh_adapter("flood")]);
+    assert_eq!(code, 1);
+    let r = &v["cases"][0]["response"];
+    assert_eq!(
+        r["truncated"],
+        true,
+        "{}",
+        &r.to_string()[..200.min(r.to_string().len())]
+    );
+    assert!(r["bytes"].as_u64().unwrap_or(0) > 1_000_000);
+    assert!(r["prefix"].as_str().map_or(usize::MAX, str::len) <= 64 * 1024);
+}
+
 #[test]
 fn a_crashing_adapter_is_red_with_its_exit_status_and_stderr() {
     assert_all_red(

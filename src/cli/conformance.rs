@@ -54,6 +54,10 @@ pub(crate) struct ConformanceArgs {
     /// How long --adapter may take to start and answer the hello, in milliseconds.
     #[arg(long, value_name = "MS", default_value_t = 30_000)]
     startup_timeout_ms: u64,
+    /// Overall wall-clock bound of a run against --adapter, in seconds (0: none); cases
+    /// left when it passes fail at once, naming it.
+    #[arg(long, value_name = "SECONDS", default_value_t = conformance::DEFAULT_DEADLINE.as_secs())]
+    deadline: u64,
     /// For each failing case, also run the reference and print a field-level diff.
     #[arg(long)]
     diff_reference: bool,
@@ -155,6 +159,7 @@ fn conformance(args: &ConformanceArgs) -> ExitCode {
             let options = ProcessOptions {
                 request_timeout: Duration::from_millis(args.timeout_ms),
                 startup_timeout: Duration::from_millis(args.startup_timeout_ms),
+                deadline: (args.deadline > 0).then(|| Duration::from_secs(args.deadline)),
                 ..ProcessOptions::default()
             };
             match ProcessAdapter::start(command, options) {

@@ -93,9 +93,7 @@ pub(crate) fn parse_json(text: &str) -> Result<Value, LoadError> {
         if let Some(path) = e.duplicate {
             return LoadError::Duplicate { path, line, column };
         }
-        let full = e.message;
-        let suffix = format!(" at line {line} column {column}");
-        let message = full.strip_suffix(&suffix).unwrap_or(&full).to_owned();
+        let message = e.message;
         LoadError::Syntax {
             line,
             column,

@@ -140,7 +140,12 @@ fn read_json(path: &Path, what: &str) -> Result<Value, Fail> {
         .map_err(|e| Fail(format!("cannot read {what} {}: {e}", path.display()), 2))?;
     crate::json::parse(&text).map_err(|e| {
         Fail(
-            format!("{what} {} is not acceptable JSON: {e}", path.display()),
+            format!(
+                "{what} {} is not acceptable JSON (line {}, column {}): {e}",
+                path.display(),
+                e.line,
+                e.column
+            ),
             2,
         )
     })

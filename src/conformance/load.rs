@@ -261,8 +261,17 @@ fn read_json(path: &Path) -> Result<Value, LoadProblem> {
     let text =
         std::fs::read_to_string(path).map_err(|e| problem("io", format!("cannot read: {e}")))?;
     crate::json::parse(&text).map_err(|e| match &e.duplicate {
-        Some(path) => problem("duplicate_key", format!("duplicate key at {path}: {e}")),
-        None => problem("json_syntax", format!("not valid JSON: {e}")),
+        Some(path) => problem(
+            "duplicate_key",
+            format!(
+                "duplicate key at {path} (line {}, column {})",
+                e.line, e.column
+            ),
+        ),
+        None => problem(
+            "json_syntax",
+            format!("not valid JSON (line {}, column {}): {e}", e.line, e.column),
+        ),
     })
 }
 

@@ -61,7 +61,7 @@ pub use load::{
     EXPECTATION_KINDS, LoadError, LoadProblem, LoadedFile, MAX_CASE_FILE_BYTES, Selection, Suite,
     default_cases_dir,
 };
-pub use process::{ProcessAdapter, ProcessOptions, split_command};
+pub use process::{DEFAULT_DEADLINE, ProcessAdapter, ProcessOptions, split_command};
 pub use report::{
     CaseResult, ClauseRow, RunOptions, SuiteReport, check_with, run, run_suite, xml_escape,
 };

@@ -8,6 +8,13 @@
 //! Threads: one writer (so a peer that never reads its stdin cannot block us), one stdout
 //! reader (so a silent peer is a timeout, not a hang) and one stderr reader (whose last
 //! lines go into error messages). They are detached: each ends when its pipe closes.
+//!
+//! Bounds (issue 12 item 7, plumbing in [`super::child`]): the adapter runs in its own
+//! process group, killed whole when the suite is done with it (nothing it forked outlives
+//! the suite); its stdout reader holds at most [`READER_QUEUE`] lines of at most
+//! `MAX_LINE_BYTES` each (back-pressure: a flooding adapter blocks on its own pipe); an
+//! overall deadline (`ProcessOptions::deadline`, default [`DEFAULT_DEADLINE`]) ends the
+//! run: every case after it fails at once, naming the deadline.
 
 use std::collections::VecDeque;
 use std::io::{self, BufReader, Write};
@@ -18,6 +25,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+use super::child::{self, Deadline};
 use super::protocol::{self, Line, MAX_LINE_BYTES, clip};
 use super::{Adapter, AdapterError};
 
@@ -25,6 +33,12 @@ use super::{Adapter, AdapterError};
 const STDERR_TAIL_LINES: usize = 5;
 /// How long an adapter gets to exit after its stdin closes before it is killed.
 const EXIT_GRACE: Duration = Duration::from_millis(1000);
+/// How many stdout lines the reader may queue before it stops reading (back-pressure).
+pub(crate) const READER_QUEUE: usize = 16;
+/// The default overall deadline of a suite run against an adapter process: ample for
+/// the whole suite (the reference answers it in about a second), short enough that an
+/// adapter that alternates answering and hanging cannot keep CI busy for an hour.
+pub const DEFAULT_DEADLINE: Duration = Duration::from_secs(600);
 
 /// Timeouts and restart policy of a [`ProcessAdapter`].
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -37,6 +51,8 @@ pub struct ProcessOptions {
     /// every remaining case fails at once (so a broken adapter cannot cost
     /// cases × timeout).
     pub max_consecutive_failures: u32,
+    /// The whole run's wall-clock bound, from the adapter's start (`None`: unbounded).
+    pub deadline: Option<Duration>,
 }
 
 impl Default for ProcessOptions {
@@ -45,6 +61,7 @@ impl Default for ProcessOptions {
             request_timeout: Duration::from_secs(10),
             startup_timeout: Duration::from_secs(30),
             max_consecutive_failures: 3,
+            deadline: Some(DEFAULT_DEADLINE),
         }
     }
 }
@@ -124,7 +141,7 @@ struct Running {
     child: Child,
     /// Dropping this closes the child's stdin (the writer thread ends).
     to_child: Option<Sender<String>>,
-    from_child: Receiver<io::Result<Line>>,
+    from_child: Receiver<io::Result<Option<child::Line>>>,
     stderr_tail: StderrTail,
     /// Disconnected once the stderr reader has seen EOF (it holds the only sender).
     stderr_done: Receiver<()>,
@@ -141,19 +158,19 @@ impl Running {
                 "the adapter command is empty".to_owned(),
             ));
         };
-        let mut child = Command::new(program)
+        let mut command = Command::new(program);
+        command
             .args(args)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
+            .stderr(Stdio::piped());
+        let mut child = child::spawn_in_group(&mut command)
             .map_err(|e| AdapterError::Spawn(format!("cannot start {program:?}: {e}")))?;
         let (Some(mut stdin), Some(stdout), Some(stderr)) =
             (child.stdin.take(), child.stdout.take(), child.stderr.take())
         else {
             // Unreachable with Stdio::piped(), but a missing pipe is reported, not unwrapped.
-            let _ = child.kill();
-            let _ = child.wait();
+            child::kill_group(&mut child);
             return Err(AdapterError::Spawn(
                 "the child's pipes are missing".to_owned(),
             ));
@@ -170,17 +187,7 @@ impl Running {
                 }
             }
         });
-        let (inbox, from_child) = mpsc::channel();
-        std::thread::spawn(move || {
-            let mut reader = BufReader::new(stdout);
-            loop {
-                let line = protocol::read_line(&mut reader);
-                let end = matches!(line, Ok(Line::Eof) | Err(_));
-                if inbox.send(line).is_err() || end {
-                    break;
-                }
-            }
-        });
+        let from_child = child::spawn_line_reader(stdout, MAX_LINE_BYTES, READER_QUEUE);
         let stderr_tail: StderrTail = Arc::default();
         let tail = Arc::clone(&stderr_tail);
         let (stderr_eof, stderr_done) = mpsc::channel::<()>();
@@ -225,7 +232,16 @@ impl Running {
         loop {
             #[allow(clippy::disallowed_methods)] // real time: a timeout on a real process
             let left = deadline.saturating_duration_since(Instant::now());
-            match self.from_child.recv_timeout(left) {
+            let next = self.from_child.recv_timeout(left).map(|r| {
+                r.map(|line| match line {
+                    None => Line::Eof,
+                    Some(child::Line::TooLong { .. }) => Line::TooLong,
+                    Some(child::Line::Complete(bytes)) => {
+                        String::from_utf8(bytes).map_or(Line::NotUtf8, Line::Text)
+                    }
+                })
+            });
+            match next {
                 Ok(Ok(Line::Text(t))) if t.trim().is_empty() => {}
                 Ok(Ok(Line::Text(t))) => return Ok(t),
                 Ok(Ok(Line::TooLong)) => {
@@ -300,7 +316,8 @@ impl Running {
         let mut waited = Duration::ZERO;
         while waited < EXIT_GRACE {
             if let Ok(Some(_)) = self.child.try_wait() {
-                return;
+                // It exited; anything it forked into its group goes with it.
+                break;
             }
             std::thread::sleep(Duration::from_millis(5));
             waited += Duration::from_millis(5);
@@ -308,9 +325,9 @@ impl Running {
         self.kill();
     }
 
+    /// Kill the adapter's whole process group (whatever it forked too) and reap it.
     fn kill(mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        child::kill_group(&mut self.child);
     }
 }
 
@@ -325,6 +342,7 @@ pub struct ProcessAdapter {
     broken: Option<AdapterError>,
     consecutive_failures: u32,
     next_id: u64,
+    deadline: Deadline,
 }
 
 impl ProcessAdapter {
@@ -337,6 +355,7 @@ impl ProcessAdapter {
         let mut adapter = ProcessAdapter {
             command: command.to_owned(),
             argv,
+            deadline: Deadline::after(options.deadline),
             options,
             running: None,
             name: None,
@@ -353,7 +372,7 @@ impl ProcessAdapter {
         let result = if running.send(&protocol::hello()) {
             running
                 .recv(
-                    self.options.startup_timeout,
+                    self.deadline.clamp(self.options.startup_timeout),
                     "waiting for the ack to the hello",
                 )
                 .and_then(|line| protocol::parse_ack(&line).map_err(AdapterError::Handshake))
@@ -380,6 +399,17 @@ impl ProcessAdapter {
         if let Some(e) = &self.broken {
             return Err(e.clone());
         }
+        if self.deadline.passed() {
+            if let Some(r) = self.running.take() {
+                r.kill();
+            }
+            let e = AdapterError::Unavailable(format!(
+                "the run's overall deadline of {} s passed; this and every later case were not sent (--deadline)",
+                self.deadline.total().as_secs()
+            ));
+            self.broken = Some(e.clone());
+            return Err(e);
+        }
         if self.running.is_none() {
             // The previous process failed; start a fresh one so one crash costs one case.
             match Running::spawn(&self.argv) {
@@ -404,7 +434,10 @@ impl ProcessAdapter {
             )));
         }
         let waiting_for = format!("waiting for the response to request {id}");
-        let line = running.recv(self.options.request_timeout, &waiting_for)?;
+        let line = running.recv(
+            self.deadline.clamp(self.options.request_timeout),
+            &waiting_for,
+        )?;
         let message: Value = serde_json::from_str(&line).map_err(|e| {
             AdapterError::Protocol(format!(
                 "wrote a line that is not JSON ({e}) while {waiting_for}: {}",
