@@ -32,6 +32,34 @@ pub(crate) enum SimCommand {
     Resume(ResumeArgs),
 }
 
+/// The run's budgets (`sim::Limits`); each exceeded one ends the run `limit_exceeded`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct LimitArgs {
+    /// Most action invocations the run may make (across restarts).
+    #[arg(long, value_name = "N", default_value_t = sim::Limits::DEFAULT.invocations)]
+    max_invocations: u64,
+    /// Most virtual time the run may span from its start, in ms.
+    #[arg(long, value_name = "MS", default_value_t = sim::Limits::DEFAULT.virtual_ms)]
+    max_virtual_ms: u64,
+    /// Most checkpoint bytes the run may record.
+    #[arg(long, value_name = "BYTES", default_value_t = sim::Limits::DEFAULT.recorded_bytes)]
+    max_recorded_bytes: u64,
+    /// Most trace bytes the run may write.
+    #[arg(long, value_name = "BYTES", default_value_t = sim::Limits::DEFAULT.trace_bytes)]
+    max_trace_bytes: u64,
+}
+
+impl LimitArgs {
+    fn limits(&self) -> sim::Limits {
+        sim::Limits {
+            invocations: self.max_invocations,
+            virtual_ms: self.max_virtual_ms,
+            recorded_bytes: self.max_recorded_bytes,
+            trace_bytes: self.max_trace_bytes,
+        }
+    }
+}
+
 #[derive(Debug, clap::Args)]
 pub(crate) struct RunArgs {
     /// The workflow document (JSON).
@@ -52,6 +80,8 @@ pub(crate) struct RunArgs {
     /// (continue with `resume --token`). By default the schedule fires and the run goes on.
     #[arg(long)]
     stop_at_suspend: bool,
+    #[command(flatten)]
+    limits: LimitArgs,
 }
 
 #[derive(Debug, clap::Args)]
@@ -69,6 +99,8 @@ pub(crate) struct ReplayArgs {
     store: String,
     #[arg(long)]
     trace: Option<PathBuf>,
+    #[command(flatten)]
+    limits: LimitArgs,
 }
 
 #[derive(Debug, clap::Args)]
@@ -93,6 +125,8 @@ pub(crate) struct ResumeArgs {
     trace: Option<PathBuf>,
     #[arg(long, hide = true)]
     abort_after_checkpoint: Option<u64>,
+    #[command(flatten)]
+    limits: LimitArgs,
 }
 
 /// A failure before any report: message and exit code.
@@ -213,6 +247,7 @@ fn run_cmd(a: RunArgs) -> Result<(), Fail> {
         abort_after_checkpoint: abort_hook(a.abort_after_checkpoint)?,
         keep_trace: false,
         stop_at_suspend: a.stop_at_suspend,
+        limits: a.limits.limits(),
     };
     let report = sim::run(
         &workflow,
@@ -233,6 +268,7 @@ fn replay_cmd(a: ReplayArgs) -> Result<(), Fail> {
         abort_after_checkpoint: None,
         keep_trace: false,
         stop_at_suspend: false,
+        limits: a.limits.limits(),
     };
     let report = sim::replay(
         &workflow,
@@ -254,6 +290,7 @@ fn resume_cmd(a: ResumeArgs) -> Result<(), Fail> {
         abort_after_checkpoint: abort_hook(a.abort_after_checkpoint)?,
         keep_trace: false,
         stop_at_suspend: a.stop_at_suspend,
+        limits: a.limits.limits(),
     };
     let report = sim::resume(
         &workflow,

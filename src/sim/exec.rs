@@ -55,6 +55,9 @@ pub(crate) fn block_on<F: Future>(fut: F, world: &RefCell<World>) -> Exec<F::Out
             continue;
         }
         if !w.fire_next_timer() {
+            if let Some(h) = &w.halt {
+                return Exec::Halted(h.clone());
+            }
             return Exec::Halted(
                 "sim_stalled: the engine awaited something the simulator never completes".into(),
             );

@@ -27,10 +27,6 @@ use crate::redact::Scrubber;
 /// engine's own bound, enforced again here for the run-level reroute.
 pub const CALL_DEPTH_MAX: u32 = crate::engine::CALL_DEPTH_MAX;
 
-/// A budget on invocations per simulator invocation: `maxAttempts` has no upper bound
-/// (MODEL-3), so a scenario that always fails a retryable action must still end (SEC-2).
-pub const INVOCATIONS_MAX: u64 = 1_000_000;
-
 /// Whether this host serves the top-level run or a composed child run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Role {
@@ -78,13 +74,14 @@ impl WorkflowContext for SimHost<'_> {
             .get(&req.step_id)
             .cloned()
             .unwrap_or_default();
+        // `maxAttempts` has no upper bound (MODEL-3), so a scenario that always fails a
+        // retryable action must still end (SEC-2): the invocation budget.
         let over_budget = {
             let mut w = self.world.borrow_mut();
-            let over = w.snap.total_invocations >= INVOCATIONS_MAX;
+            let max = w.limits.invocations;
+            let over = w.snap.total_invocations >= max || w.halt.is_some();
             if over {
-                w.halt = Some(format!(
-                    "the simulator's invocation budget ({INVOCATIONS_MAX}) ran out"
-                ));
+                w.exceed(format!("the run's invocation limit of {max} ran out"));
             }
             over
         };
@@ -234,6 +231,32 @@ impl WorkflowContext for SimHost<'_> {
         let bytes = serde_json::to_vec(&patch)
             .map(|b| b.len() as u64)
             .unwrap_or(0);
+        // A store that keeps the world writes it with every checkpoint: those bytes are
+        // recorded too, and count against the budget.
+        let world_bytes = if self.store.borrow().keeps_world() {
+            serde_json::to_vec(&self.world.borrow().snap).map_or(0, |b| b.len() as u64)
+        } else {
+            0
+        };
+        let over = {
+            let mut w = self.world.borrow_mut();
+            let max = w.limits.recorded_bytes;
+            w.snap.recorded_bytes = w
+                .snap
+                .recorded_bytes
+                .saturating_add(bytes)
+                .saturating_add(world_bytes);
+            if w.snap.recorded_bytes > max {
+                w.exceed(format!(
+                    "the run's checkpoints passed their limit of {max} recorded bytes"
+                ));
+            }
+            w.halt.is_some()
+        };
+        if over {
+            // Nothing more is recorded; the simulator stops the run.
+            return std::future::pending().await;
+        }
         let n = {
             let mut w = self.world.borrow_mut();
             if self.role == Role::Top {

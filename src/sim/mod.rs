@@ -31,7 +31,7 @@ use std::rc::Rc;
 use serde_json::{Value, json};
 
 pub use crate::redact::Scrubber;
-pub use host::{CALL_DEPTH_MAX, INVOCATIONS_MAX};
+pub use host::CALL_DEPTH_MAX;
 pub use scenario::{Scenario, ScenarioError, parse_scenario};
 pub use store::{DiskStore, MemoryStore, STORE_FORMAT, Store, StoreError, StoredRun};
 pub use world::{EPOCH_MS, WorldSnapshot};
@@ -53,6 +53,38 @@ pub enum StoreChoice {
     Dir(PathBuf),
 }
 
+/// A run's budgets (issue 12 item 4, SEC-2). Each one, when exceeded, stops the run with
+/// `limit_exceeded` — through `run`, `eval`, `--store` alike — so no input runs for
+/// minutes or fills the memory or the disk. Documented with their defaults in README.md.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Action invocations, top-level and composed, across restarts.
+    pub invocations: u64,
+    /// Virtual time the run may span, from the epoch (2026-01-01T00:00:00Z), in ms.
+    pub virtual_ms: u64,
+    /// Bytes of checkpoint patches written (what the store records).
+    pub recorded_bytes: u64,
+    /// Bytes of trace events (kept in memory or streamed to `--trace`).
+    pub trace_bytes: u64,
+}
+
+impl Limits {
+    /// The defaults: room for every bench and suite run by orders of magnitude, small enough
+    /// that `retry.maxAttempts: 1e9` on an always-failing action ends within seconds.
+    pub const DEFAULT: Limits = Limits {
+        invocations: 100_000,
+        virtual_ms: 100 * 366 * 24 * 3_600_000,
+        recorded_bytes: 64 * 1024 * 1024,
+        trace_bytes: 256 * 1024 * 1024,
+    };
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits::DEFAULT
+    }
+}
+
 /// How to run the simulator.
 #[derive(Debug, Clone)]
 pub struct SimOptions {
@@ -65,6 +97,8 @@ pub struct SimOptions {
     /// CTRL-7: stop when a `wait` suspends the run (report the queued state and token)
     /// instead of firing the schedule and resuming.
     pub stop_at_suspend: bool,
+    /// The run's budgets.
+    pub limits: Limits,
 }
 
 impl Default for SimOptions {
@@ -74,6 +108,7 @@ impl Default for SimOptions {
             abort_after_checkpoint: None,
             keep_trace: true,
             stop_at_suspend: false,
+            limits: Limits::DEFAULT,
         }
     }
 }
@@ -93,9 +128,12 @@ pub enum SimError {
     Engine(EngineError),
     #[error("store: {0}")]
     Store(String),
-    /// A simulator budget ran out, or the engine awaited something that never completes.
+    /// The engine awaited something that never completes (a bug, never a hang).
     #[error("simulation halted: {0}")]
     Halted(String),
+    /// A run budget ([`Limits`]) ran out.
+    #[error("limit exceeded: {0}")]
+    LimitExceeded(String),
 }
 
 impl SimError {
@@ -107,6 +145,7 @@ impl SimError {
             SimError::Rejected(e) | SimError::Engine(e) => e.code(),
             SimError::Store(_) => "store_error",
             SimError::Halted(_) => "sim_halted",
+            SimError::LimitExceeded(_) => "limit_exceeded",
         }
     }
 
@@ -240,6 +279,7 @@ impl<'a> Sim<'a> {
         let scrub = Rc::new(Scrubber::new(scenario.secrets.values()));
         let mut world = World::new(snap);
         world.scrub = Rc::clone(&scrub);
+        world.limits = options.limits;
         world.sink = sink;
         world.keep_trace = options.keep_trace;
         Ok(Sim {
@@ -346,6 +386,9 @@ impl<'a> Sim<'a> {
                         _ => Mode::Resume,
                     };
                 }
+                Exec::Halted(message) if self.world.borrow().limit_hit => {
+                    return Err(SimError::LimitExceeded(message));
+                }
                 Exec::Halted(message) => return Err(SimError::Halted(message)),
                 Exec::Done(Err(EngineError::Host(HostError::Store(m)))) => {
                     return Err(SimError::Store(m));
@@ -374,6 +417,12 @@ impl<'a> Sim<'a> {
             w.snap.fire_times.get(&token).copied().ok_or_else(|| {
                 SimError::Halted(format!("no schedule was made for token {token}"))
             })?;
+        if at_ms > EPOCH_MS.saturating_add(w.limits.virtual_ms) {
+            return Err(SimError::LimitExceeded(format!(
+                "the wait fires beyond the run's virtual-time limit of {} ms",
+                w.limits.virtual_ms
+            )));
+        }
         w.snap.clock_ms = w.snap.clock_ms.max(at_ms);
         w.event(
             "schedule_fired",

@@ -41,12 +41,38 @@ fn redacted(request: &Value, mut response: Value) -> Value {
     response
 }
 
-/// The options of an op run: the report carries no trace, so none is kept in memory.
-fn op_options() -> SimOptions {
-    SimOptions {
-        keep_trace: false,
-        ..SimOptions::default()
+/// The options of an op run: the report carries no trace, so none is kept in memory;
+/// `"limits"?: {"invocations"?, "virtualMs"?, "recordedBytes"?, "traceBytes"?}` lowers or
+/// raises the run's budgets (`sim::Limits`).
+fn op_options(request: &Value) -> Result<SimOptions, Value> {
+    let mut limits = super::Limits::DEFAULT;
+    match request.get("limits") {
+        None | Some(Value::Null) => {}
+        Some(Value::Object(m)) => {
+            for (k, v) in m {
+                let slot = match k.as_str() {
+                    "invocations" => &mut limits.invocations,
+                    "virtualMs" => &mut limits.virtual_ms,
+                    "recordedBytes" => &mut limits.recorded_bytes,
+                    "traceBytes" => &mut limits.trace_bytes,
+                    other => {
+                        return Err(bad_request(format!(
+                            "unknown limit {other:?}; known: invocations, virtualMs, recordedBytes, traceBytes"
+                        )));
+                    }
+                };
+                *slot = v.as_u64().ok_or_else(|| {
+                    bad_request(format!("limit {k:?} must be a non-negative integer"))
+                })?;
+            }
+        }
+        Some(_) => return Err(bad_request("\"limits\" must be an object")),
     }
+    Ok(SimOptions {
+        keep_trace: false,
+        limits,
+        ..SimOptions::default()
+    })
 }
 
 pub(crate) fn run(request: &Value) -> Value {
@@ -63,7 +89,11 @@ fn run_inner(request: &Value, store: Box<dyn Store>) -> Value {
         Ok(x) => x,
         Err(e) => return e,
     };
-    match super::run_on_store(&workflow, &scenario, &op_options(), store, None) {
+    let options = match op_options(request) {
+        Ok(o) => o,
+        Err(e) => return e,
+    };
+    match super::run_on_store(&workflow, &scenario, &options, store, None) {
         Ok(report) => ok(report.to_json()),
         Err(e) => error(&e),
     }
@@ -83,6 +113,10 @@ fn replay_inner(request: &Value, store: Box<dyn Store>) -> Value {
         Ok(x) => x,
         Err(e) => return e,
     };
+    let options = match op_options(request) {
+        Ok(o) => o,
+        Err(e) => return e,
+    };
     let Some(run) = request.get("run") else {
         return bad_request("missing \"run\" (the RunState to replay)");
     };
@@ -98,15 +132,7 @@ fn replay_inner(request: &Value, store: Box<dyn Store>) -> Value {
         Some(Value::String(s)) => Some(s.as_str()),
         Some(_) => return bad_request("\"from\" must be a step id"),
     };
-    match super::replay_on_store(
-        &workflow,
-        &scenario,
-        &original,
-        from,
-        &op_options(),
-        store,
-        None,
-    ) {
+    match super::replay_on_store(&workflow, &scenario, &original, from, &options, store, None) {
         Ok(report) => ok(report.to_json()),
         Err(e) => error(&e),
     }

@@ -40,6 +40,9 @@ pub struct WorldSnapshot {
     pub checkpoint_bytes: u64,
     /// Next trace sequence number.
     pub seq: u64,
+    /// Bytes of every checkpoint patch, top-level and composed (the recorded-bytes budget).
+    #[serde(default)]
+    pub recorded_bytes: u64,
     /// Every invocation, top-level and composed (the budget's counter).
     #[serde(default)]
     pub total_invocations: u64,
@@ -65,6 +68,7 @@ impl Default for WorldSnapshot {
             calls: Vec::new(),
             checkpoint_bytes: 0,
             seq: 0,
+            recorded_bytes: 0,
             total_invocations: 0,
             schedules: Vec::new(),
             fire_times: BTreeMap::new(),
@@ -93,6 +97,11 @@ pub struct World {
     pub next_timer: u64,
     /// SEC-1: the run's redaction sink; every trace event passes through it.
     pub scrub: Rc<Scrubber>,
+    /// The run's budgets, and whether one ran out (then `halt` says which).
+    pub limits: super::Limits,
+    pub limit_hit: bool,
+    /// Bytes of trace events so far in this process.
+    pub trace_bytes: u64,
 }
 
 impl World {
@@ -107,6 +116,9 @@ impl World {
             timers: BTreeSet::new(),
             next_timer: 0,
             scrub: Rc::new(Scrubber::default()),
+            limits: super::Limits::DEFAULT,
+            limit_hit: false,
+            trace_bytes: 0,
         }
     }
 
@@ -122,12 +134,28 @@ impl World {
         id
     }
 
+    /// Stop the run: a budget ran out (`limit_exceeded`).
+    pub fn exceed(&mut self, message: String) {
+        if self.halt.is_none() {
+            self.limit_hit = true;
+            self.halt = Some(message);
+        }
+    }
+
     /// Jump the clock to the earliest timer (never backwards) and drop every timer that
-    /// is due. `false` when no timer is pending.
+    /// is due. `false` when no timer is pending (or the virtual-time budget ran out: then
+    /// `halt` is set).
     pub fn fire_next_timer(&mut self) -> bool {
         let Some(&(deadline, _)) = self.timers.first() else {
             return false;
         };
+        if deadline > EPOCH_MS.saturating_add(self.limits.virtual_ms) {
+            self.exceed(format!(
+                "the run's virtual time would pass its limit of {} ms",
+                self.limits.virtual_ms
+            ));
+            return false;
+        }
         self.snap.clock_ms = self.snap.clock_ms.max(deadline);
         let now = self.snap.clock_ms;
         while self.timers.first().is_some_and(|&(d, _)| d <= now) {
@@ -156,6 +184,16 @@ impl World {
         }
         self.snap.seq += 1;
         let value = Value::Object(obj);
+        let bytes = serde_json::to_vec(&value).map_or(0, |b| b.len() as u64 + 1);
+        self.trace_bytes = self.trace_bytes.saturating_add(bytes);
+        if self.trace_bytes > self.limits.trace_bytes {
+            // Stop recording and stop the run: the trace must not outgrow its budget.
+            self.exceed(format!(
+                "the trace passed its limit of {} bytes",
+                self.limits.trace_bytes
+            ));
+            return;
+        }
         if let Some(sink) = &mut self.sink {
             // A trace write failure must not change the run; it is reported at the end
             // by the CLI when it flushes.
