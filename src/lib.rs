@@ -26,6 +26,7 @@ pub mod engine;
 pub mod expr;
 pub mod host;
 pub mod json;
+pub mod limits;
 pub mod model;
 pub mod mutants;
 pub mod plan;

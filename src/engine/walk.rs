@@ -325,6 +325,26 @@ impl<'w> Engine<'w> {
         };
         let mut end = end;
         if let StepEnd::Done(record) = &mut end
+            && record.output.as_ref().is_some_and(|o| {
+                crate::limits::nests_deeper_than(o, crate::limits::MAX_NESTING_DEPTH)
+            })
+        {
+            // Issue 12 item 5: an output the store could not read back fails its step,
+            // never the store (a run that cannot be resumed).
+            record.status = crate::model::StepStatus::Failed;
+            record.output = None;
+            let mut e = StepError::new(
+                "limit_exceeded",
+                format!(
+                    "the step's output nests deeper than {} levels",
+                    crate::limits::MAX_NESTING_DEPTH
+                ),
+                Phase::Execute,
+            );
+            e.retryable = false;
+            record.error = Some(e);
+        }
+        if let StepEnd::Done(record) = &mut end
             && super::journal::is_secret_derived(record)
             && let Some(e) = &mut record.error
         {

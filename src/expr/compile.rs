@@ -165,7 +165,20 @@ impl CompiledWith {
         };
         let mut params = Map::with_capacity(self.params.len());
         for (k, pointer, node) in &self.params {
-            params.insert(k.clone(), ctx.resolve(node, pointer)?);
+            let v = ctx.resolve(node, pointer)?;
+            // SEC-2 / issue 12 item 5: params are recorded as input; they must fit what
+            // the store reads back (the params object adds one level).
+            if crate::limits::nests_deeper_than(&v, MAX_NESTING_DEPTH - 1) {
+                return Err(ResolveError::new(
+                    ResolveCode::LimitExceeded,
+                    format!(
+                        "param {k:?} resolved to a value nested deeper than {} levels",
+                        MAX_NESTING_DEPTH - 1
+                    ),
+                    pointer,
+                ));
+            }
+            params.insert(k.clone(), v);
         }
         Ok(Resolved {
             params,

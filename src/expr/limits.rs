@@ -2,10 +2,9 @@
 //! and exceeding one is a `limit_exceeded` error value — never a panic, a hang or a stack
 //! overflow.
 
-/// Deepest nesting of a with block, a JSONLogic rule or a stringified value. serde_json's
-/// text parser stops at 128 as well, so JSON parsed from text never reaches this; values
-/// built in code can, and get a clear error instead of a stack overflow.
-pub const MAX_NESTING_DEPTH: usize = 128;
+/// Deepest nesting of a with block, a JSONLogic rule or a stringified value: the crate's
+/// one depth limit (`crate::limits`), which the store can always read back.
+pub const MAX_NESTING_DEPTH: usize = crate::limits::MAX_NESTING_DEPTH;
 
 /// Longest string (in bytes) parsed as a `{{ }}` template: a with string containing `{{`,
 /// a render part's content, or the `parse` op's text. Strings without `{{` are never

@@ -23,9 +23,9 @@ use super::{ValidationCode as Code, ValidationError, Workflow, pointer_token};
 use super::{json_kind, show_value};
 use crate::plan::{CONTROL_APP, EdgeEnds, StepView, analyse, analyse_controls};
 
-/// Deepest container nesting a document may have. serde_json's text parser already stops
-/// at 128; documents built in memory are held to this bound before anything recurses.
-pub const MAX_NESTING_DEPTH: usize = 256;
+/// Deepest container nesting a document may have: the crate's one depth limit
+/// (`crate::limits`), so every with value fits what the store can read back.
+pub const MAX_NESTING_DEPTH: usize = crate::limits::MAX_NESTING_DEPTH;
 
 /// What a validation call checks beyond storage rules.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

@@ -224,6 +224,21 @@ pub fn parse_scenario(doc: &Value) -> Result<Scenario, Vec<ScenarioError>> {
             "seed",
         ],
     );
+    // Issue 12 item 5: what a run records from the scenario (variables, the trigger, the
+    // documents an action returns) must fit what the store reads back.
+    for key in ["variables", "trigger", "documents"] {
+        if let Some(v) = root.get(key)
+            && crate::limits::nests_deeper_than(v, crate::limits::MAX_NESTING_DEPTH - 1)
+        {
+            c.err(
+                &format!("/{key}"),
+                format!(
+                    "nests deeper than {} levels (limit_exceeded)",
+                    crate::limits::MAX_NESTING_DEPTH - 1
+                ),
+            );
+        }
+    }
     if let Some(v) = root.get("runId") {
         match v.as_str() {
             Some(id) if run_id_ok(id) => s.run_id = id.to_owned(),
