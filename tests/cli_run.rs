@@ -119,11 +119,10 @@ fn a_killed_process_is_resumed_from_the_disk_store() {
         .expect("spawn");
     assert!(!killed.status.success(), "the process was aborted");
     assert!(killed.stdout.is_empty(), "no report from a dead process");
-    let stored: Value =
-        serde_json::from_slice(&std::fs::read(store.join("run_1.json")).expect("run file"))
-            .expect("the run file is whole JSON (atomic write)");
-    assert_eq!(stored["state"]["status"], "running");
-    assert_eq!(stored["world"]["checkpoints"], 4);
+    let stored = w6w_sim::sim::journal::read_run_file(&store.join("run_1.journal"))
+        .expect("the journal reads back whole");
+    assert_eq!(stored.state.status.as_str(), "running");
+    assert_eq!(stored.world.expect("world").checkpoints, 4);
     let traced = std::fs::read_to_string(&trace).expect("trace");
     assert!(traced.lines().any(|l| l.contains("\"process_abort\"")));
 

@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use super::scenario::run_id_ok;
-use super::world::WorldSnapshot;
+use super::world::{SeqLease, WorldSnapshot};
 use crate::model::{RunState, RunStatePatch};
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -43,6 +43,17 @@ pub trait Store {
         patch: &RunStatePatch,
         world: &WorldSnapshot,
     ) -> Result<(), StoreError>;
+    /// [`Store::checkpoint`], told which `world.invocation_counts` keys changed since the
+    /// previous call (an append-only store writes just those).
+    fn checkpoint_changes(
+        &mut self,
+        patch: &RunStatePatch,
+        world: &WorldSnapshot,
+        changed_counts: &[String],
+    ) -> Result<(), StoreError> {
+        let _ = changed_counts;
+        self.checkpoint(patch, world)
+    }
     /// Replace a run's state outright (seeding a replay with its original run).
     fn put(&mut self, state: &RunState, world: &WorldSnapshot) -> Result<(), StoreError>;
     fn load(&self, run_id: &str) -> Result<Option<StoredRun>, StoreError>;
@@ -57,6 +68,12 @@ pub trait Store {
     /// The process came back: from here on `load` must return exactly the durable state.
     fn restart(&mut self) -> Result<(), StoreError> {
         Ok(())
+    }
+    /// A durable lease on the run's trace sequence numbers, for stores that outlive the
+    /// process (so `seq` stays monotonic across real kills). `None`: no lease needed.
+    fn seq_lease(&self, run_id: &str) -> Option<Box<dyn SeqLease>> {
+        let _ = run_id;
+        None
     }
 }
 
