@@ -136,6 +136,8 @@ fn a_killed_process_is_resumed_from_the_disk_store() {
             .arg("run_1")
             .arg("--scenario")
             .arg(&scenario)
+            .arg("--trace")
+            .arg(&trace)
             .output()
             .expect("spawn"),
     );
@@ -143,6 +145,21 @@ fn a_killed_process_is_resumed_from_the_disk_store() {
         resumed["run"], reference["run"],
         "same final state as the crash-free run"
     );
+    // One trace file across both processes: `seq` never repeats or goes back, although
+    // the dead process wrote events after its last durable checkpoint.
+    let seqs: Vec<u64> = std::fs::read_to_string(&trace)
+        .expect("trace")
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<Value>(l).expect("whole trace lines")["seq"]
+                .as_u64()
+                .expect("seq")
+        })
+        .collect();
+    assert!(seqs.len() > 10);
+    for w in seqs.windows(2) {
+        assert!(w[0] < w[1], "trace seq {} then {}", w[0], w[1]);
+    }
     assert_eq!(resumed["invocations"], reference["invocations"]);
     assert_eq!(resumed["crashes"], 1);
 

@@ -20,11 +20,17 @@ fn bin() -> Command {
     Command::new(env!("CARGO_BIN_EXE_w6w-sim"))
 }
 
+/// A number from the environment (decimal or `0x` hex); a malformed one is an error.
 fn env_u64(name: &str, default: u64) -> u64 {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or(default)
+    let Ok(v) = std::env::var(name) else {
+        return default;
+    };
+    let v = v.trim();
+    match v.strip_prefix("0x") {
+        Some(hex) => u64::from_str_radix(hex, 16),
+        None => v.parse(),
+    }
+    .unwrap_or_else(|e| panic!("{name}={v:?}: {e}"))
 }
 
 /// xorshift64*: the kill schedule is a function of the seed alone.
@@ -106,10 +112,11 @@ fn command(f: &Files, resume: bool) -> Command {
 
 /// Run to the end, killing the process `kills` times. Each kill lands when the journal
 /// has grown past a size drawn between its current size and `full` (the size a
-/// crash-free run ends with), so kills spread over the whole run whatever the disk's
-/// speed; the polling jitter puts some of them mid-append or mid-invocation.
+/// crash-free run ends with), plus a random delay of up to two checkpoint intervals
+/// (`gap`), so kills spread over the whole run whatever the disk's speed and land
+/// between an append and its fdatasync, mid-invocation, or mid-trace-line.
 /// Returns the final report and how many kills landed before the process finished.
-fn run_with_kills(f: &Files, rng: &mut Rng, kills: u64, full: u64) -> (Value, u64) {
+fn run_with_kills(f: &Files, rng: &mut Rng, kills: u64, full: u64, gap: Duration) -> (Value, u64) {
     let journal = f.store.join("run_k.journal");
     let size = || std::fs::metadata(&journal).map(|m| m.len()).unwrap_or(0);
     let mut landed = 0;
@@ -125,6 +132,11 @@ fn run_with_kills(f: &Files, rng: &mut Rng, kills: u64, full: u64) -> (Value, u6
                 && Instant::now() < deadline
             {
                 std::thread::sleep(Duration::from_micros(50));
+            }
+            let gap_us = u64::try_from(gap.as_micros()).unwrap_or(u64::MAX);
+            let extra = Instant::now() + Duration::from_micros(rng.next() % (2 * gap_us + 1));
+            while child.try_wait().expect("try_wait").is_none() && Instant::now() < extra {
+                std::thread::sleep(Duration::from_micros(20));
             }
             if child.try_wait().expect("try_wait").is_none() {
                 child.kill().expect("SIGKILL");
@@ -175,7 +187,10 @@ fn killed_at_random_moments_and_resumed_the_run_ends_as_the_crash_free_run() {
 
     // How large a crash-free run's journal grows: the kills are drawn over it.
     let clean_files = files(&wf, &sc);
-    let (clean, _) = run_with_kills(&clean_files, &mut Rng(1), 0, 0);
+    let start = Instant::now();
+    let (clean, _) = run_with_kills(&clean_files, &mut Rng(1), 0, 0, Duration::ZERO);
+    let checkpoints = clean["checkpoints"].as_u64().expect("checkpoints").max(1);
+    let gap = start.elapsed() / u32::try_from(checkpoints).unwrap_or(u32::MAX);
     assert_eq!(clean["run"], reference["run"], "a disk run is the memory run");
     let full = std::fs::metadata(clean_files.store.join("run_k.journal"))
         .expect("journal")
@@ -184,7 +199,7 @@ fn killed_at_random_moments_and_resumed_the_run_ends_as_the_crash_free_run() {
     let mut rng = Rng(seed | 1);
     for round in 0..rounds {
         let f = files(&wf, &sc);
-        let (report, landed) = run_with_kills(&f, &mut rng, kills, full);
+        let (report, landed) = run_with_kills(&f, &mut rng, kills, full, gap);
         let ctx = format!("seed {seed:#x} round {round} ({landed} kills landed)");
         eprintln!("{ctx}");
         assert_eq!(report["run"], reference["run"], "{ctx}: the final RunState");
@@ -204,7 +219,7 @@ fn killed_at_random_moments_and_resumed_the_run_ends_as_the_crash_free_run() {
 fn a_second_process_on_a_run_in_use_is_refused_before_it_invokes_anything() {
     let (wf, sc) = workflow(3);
     let f = files(&wf, &sc);
-    let (_, _) = run_with_kills(&f, &mut Rng(1), 0, 0);
+    let (_, _) = run_with_kills(&f, &mut Rng(1), 0, 0, Duration::ZERO);
     let before = std::fs::read(f.store.join("run_k.journal")).expect("journal");
     // This process holds the run open, as a live `w6w-sim resume` would.
     let holder = sim::JournalStore::open(&f.store).expect("open");
