@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use criterion::{Criterion, criterion_group, criterion_main};
 use serde_json::json;
 use w6w_sim::model::{RunState, RunStatePatch};
-use w6w_sim::sim::{self, JournalStore, SimOptions, StoreChoice, Store, WorldSnapshot};
+use w6w_sim::sim::{self, JournalStore, SimOptions, Store, StoreChoice, WorldSnapshot};
 
 mod common;
 use common::{chain, run};
@@ -117,12 +117,14 @@ fn median(mut v: Vec<Duration>) -> Duration {
     v.get(v.len() / 2).copied().unwrap_or_default()
 }
 
+#[allow(clippy::disallowed_methods)] // a bench measures real elapsed time
 fn time(f: impl FnOnce()) -> Duration {
     let t = Instant::now();
     f();
     t.elapsed()
 }
 
+#[allow(clippy::disallowed_methods)] // a bench measures real elapsed time
 fn disk_run(n: usize) -> (Duration, u64) {
     let wf = sim::load_workflow(&chain(n)).expect("workflow");
     let dir = tempfile::tempdir().expect("tempdir");

@@ -9,6 +9,9 @@
 //! of up to `W6W_KILL_KILLS` kills each (default 3). `scripts/kill-test.sh` runs a long
 //! campaign.
 
+// Real processes are killed at real moments: this test reads the wall clock on purpose.
+#![allow(clippy::disallowed_methods)]
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -191,7 +194,10 @@ fn killed_at_random_moments_and_resumed_the_run_ends_as_the_crash_free_run() {
     let (clean, _) = run_with_kills(&clean_files, &mut Rng(1), 0, 0, Duration::ZERO);
     let checkpoints = clean["checkpoints"].as_u64().expect("checkpoints").max(1);
     let gap = start.elapsed() / u32::try_from(checkpoints).unwrap_or(u32::MAX);
-    assert_eq!(clean["run"], reference["run"], "a disk run is the memory run");
+    assert_eq!(
+        clean["run"], reference["run"],
+        "a disk run is the memory run"
+    );
     let full = std::fs::metadata(clean_files.store.join("run_k.journal"))
         .expect("journal")
         .len();

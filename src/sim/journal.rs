@@ -462,7 +462,10 @@ pub fn read_journal(
                     return Err(wrong_run(&p.patch.run_id));
                 }
                 let Some(s) = state.as_mut() else {
-                    return Err(corrupt(off, "a checkpoint record before any snapshot".into()));
+                    return Err(corrupt(
+                        off,
+                        "a checkpoint record before any snapshot".into(),
+                    ));
                 };
                 s.apply(&p.patch);
                 let w = world.get_or_insert_with(WorldSnapshot::default);
@@ -907,11 +910,17 @@ impl JournalStore {
                     items: &world.schedules[m.schedules..],
                 },
             };
-            frame(&mut buf, KIND_PATCH, &PatchOut { patch, world: delta }).map_err(|m| {
-                JournalError::Io {
-                    path: run.path.clone(),
-                    message: m,
-                }
+            frame(
+                &mut buf,
+                KIND_PATCH,
+                &PatchOut {
+                    patch,
+                    world: delta,
+                },
+            )
+            .map_err(|m| JournalError::Io {
+                path: run.path.clone(),
+                message: m,
             })?;
             run.append(&buf)?;
             run.mirror = Mirror::of(world);
@@ -947,11 +956,16 @@ impl JournalStore {
                 return Ok(next + 1);
             }
             let ceiling = next.saturating_add(SEQ_BLOCK).max(run.seq_ceiling);
-            frame(&mut buf, KIND_LEASE, &Lease { seq_ceiling: ceiling }).map_err(|m| {
-                JournalError::Io {
-                    path: run.path.clone(),
-                    message: m,
-                }
+            frame(
+                &mut buf,
+                KIND_LEASE,
+                &Lease {
+                    seq_ceiling: ceiling,
+                },
+            )
+            .map_err(|m| JournalError::Io {
+                path: run.path.clone(),
+                message: m,
             })?;
             run.append(&buf)?;
             run.seq_ceiling = ceiling;

@@ -32,9 +32,9 @@ use std::path::PathBuf;
 use serde_json::{Value, json};
 
 pub use host::{CALL_DEPTH_MAX, INVOCATIONS_MAX};
+pub use journal::{JOURNAL_FORMAT, JournalError, JournalStore};
 pub use redact::Scrubber;
 pub use scenario::{Scenario, ScenarioError, parse_scenario};
-pub use journal::{JOURNAL_FORMAT, JournalError, JournalStore};
 pub use store::{DiskStore, MemoryStore, STORE_FORMAT, Store, StoreError, StoredRun};
 pub use world::{EPOCH_MS, WorldSnapshot};
 

@@ -31,7 +31,7 @@ fn advance(world: &mut WorldSnapshot, i: usize) -> Vec<String> {
     let key = format!("s{}", i % 3);
     *world.invocation_counts.entry(key.clone()).or_insert(0) += 1;
     world.invocations.push(json!({"stepId": format!("s{i}")}));
-    if i % 4 == 0 {
+    if i.is_multiple_of(4) {
         world.waits.push(json!({"ms": i}));
     }
     if i == 5 {
@@ -113,7 +113,11 @@ fn a_torn_tail_is_dropped_at_every_cut_and_the_next_append_follows_a_whole_recor
     let path = store.path_of("r1").expect("path");
     let whole3 = std::fs::read(&path).expect("read");
     let state3 = store.load("r1").expect("load").expect("run").state;
-    let mut world = store.load("r1").expect("load").and_then(|s| s.world).expect("w");
+    let mut world = store
+        .load("r1")
+        .expect("load")
+        .and_then(|s| s.world)
+        .expect("w");
     let changed = advance(&mut world, 3);
     store
         .checkpoint_changes(&patch("r1", 3, 5), &world, &changed)
@@ -126,12 +130,19 @@ fn a_torn_tail_is_dropped_at_every_cut_and_the_next_append_follows_a_whole_recor
         let stored = fresh_load(d.path(), "r1")
             .unwrap_or_else(|e| panic!("cut {cut}: {e}"))
             .expect("run");
-        assert_eq!(stored.state, state3, "cut {cut}: the last whole record wins");
+        assert_eq!(
+            stored.state, state3,
+            "cut {cut}: the last whole record wins"
+        );
     }
     // Reopen on a torn file, append, and the journal is whole again.
     std::fs::write(&path, &whole4[..whole4.len() - 3]).expect("write");
     let mut store = JournalStore::open(d.path()).expect("open");
-    let mut world = store.load("r1").expect("load").and_then(|s| s.world).expect("w");
+    let mut world = store
+        .load("r1")
+        .expect("load")
+        .and_then(|s| s.world)
+        .expect("w");
     let changed = advance(&mut world, 9);
     store
         .checkpoint_changes(&patch("r1", 9, 5), &world, &changed)
@@ -139,7 +150,10 @@ fn a_torn_tail_is_dropped_at_every_cut_and_the_next_append_follows_a_whole_recor
     drop(store);
     let stored = fresh_load(d.path(), "r1").expect("load").expect("run");
     assert!(stored.state.steps.contains_key("s9"));
-    assert!(!stored.state.steps.contains_key("s3"), "the torn record stays lost");
+    assert!(
+        !stored.state.steps.contains_key("s3"),
+        "the torn record stays lost"
+    );
     let bytes = std::fs::read(&path).expect("read");
     let f = read_journal(&path, &bytes, Some("r1")).expect("whole");
     assert_eq!(f.torn, 0);
@@ -150,12 +164,8 @@ fn record_offsets(bytes: &[u8]) -> Vec<usize> {
     let mut off = MAGIC.len();
     while off + FRAME_HEADER <= bytes.len() {
         offs.push(off);
-        let len = u32::from_le_bytes([
-            bytes[off],
-            bytes[off + 1],
-            bytes[off + 2],
-            bytes[off + 3],
-        ]) as usize;
+        let len = u32::from_le_bytes([bytes[off], bytes[off + 1], bytes[off + 2], bytes[off + 3]])
+            as usize;
         off += FRAME_HEADER + len;
     }
     offs
@@ -172,10 +182,12 @@ fn a_record_failing_its_checksum_is_refused_with_file_and_offset() {
     let offs = record_offsets(&bytes);
     let victim = offs[3];
     // A valid-JSON edit: a digit inside the record's JSON changes.
-    let pos = victim + FRAME_HEADER + bytes[victim + FRAME_HEADER..]
-        .iter()
-        .position(u8::is_ascii_digit)
-        .expect("a digit");
+    let pos = victim
+        + FRAME_HEADER
+        + bytes[victim + FRAME_HEADER..]
+            .iter()
+            .position(u8::is_ascii_digit)
+            .expect("a digit");
     bytes[pos] = if bytes[pos] == b'7' { b'8' } else { b'7' };
     std::fs::write(&path, &bytes).expect("write");
     let err = fresh_load(d.path(), "r1").expect_err("refused").0;
@@ -216,7 +228,10 @@ fn an_unknown_format_or_a_foreign_file_is_refused_saying_so() {
     bytes.extend_from_slice(&buf);
     std::fs::write(&path, &bytes).expect("write");
     let err = fresh_load(d.path(), "r1").expect_err("refused").0;
-    assert!(err.contains("unknown run-file format \"w6w-sim/journal-9\""), "{err}");
+    assert!(
+        err.contains("unknown run-file format \"w6w-sim/journal-9\""),
+        "{err}"
+    );
     assert!(err.contains(JOURNAL_FORMAT), "{err}");
 
     std::fs::write(&path, b"{\"not\": \"a journal\"}").expect("write");
@@ -234,7 +249,10 @@ fn an_unknown_format_or_a_foreign_file_is_refused_saying_so() {
     bytes.extend_from_slice(&buf);
     std::fs::write(&path, &bytes).expect("write");
     let err = fresh_load(d.path(), "r1").expect_err("refused").0;
-    assert!(err.contains(&format!("offset {at}: unknown record kind 'Z'")), "{err}");
+    assert!(
+        err.contains(&format!("offset {at}: unknown record kind 'Z'")),
+        "{err}"
+    );
 }
 
 #[test]
@@ -266,7 +284,10 @@ fn a_legacy_run_file_is_read_and_migrated_and_an_unknown_one_refused() {
     )
     .expect("write");
     let err = fresh_load(d.path(), "odd").expect_err("refused").0;
-    assert!(err.contains("unknown run-file format \"w6w-sim/run-7\""), "{err}");
+    assert!(
+        err.contains("unknown run-file format \"w6w-sim/run-7\""),
+        "{err}"
+    );
 }
 
 #[test]
@@ -307,7 +328,10 @@ fn compaction_rewrites_a_snapshot_and_keeps_the_state() {
     );
     drop(store);
     assert_eq!(
-        fresh_load(d.path(), "r1").expect("load").expect("run").state,
+        fresh_load(d.path(), "r1")
+            .expect("load")
+            .expect("run")
+            .state,
         state
     );
 }
