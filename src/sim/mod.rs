@@ -1,7 +1,7 @@
 //! The deterministic simulated host: the reference `WorkflowContext`.
 //!
 //! Owns: all nondeterminism of a simulated run — the virtual clock, scripted actions, the
-//! fault plan, the durable stores (memory, atomic on-disk), the trace and the report — and
+//! fault plan, the durable stores (memory, an on-disk journal), the trace and the report — and
 //! the executor that drives the engine. Invariant: the same workflow and scenario always
 //! give the same report and trace, byte for byte; nothing reads a real clock.
 //!
@@ -51,7 +51,7 @@ use world::World;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum StoreChoice {
     Memory,
-    /// One file per run in this directory (atomic temp + fsync + rename).
+    /// One append-only journal per run in this directory ([`JournalStore`]).
     Dir(PathBuf),
 }
 
