@@ -34,7 +34,10 @@ fn our_engine_behind_the_protocol_passes_every_case_and_generated_workflow() {
     let report = conformance::run(&mut candidate, &RunOptions::default()).expect("suite loads");
     let traffic = candidate.traffic();
     report.assert_all_passed();
-    assert!(report.generated_count() >= 200, "the generated workflows ran");
+    assert!(
+        report.generated_count() >= 200,
+        "the generated workflows ran"
+    );
     // Every scripted crash was a real SIGKILL of the process, and a fresh one resumed.
     assert!(traffic.crash_kills > 100, "{traffic:?}");
     assert_eq!(traffic.spawns, traffic.crash_kills + 1, "{traffic:?}");
@@ -49,11 +52,19 @@ fn a_crash_is_a_real_kill_and_the_fresh_process_recovers_through_state_load() {
     let mut candidate = engine();
     let got = candidate.handle(&request).expect("answers");
     let traffic = candidate.traffic();
-    assert_eq!(got, w6w_sim::service::handle(&request), "same report as in process");
+    assert_eq!(
+        got,
+        w6w_sim::service::handle(&request),
+        "same report as in process"
+    );
     assert_eq!(got["ok"]["crashes"], json!(2));
     assert_eq!(traffic.crash_kills, 2, "{traffic:?}");
     assert_eq!(traffic.spawns, 3, "{traffic:?}");
-    assert_eq!(got["ok"]["run"]["runId"], json!("crash-1"), "the salt is mapped back");
+    assert_eq!(
+        got["ok"]["run"]["runId"],
+        json!("crash-1"),
+        "the salt is mapped back"
+    );
 }
 
 #[test]
