@@ -152,3 +152,104 @@ fn a_checkpoint_for_another_run_is_refused() {
     let err = candidate.handle(&one_step_run()).expect_err("refused");
     assert!(err.to_string().contains("transcript"), "{err}");
 }
+
+#[test]
+fn the_documented_transcript_is_what_engine_serve_says() {
+    let doc = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/context-protocol.md"),
+    )
+    .expect("doc");
+    let block = doc
+        .split("<!-- transcript -->")
+        .nth(1)
+        .and_then(|rest| rest.split("```text").nth(1))
+        .and_then(|rest| rest.split("```").next())
+        .expect("a transcript block");
+    let (mut input, mut expected) = (String::new(), Vec::new());
+    for line in block.lines() {
+        if let Some(l) = line.strip_prefix("→ ") {
+            input.push_str(l);
+            input.push('\n');
+        } else if let Some(l) = line.strip_prefix("← ") {
+            expected.push(l.to_owned());
+        }
+    }
+    assert!(expected.len() > 20, "the transcript has a session");
+    let mut out = Vec::new();
+    w6w_sim::context_protocol::serve::serve_engine(&mut input.as_bytes(), &mut out)
+        .expect("serves");
+    let got: Vec<String> = String::from_utf8(out)
+        .expect("utf-8")
+        .lines()
+        .map(str::to_owned)
+        .collect();
+    // Compare as JSON values: field order inside an object does not matter.
+    let parse = |l: &String| serde_json::from_str::<Value>(l).expect("json line");
+    assert_eq!(
+        got.iter().map(parse).collect::<Vec<_>>(),
+        expected.iter().map(parse).collect::<Vec<_>>()
+    );
+}
+
+/// A small structural check of a message against its schema: `required`, `const` / `enum`
+/// of top-level properties, and `additionalProperties: false`.
+fn conforms(message: &Value, schema: &Value) -> Result<(), String> {
+    let obj = message.as_object().ok_or("not an object")?;
+    for r in schema["required"].as_array().into_iter().flatten() {
+        let r = r.as_str().unwrap_or_default();
+        if !obj.contains_key(r) {
+            return Err(format!("missing {r}"));
+        }
+    }
+    let props = schema["properties"].as_object().ok_or("no properties")?;
+    for (k, v) in obj {
+        let Some(p) = props.get(k) else {
+            if schema["additionalProperties"] == json!(false) {
+                return Err(format!("unknown field {k}"));
+            }
+            continue;
+        };
+        if let Some(c) = p.get("const")
+            && c != v
+        {
+            return Err(format!("{k}: {v} is not {c}"));
+        }
+        if let Some(e) = p.get("enum").and_then(Value::as_array)
+            && !e.contains(v)
+        {
+            return Err(format!("{k}: {v} is not one of {e:?}"));
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn every_message_of_the_transcript_conforms_to_its_schema() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let doc = std::fs::read_to_string(root.join("docs/context-protocol.md")).expect("doc");
+    let block = doc.split("<!-- transcript -->").nth(1).expect("transcript");
+    let mut kinds = std::collections::BTreeSet::new();
+    for line in block.lines() {
+        let Some(l) = line.strip_prefix("→ ").or_else(|| line.strip_prefix("← ")) else {
+            continue;
+        };
+        let message: Value = serde_json::from_str(l).expect("json");
+        let kind = message["type"].as_str().expect("type").to_owned();
+        let path = root.join(format!("docs/schemas/context/{kind}.json"));
+        let schema: Value =
+            serde_json::from_str(&std::fs::read_to_string(&path).expect("schema")).expect("json");
+        assert_eq!(schema["properties"]["type"]["const"], json!(kind));
+        if let Err(e) = conforms(&message, &schema) {
+            panic!("{kind}: {e}: {l}");
+        }
+        kinds.insert(kind);
+    }
+    assert!(kinds.len() >= 9, "{kinds:?}");
+    // The schema rejects what it should.
+    let idle: Value = serde_json::from_str(
+        &std::fs::read_to_string(root.join("docs/schemas/context/idle.json")).expect("schema"),
+    )
+    .expect("json");
+    assert!(conforms(&json!({"type": "idle"}), &idle).is_err());
+    assert!(conforms(&json!({"type": "idle", "waiting": [], "x": 1}), &idle).is_err());
+}

@@ -21,7 +21,7 @@ use crate::conformance::{
 pub(crate) enum ConformanceCommand {
     /// Run the conformance suite against the built-in reference or a candidate adapter;
     /// prints a per-clause table and ends with `N passed, M failed`.
-    Conformance(ConformanceArgs),
+    Conformance(Box<ConformanceArgs>),
     /// Speak the adapter protocol (docs/adapter-protocol.md).
     #[command(subcommand)]
     Adapter(AdapterCommand),
