@@ -13,6 +13,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod conformance;
+mod context;
 mod input;
 mod model;
 mod sim;
@@ -39,6 +40,8 @@ enum Command {
     Conf(conformance::ConformanceCommand),
     #[command(flatten)]
     Sim(sim::SimCommand),
+    #[command(flatten)]
+    Context(context::ContextCommand),
 }
 
 /// Entry point of the `w6w-sim` binary.
@@ -49,6 +52,7 @@ pub fn main() -> ExitCode {
         Command::Eval => eval(),
         Command::Conf(c) => conformance::main(c),
         Command::Sim(cmd) => sim::main(cmd),
+        Command::Context(cmd) => context::main(cmd),
     }
 }
 

@@ -1,7 +1,7 @@
 //! The deterministic simulated host: the reference `WorkflowContext`.
 //!
 //! Owns: all nondeterminism of a simulated run — the virtual clock, scripted actions, the
-//! fault plan, the durable stores (memory, atomic on-disk), the trace and the report — and
+//! fault plan, the durable stores (memory, an on-disk journal), the trace and the report — and
 //! the executor that drives the engine. Invariant: the same workflow and scenario always
 //! give the same report and trace, byte for byte; nothing reads a real clock.
 //!
@@ -16,8 +16,9 @@
 //! a `wait` suspends is resumed by firing its schedule: the clock moves to the scheduled
 //! time and the engine resumes with the token (unless `stop_at_suspend`).
 
-mod exec;
-mod host;
+pub(crate) mod exec;
+pub(crate) mod host;
+pub mod journal;
 pub(crate) mod ops;
 pub mod scenario;
 pub mod store;
@@ -32,11 +33,12 @@ use serde_json::{Value, json};
 
 pub use crate::redact::Scrubber;
 pub use host::CALL_DEPTH_MAX;
+pub use journal::{JOURNAL_FORMAT, JournalError, JournalStore};
 pub use scenario::{Scenario, ScenarioError, parse_scenario};
 pub use store::{DiskStore, MemoryStore, STORE_FORMAT, Store, StoreError, StoredRun};
 pub use world::{EPOCH_MS, WorldSnapshot};
 
-use crate::engine::{Engine, EngineError, RunSeed};
+use crate::engine::{Engine, EngineError, RunResult, RunSeed};
 use crate::host::{HostError, RunInfo, RunTrigger};
 use crate::model::{
     RunState, RunStatus, ValidateOptions, ValidationError, Workflow, validate_workflow,
@@ -49,7 +51,7 @@ use world::World;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum StoreChoice {
     Memory,
-    /// One file per run in this directory (atomic temp + fsync + rename).
+    /// One append-only journal per run in this directory ([`JournalStore`]).
     Dir(PathBuf),
 }
 
@@ -134,6 +136,10 @@ pub enum SimError {
     /// A run budget ([`Limits`]) ran out.
     #[error("limit exceeded: {0}")]
     LimitExceeded(String),
+    /// A candidate engine behind the context protocol refused the run (its own
+    /// `{code, message, …}`), or broke the protocol (`context_protocol`).
+    #[error("{}", .0.get("message").and_then(Value::as_str).unwrap_or("the candidate engine failed"))]
+    Candidate(Value),
 }
 
 impl SimError {
@@ -146,6 +152,7 @@ impl SimError {
             SimError::Store(_) => "store_error",
             SimError::Halted(_) => "sim_halted",
             SimError::LimitExceeded(_) => "limit_exceeded",
+            SimError::Candidate(_) => "candidate_error",
         }
     }
 
@@ -175,6 +182,7 @@ impl SimError {
             | SimError::Engine(EngineError::InvalidWorkflow(errors)) => json!({
                 "code": self.code(), "message": self.to_string(), "errors": errors,
             }),
+            SimError::Candidate(answer) => answer.clone(),
             _ => json!({"code": self.code(), "message": self.to_string()}),
         }
     }
@@ -235,7 +243,9 @@ const RESTARTS_MAX: u64 = 10_000;
 fn open_store(choice: &StoreChoice) -> Result<Box<dyn Store>, SimError> {
     Ok(match choice {
         StoreChoice::Memory => Box::new(MemoryStore::default()),
-        StoreChoice::Dir(dir) => Box::new(DiskStore::open(dir).map_err(|e| SimError::Store(e.0))?),
+        StoreChoice::Dir(dir) => {
+            Box::new(JournalStore::open(dir).map_err(|e| SimError::Store(e.0))?)
+        }
     })
 }
 
@@ -248,7 +258,8 @@ fn run_trigger(trigger: &Value) -> RunTrigger {
     }
 }
 
-enum Mode<'a> {
+/// What the driver is asked to do with the run (one process life of the engine).
+pub(crate) enum Mode<'a> {
     Start(RunSeed),
     Resume,
     /// CTRL-7: a fired `wait` schedule.
@@ -256,9 +267,41 @@ enum Mode<'a> {
     Replay(Option<&'a str>),
 }
 
+/// Who runs the engine for the simulator: our in-process [`Engine`], or a candidate engine
+/// behind the context protocol (`crate::context_protocol`). One call is one process life:
+/// it ends `Done`, `Crashed` (the simulator restarts and resumes) or `Halted`.
+pub(crate) trait Driver {
+    fn drive(
+        &self,
+        mode: &Mode<'_>,
+        run_id: &str,
+        host: &SimHost<'_>,
+        world: &RefCell<World>,
+    ) -> Exec<Result<RunResult, EngineError>>;
+}
+
+impl Driver for Engine<'_> {
+    fn drive(
+        &self,
+        mode: &Mode<'_>,
+        run_id: &str,
+        host: &SimHost<'_>,
+        world: &RefCell<World>,
+    ) -> Exec<Result<RunResult, EngineError>> {
+        match mode {
+            Mode::Start(seed) => block_on(self.run(seed.clone(), host), world),
+            Mode::Resume => block_on(self.resume(run_id, host), world),
+            Mode::ResumeToken(token) => {
+                block_on(self.resume_with(run_id, Some(token), host), world)
+            }
+            Mode::Replay(from) => block_on(self.replay(run_id, *from, host), world),
+        }
+    }
+}
+
 struct Sim<'a> {
-    engine: Engine<'a>,
-    workflow: &'a Workflow,
+    driver: Box<dyn Driver + 'a>,
+    workflow_id: String,
     scenario: &'a Scenario,
     world: RefCell<World>,
     store: RefCell<Box<dyn Store>>,
@@ -274,23 +317,52 @@ impl<'a> Sim<'a> {
         snap: WorldSnapshot,
         sink: Option<Box<dyn Write>>,
         store: Box<dyn Store>,
+        run_id: &str,
     ) -> Result<Self, SimError> {
         let engine = Engine::new(workflow).map_err(SimError::Rejected)?;
+        Ok(Sim::with_driver(
+            Box::new(engine),
+            workflow.id.clone(),
+            scenario,
+            options,
+            snap,
+            sink,
+            store,
+            run_id,
+        ))
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn with_driver(
+        driver: Box<dyn Driver + 'a>,
+        workflow_id: String,
+        scenario: &'a Scenario,
+        options: &'a SimOptions,
+        snap: WorldSnapshot,
+        sink: Option<Box<dyn Write>>,
+        store: Box<dyn Store>,
+        run_id: &str,
+    ) -> Self {
         let scrub = Rc::new(Scrubber::new(scenario.secrets.values()));
         let mut world = World::new(snap);
         world.scrub = Rc::clone(&scrub);
         world.limits = options.limits;
         world.sink = sink;
         world.keep_trace = options.keep_trace;
-        Ok(Sim {
-            engine,
-            workflow,
+        world.track_counts = store.keeps_world();
+        if let Some(lease) = store.seq_lease(run_id) {
+            world.seq_lease = Some(lease);
+            world.seq_ceiling = 0;
+        }
+        Sim {
+            driver,
+            workflow_id,
             scenario,
             world: RefCell::new(world),
             store: RefCell::new(store),
             scrub,
             options,
-        })
+        }
     }
 
     fn host(&self, run_id: &str, trigger: RunTrigger, attempt: u32) -> SimHost<'_> {
@@ -302,7 +374,7 @@ impl<'a> Sim<'a> {
             options: self.options,
             info: RunInfo {
                 id: run_id.to_owned(),
-                workflow_id: self.workflow.id.clone(),
+                workflow_id: self.workflow_id.clone(),
                 trigger,
                 attempt,
             },
@@ -320,17 +392,7 @@ impl<'a> Sim<'a> {
         loop {
             let attempt = u32::try_from(restarts + 1).unwrap_or(u32::MAX);
             let host = self.host(run_id, base_trigger, attempt);
-            let exec = match &mode {
-                Mode::Start(seed) => block_on(self.engine.run(seed.clone(), &host), &self.world),
-                Mode::Resume => block_on(self.engine.resume(run_id, &host), &self.world),
-                Mode::ResumeToken(token) => block_on(
-                    self.engine.resume_with(run_id, Some(token), &host),
-                    &self.world,
-                ),
-                Mode::Replay(from) => {
-                    block_on(self.engine.replay(run_id, *from, &host), &self.world)
-                }
-            };
+            let exec = self.driver.drive(&mode, run_id, &host, &self.world);
             drop(host);
             match exec {
                 Exec::Done(Ok(r))
@@ -390,6 +452,7 @@ impl<'a> Sim<'a> {
                     return Err(SimError::LimitExceeded(message));
                 }
                 Exec::Halted(message) => return Err(SimError::Halted(message)),
+                Exec::Refused(answer) => return Err(SimError::Candidate(answer)),
                 Exec::Done(Err(EngineError::Host(HostError::Store(m)))) => {
                     return Err(SimError::Store(m));
                 }
@@ -491,7 +554,34 @@ pub fn run_on_store(
         WorldSnapshot::default(),
         sink,
         store,
+        &scenario.run_id,
     )?;
+    start(sim, scenario)
+}
+
+/// [`run_on_store`] with another engine behind `driver` (a candidate engine process,
+/// `crate::context_protocol`): the simulator still owns the world, the store and the report.
+pub(crate) fn run_with_driver<'a>(
+    driver: Box<dyn Driver + 'a>,
+    workflow_id: &str,
+    scenario: &'a Scenario,
+    options: &'a SimOptions,
+    store: Box<dyn Store>,
+) -> Result<Report, SimError> {
+    let sim = Sim::with_driver(
+        driver,
+        workflow_id.to_owned(),
+        scenario,
+        options,
+        WorldSnapshot::default(),
+        None,
+        store,
+        &scenario.run_id,
+    );
+    start(sim, scenario)
+}
+
+fn start(sim: Sim<'_>, scenario: &Scenario) -> Result<Report, SimError> {
     let run_id = scenario.run_id.clone();
     if sim
         .store
@@ -533,7 +623,7 @@ pub fn resume(
         .map_err(|e| SimError::Store(e.0))?
         .ok_or_else(|| SimError::Engine(EngineError::RunNotFound(run_id.to_owned())))?;
     let snap = stored.world.clone().unwrap_or_default();
-    let sim = Sim::new(workflow, scenario, options, snap, sink, store)?;
+    let sim = Sim::new(workflow, scenario, options, snap, sink, store, run_id)?;
     if let Some(token) = token {
         let mut w = sim.world.borrow_mut();
         w.event("resume", json!({"token": token}));
@@ -585,7 +675,35 @@ pub fn replay_on_store(
         WorldSnapshot::default(),
         sink,
         store,
+        &original.run_id,
     )?;
+    start_replay(sim, original, from)
+}
+
+/// [`replay_on_store`] with another engine behind `driver` (see [`run_with_driver`]).
+pub(crate) fn replay_with_driver<'a>(
+    driver: Box<dyn Driver + 'a>,
+    workflow_id: &str,
+    scenario: &'a Scenario,
+    original: &RunState,
+    from: Option<&str>,
+    options: &'a SimOptions,
+    store: Box<dyn Store>,
+) -> Result<Report, SimError> {
+    let sim = Sim::with_driver(
+        driver,
+        workflow_id.to_owned(),
+        scenario,
+        options,
+        WorldSnapshot::default(),
+        None,
+        store,
+        &original.run_id,
+    );
+    start_replay(sim, original, from)
+}
+
+fn start_replay(sim: Sim<'_>, original: &RunState, from: Option<&str>) -> Result<Report, SimError> {
     if !scenario::run_id_ok(&original.run_id) {
         return Err(SimError::Engine(EngineError::NotResumable {
             run_id: original.run_id.clone(),

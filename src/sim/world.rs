@@ -76,6 +76,13 @@ impl Default for WorldSnapshot {
     }
 }
 
+/// Reserves trace sequence numbers durably (a disk store's lease), so a process that
+/// resumes a killed run never reuses a `seq` the dead one may have written.
+pub trait SeqLease {
+    /// Reserve numbers from `next` on; the new ceiling (every `seq` below it is safe).
+    fn extend(&mut self, next: u64) -> Result<u64, String>;
+}
+
 /// The live world of one simulator invocation.
 pub struct World {
     pub snap: WorldSnapshot,
@@ -102,6 +109,14 @@ pub struct World {
     pub limit_hit: bool,
     /// Bytes of trace events so far in this process.
     pub trace_bytes: u64,
+    /// The durable lease on trace sequence numbers (disk stores): an event may use a
+    /// `seq` below `seq_ceiling` only (`u64::MAX` without a lease).
+    pub seq_lease: Option<Box<dyn SeqLease>>,
+    pub seq_ceiling: u64,
+    /// Keys of `invocation_counts` changed since the last durable top-level checkpoint
+    /// (tracked only when the store keeps the world, which appends just those).
+    pub counts_changed: Vec<String>,
+    pub track_counts: bool,
 }
 
 impl World {
@@ -119,6 +134,10 @@ impl World {
             limits: super::Limits::DEFAULT,
             limit_hit: false,
             trace_bytes: 0,
+            seq_lease: None,
+            seq_ceiling: u64::MAX,
+            counts_changed: Vec::new(),
+            track_counts: false,
         }
     }
 
@@ -175,6 +194,18 @@ impl World {
         }
         // SEC-1: the one door of the trace, memory and file alike.
         self.scrub.value(&mut fields);
+        if self.snap.seq >= self.seq_ceiling
+            && let Some(lease) = &mut self.seq_lease
+        {
+            match lease.extend(self.snap.seq) {
+                Ok(ceiling) => self.seq_ceiling = ceiling,
+                Err(message) => {
+                    // Never write a `seq` a killed predecessor may have used: stop instead.
+                    self.halt.get_or_insert(message);
+                    return;
+                }
+            }
+        }
         let mut obj = Map::new();
         obj.insert("seq".into(), json!(self.snap.seq));
         obj.insert("event".into(), json!(event));
