@@ -40,7 +40,17 @@ fn our_engine_behind_the_protocol_passes_every_case_and_generated_workflow() {
     );
     // Every scripted crash was a real SIGKILL of the process, and a fresh one resumed.
     assert!(traffic.crash_kills > 100, "{traffic:?}");
-    assert_eq!(traffic.spawns, traffic.crash_kills + 1, "{traffic:?}");
+    // One spawn per kill, plus at most one per run a budget stopped mid-session (the
+    // suite abandons that engine process: issue 12's sec-budget-* cases).
+    let halted = report
+        .cases
+        .iter()
+        .filter(|c| c.outcome.response["error"]["code"] == "limit_exceeded")
+        .count() as u64;
+    assert!(
+        traffic.spawns > traffic.crash_kills && traffic.spawns <= traffic.crash_kills + 1 + halted,
+        "{traffic:?}, {halted} halted"
+    );
     assert!(traffic.calls > 10 * traffic.sessions / 2, "{traffic:?}");
 }
 

@@ -5,7 +5,7 @@
 use std::process::Command;
 
 use serde_json::{Value, json};
-use w6w_sim::sim::{self, DiskStore, SimOptions, Store, StoreChoice};
+use w6w_sim::sim::{self, JournalStore, SimOptions, Store, StoreChoice};
 
 const BIN: &str = env!("CARGO_BIN_EXE_w6w-sim");
 
@@ -63,7 +63,7 @@ fn values_built_at_run_time_past_the_limit_fail_their_step_not_the_store() {
     assert_eq!(report.run.status.as_str(), "failed");
     let err = report.run.error.clone().expect("run error");
     assert_eq!(err.code, "limit_exceeded", "{err:?}");
-    let store = DiskStore::open(dir.path()).expect("store");
+    let store = JournalStore::open(dir.path()).expect("store");
     let stored = store
         .load(&report.run.run_id)
         .expect("the store file reads back");

@@ -119,6 +119,9 @@ pub struct RemoteContext<'w, 'o> {
     wire: &'w Wire<'o>,
     info: RunInfo,
     host: HostData,
+    /// SEC-1: values declared secret-derived, sent with the next `schedule` /
+    /// `invokeCallable` call as `"secretDerived"`.
+    derived: std::cell::RefCell<Vec<Value>>,
 }
 
 impl<'w, 'o> RemoteContext<'w, 'o> {
@@ -128,6 +131,16 @@ impl<'w, 'o> RemoteContext<'w, 'o> {
             member,
             args: Some(args),
             id: None,
+        }
+    }
+
+    /// SEC-1: hand the host the values declared secret-derived since the last call.
+    fn attach_derived(&self, args: &mut Value) {
+        let derived = std::mem::take(&mut *self.derived.borrow_mut());
+        if !derived.is_empty()
+            && let Value::Object(m) = args
+        {
+            m.insert("secretDerived".into(), Value::Array(derived));
         }
     }
 
@@ -253,7 +266,13 @@ impl WorkflowContext for RemoteContext<'_, '_> {
     }
 
     async fn schedule(&self, directive: ScheduleDirective) -> Result<(), HostError> {
-        self.unit("schedule", json!({"directive": directive})).await
+        let mut args = json!({"directive": directive});
+        self.attach_derived(&mut args);
+        self.unit("schedule", args).await
+    }
+
+    fn secret_derived(&self, value: &Value) {
+        self.derived.borrow_mut().push(value.clone());
     }
 
     async fn invoke_callable(
@@ -263,12 +282,9 @@ impl WorkflowContext for RemoteContext<'_, '_> {
         wait: bool,
         depth: u32,
     ) -> Result<Value, InvokeError> {
-        let answer = self
-            .call(
-                "invokeCallable",
-                json!({"target": target, "input": input, "wait": wait, "depth": depth}),
-            )
-            .await;
+        let mut args = json!({"target": target, "input": input, "wait": wait, "depth": depth});
+        self.attach_derived(&mut args);
+        let answer = self.call("invokeCallable", args).await;
         match answer.get("ok") {
             Some(v) if answer.get("error").is_none() => Ok(v.clone()),
             _ => Err(step_error(&answer)),
@@ -446,6 +462,7 @@ fn session(
             wire: &wire,
             info,
             host,
+            derived: RefCell::new(Vec::new()),
         };
         type Fut<'x> = Pin<Box<dyn Future<Output = Result<RunResult, EngineError>> + 'x>>;
         let fut: Fut<'_> = match kind {

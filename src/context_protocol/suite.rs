@@ -444,6 +444,7 @@ impl<'s, 'a> Session<'s, 'a> {
                 })
             }
             "schedule" => {
+                declare_secret_derived(host, args);
                 let directive: ScheduleDirective = args
                     .get("directive")
                     .cloned()
@@ -476,6 +477,7 @@ impl<'s, 'a> Session<'s, 'a> {
                 })
             }
             "invokeCallable" => {
+                declare_secret_derived(host, args);
                 let target = args.get("target").cloned().ok_or_else(|| bad("target"))?;
                 let input = args.get("input").cloned().unwrap_or(Value::Null);
                 let wait = args.get("wait").and_then(Value::as_bool).unwrap_or(true);
@@ -813,7 +815,11 @@ impl EngineProcess {
             .and_then(Value::as_str)
             .unwrap_or_default()
             .to_owned();
-        let options = SimOptions::default();
+        // The run's budgets (`"limits"`), as for the in-process `run` op.
+        let options: SimOptions = match crate::sim::ops::op_options(request) {
+            Ok(o) => o,
+            Err(response) => return Ok(response),
+        };
         let driver = Box::new(RemoteEngine {
             cand: &self.cand,
             workflow,
@@ -879,7 +885,11 @@ impl EngineProcess {
             }
             Err(e) => json!({"error": e.to_json()}),
         };
-        Ok(unsalt(response, &salt, &original_id))
+        // SEC-1: the same redaction sink as the in-process op.
+        Ok(crate::sim::ops::redacted(
+            request,
+            unsalt(response, &salt, &original_id),
+        ))
     }
 }
 
@@ -898,5 +908,19 @@ impl Adapter for EngineProcess {
             Some("replay") => self.session(request, true),
             _ => self.op(request),
         }
+    }
+}
+
+/// SEC-1: a `schedule` / `invokeCallable` call may carry `"secretDerived": [values]`, the
+/// values the engine declared secret-derived (`WorkflowContext::secret_derived`) since its
+/// last such call; the suite's host records them redacted.
+fn declare_secret_derived<C: WorkflowContext>(host: &C, args: &Value) {
+    for v in args
+        .get("secretDerived")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        host.secret_derived(v);
     }
 }

@@ -74,7 +74,7 @@ impl Limits {
     /// The defaults: room for every bench and suite run by orders of magnitude, small enough
     /// that `retry.maxAttempts: 1e9` on an always-failing action ends within seconds.
     pub const DEFAULT: Limits = Limits {
-        invocations: 100_000,
+        invocations: 20_000,
         virtual_ms: 100 * 366 * 24 * 3_600_000,
         recorded_bytes: 64 * 1024 * 1024,
         trace_bytes: 256 * 1024 * 1024,

@@ -30,7 +30,7 @@ fn inputs(request: &Value) -> Result<(crate::model::Workflow, super::Scenario), 
 
 /// SEC-1: every byte of a response passes through the request's redaction sink — built
 /// from the raw `scenario.secrets`, so even a scenario that fails to load is scrubbed.
-fn redacted(request: &Value, mut response: Value) -> Value {
+pub(crate) fn redacted(request: &Value, mut response: Value) -> Value {
     let secrets = request
         .get("scenario")
         .and_then(|s| s.get("secrets"))
@@ -44,7 +44,7 @@ fn redacted(request: &Value, mut response: Value) -> Value {
 /// The options of an op run: the report carries no trace, so none is kept in memory;
 /// `"limits"?: {"invocations"?, "virtualMs"?, "recordedBytes"?, "traceBytes"?}` lowers or
 /// raises the run's budgets (`sim::Limits`).
-fn op_options(request: &Value) -> Result<SimOptions, Value> {
+pub(crate) fn op_options(request: &Value) -> Result<SimOptions, Value> {
     let mut limits = super::Limits::DEFAULT;
     match request.get("limits") {
         None | Some(Value::Null) => {}
