@@ -13,6 +13,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod conformance;
+mod dialect;
 mod input;
 mod model;
 mod sim;
@@ -39,6 +40,9 @@ enum Command {
     Conf(conformance::ConformanceCommand),
     #[command(flatten)]
     Sim(sim::SimCommand),
+    /// `import`: WOML / YAML documents into w6w (issue 10).
+    #[command(flatten)]
+    Dialect(dialect::DialectCommand),
 }
 
 /// Entry point of the `w6w-sim` binary.
@@ -49,6 +53,7 @@ pub fn main() -> ExitCode {
         Command::Eval => eval(),
         Command::Conf(c) => conformance::main(c),
         Command::Sim(cmd) => sim::main(cmd),
+        Command::Dialect(cmd) => dialect::main(cmd),
     }
 }
 

@@ -1,0 +1,75 @@
+//! Dialect ops of the request service (README's eval table):
+//!
+//! - `{"op":"validate","dialect":"woml"|"yaml","source":TEXT,"manifest"?:M}` → `true`, or
+//!   `invalid_workflow` with `errors` (each `{status, code, clause, path, line, column,
+//!   message}` — the w6w shape plus a position);
+//! - `{"op":"import","dialect":D,"source":TEXT,"manifest"?:M}` → `{dialect, workflow,
+//!   notes}` (the w6w workflow), or `invalid_workflow` with `errors`;
+//! - `{"op":"run","dialect":D,"source":TEXT,"scenario":S}` → the run report with the
+//!   dialect's additions (`run.rs`); the scenario's `manifest` key supplies YML-3 schemas.
+//!
+//! A `validate` or `run` request without `dialect` is not ours (the w6w ops answer it).
+
+use serde_json::{Value, json};
+
+use super::run::split_manifest;
+use super::{Dialect, Manifest, Problem, import};
+use crate::service::{bad_request, ok};
+
+/// Answer `request` if it is a dialect request; `None` leaves it to the w6w ops.
+pub fn handle(op: &str, request: &Value) -> Option<Value> {
+    let has_dialect = request.get("dialect").is_some();
+    match op {
+        "import" => Some(answer(op, request)),
+        "validate" | "run" if has_dialect => Some(answer(op, request)),
+        _ => None,
+    }
+}
+
+fn answer(op: &str, request: &Value) -> Value {
+    let dialect = match request.get("dialect").and_then(Value::as_str) {
+        Some(name) => match Dialect::from_name(name) {
+            Some(Dialect::W6w) | None => {
+                return bad_request(format!(
+                    "\"dialect\" is \"woml\" or \"yaml\" for a dialect request, not {name:?}"
+                ));
+            }
+            Some(d) => d,
+        },
+        None => return bad_request("missing \"dialect\" (\"woml\" or \"yaml\")"),
+    };
+    let Some(source) = request.get("source").and_then(Value::as_str) else {
+        return bad_request("missing \"source\" (the document's text)");
+    };
+    let (scenario, scenario_manifest) =
+        split_manifest(request.get("scenario").unwrap_or(&json!({})));
+    let manifest_doc = request.get("manifest").cloned().or(scenario_manifest);
+    let manifest = match manifest_doc.as_ref().map(Manifest::from_json) {
+        None => None,
+        Some(Ok(m)) => Some(m),
+        Some(Err(problems)) => {
+            return json!({"error": {"code": "invalid_manifest",
+                "message": "the manifest is not valid", "errors": problems}});
+        }
+    };
+    let imported = match import(dialect, source.as_bytes(), manifest.as_ref()) {
+        Ok(i) => i,
+        Err(problems) => return invalid(&problems),
+    };
+    match op {
+        "validate" => ok(Value::Bool(true)),
+        "import" => ok(imported.to_json()),
+        _ => match super::run(&imported, &scenario, &Default::default(), None, None) {
+            Ok(report) => ok(report),
+            Err(e) => json!({"error": e.to_json()}),
+        },
+    }
+}
+
+fn invalid(problems: &[Problem]) -> Value {
+    json!({"error": {
+        "code": "invalid_workflow",
+        "message": format!("the document is not valid: {} problem(s)", problems.len()),
+        "errors": problems.iter().map(Problem::to_json).collect::<Vec<_>>(),
+    }})
+}
