@@ -87,7 +87,9 @@ pub(crate) fn secret_reads(body: &str) -> (Vec<String>, Vec<DynamicSecret>) {
                     i += 1;
                 }
                 let word = &body[start..i];
-                let member = previous_significant(bytes, start) == Some(b'.');
+                // `a.secrets` is a member, `...secrets` a spread of the object.
+                let member = previous_significant(bytes, start) == Some(b'.')
+                    && !body[..start].trim_end().ends_with("...");
                 if word == "secrets" && !member {
                     match literal_member(body, i) {
                         Some((name, end)) => {

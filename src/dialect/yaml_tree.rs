@@ -139,8 +139,14 @@ pub(crate) fn parse(text: &str) -> Result<Y, Problem> {
     while let Some(next) = parser.next_event() {
         let (event, span) = next.map_err(|e| {
             let m = e.marker();
+            // The scanner's own flow-nesting bound is our depth limit too.
+            let code = if e.info().contains("recursion limit") {
+                "limit_exceeded"
+            } else {
+                "syntax_error"
+            };
             err(
-                "syntax_error",
+                code,
                 "",
                 Pos {
                     line: m.line(),
