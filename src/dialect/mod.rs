@@ -280,9 +280,14 @@ pub fn import(
     manifest: Option<&Manifest>,
 ) -> Result<Imported, Vec<Problem>> {
     let text = decode(bytes).map_err(|p| vec![p])?;
+    // Problems in document order (stable: same position keeps the front-end's order).
+    let in_order = |mut problems: Vec<Problem>| {
+        problems.sort_by_key(|p| (p.line, p.column));
+        problems
+    };
     let imported = match dialect {
-        Dialect::Woml => woml::import(text)?,
-        Dialect::Yaml => yaml::import(text, manifest)?,
+        Dialect::Woml => woml::import(text).map_err(in_order)?,
+        Dialect::Yaml => yaml::import(text, manifest).map_err(in_order)?,
         Dialect::W6w => {
             return Err(vec![Problem::new(
                 "bad_dialect",

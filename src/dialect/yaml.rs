@@ -593,7 +593,22 @@ fn check_step(cx: &mut Ctx<'_>, i: usize, item: &Y, earlier: &[(String, &str)]) 
         }
     }
     s.insert("x-yaml".into(), Value::Object(x));
-    let guard = has("when").map(|(_, _, v)| v.to_json());
+    let guard = match has("when") {
+        None => None,
+        Some((_, wpos, v)) => match guard_condition(v, earlier) {
+            Ok(c) => Some(c),
+            Err(message) => {
+                cx.problem(
+                    "unsupported_construct",
+                    "YML-13",
+                    format!("{path}/when"),
+                    wpos,
+                    message,
+                );
+                return None;
+            }
+        },
+    };
     Some(Checked {
         id: id.clone(),
         pos: *id_pos,
@@ -602,6 +617,50 @@ fn check_step(cx: &mut Ctx<'_>, i: usize, item: &Y, earlier: &[(String, &str)]) 
         guard,
         max_attempts,
     })
+}
+
+/// D-36: the `if` condition a `when` becomes. yaml-steps.txt does not define its
+/// expression language, so only what keeps its meaning imports: a boolean literal, or a
+/// single `{{ path }}` into an earlier step's value (`steps.<id>.output…`), `vars` or
+/// `trigger` — as a type-preserving `$` marker, never as rendered text ("false" would be
+/// truthy). Anything else is refused rather than guessed.
+fn guard_condition(v: &Y, earlier: &[(String, &str)]) -> Result<Value, String> {
+    if let N::Bool(b) = v.node {
+        return Ok(json!(b));
+    }
+    let refuse = || {
+        format!(
+            "when at line {}: only true, false or a single {{{{ path }}}} into an earlier step, vars \
+             or trigger can be imported (yaml-steps.txt does not define the expression language)",
+            v.pos.line
+        )
+    };
+    let text = v.as_str().ok_or_else(refuse)?.trim();
+    let inner = text
+        .strip_prefix("{{")
+        .and_then(|t| t.strip_suffix("}}"))
+        .map(str::trim)
+        .ok_or_else(refuse)?;
+    let ok_char = |c: char| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.');
+    if inner.is_empty() || !inner.chars().all(ok_char) || inner.contains("..") {
+        return Err(refuse());
+    }
+    let (root, rest) = inner.split_once('.').unwrap_or((inner, ""));
+    let path = if matches!(root, "vars" | "trigger") {
+        inner.to_owned()
+    } else if earlier
+        .iter()
+        .any(|(id, kind)| id == root && *kind == "imported")
+    {
+        if rest.is_empty() {
+            format!("steps.{root}.output")
+        } else {
+            format!("steps.{root}.output.{rest}")
+        }
+    } else {
+        return Err(refuse());
+    };
+    Ok(json!({"$": path}))
 }
 
 fn describe(kind: &str) -> String {
