@@ -42,7 +42,7 @@ fn dialect_example_reports() {
         insta::with_settings!({
             snapshot_path => "../snapshots",
             prepend_module_to_snapshot => false,
-            input_file => path.strip_prefix(env!("CARGO_MANIFEST_DIR")).unwrap_or(&path).to_path_buf(),
+            input_file => path.strip_prefix(env!("CARGO_MANIFEST_DIR")).unwrap_or(&path),
         }, {
             insta::assert_json_snapshot!(
                 format!("example-{name}"),

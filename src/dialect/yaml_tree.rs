@@ -191,8 +191,7 @@ pub(crate) fn parse(text: &str) -> Result<Y, Problem> {
             Event::Scalar(value, style, anchor, tag) => {
                 nodes += 1;
                 let is_str_tag = tag.as_ref().is_some_and(|t| {
-                    t.handle == "tag:yaml.org,2002:" && t.suffix == "str"
-                        || t.handle == "!!" && t.suffix == "str"
+                    t.suffix == "str" && (t.handle == "tag:yaml.org,2002:" || t.handle == "!!")
                 });
                 let node = if style != ScalarStyle::Plain || is_str_tag {
                     N::Str(value.into_owned())
