@@ -378,6 +378,19 @@ mod tests {
     }
 
     #[test]
+    fn huge_documents_are_refused_before_parsing() {
+        let big = vec![b' '; SOURCE_BYTES_MAX + 1];
+        for d in [Dialect::Woml, Dialect::Yaml] {
+            let e = import(d, &big, None).expect_err("too big");
+            assert_eq!(e[0].code, "limit_exceeded");
+        }
+        // Many small nodes under the byte limit hit the node budget, not memory.
+        let many = format!("steps: [{}]", "1,".repeat(NODES_MAX + 1));
+        let e = import(Dialect::Yaml, many.as_bytes(), None).expect_err("too many nodes");
+        assert_eq!(e[0].code, "limit_exceeded");
+    }
+
+    #[test]
     fn durations_parse_with_units() {
         assert_eq!(parse_duration_ms("1ms"), Some(1));
         assert_eq!(parse_duration_ms("2s"), Some(2000));

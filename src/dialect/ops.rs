@@ -15,18 +15,24 @@ use serde_json::{Value, json};
 use super::run::split_manifest;
 use super::{Dialect, Manifest, Problem, import};
 use crate::service::{bad_request, ok};
+use crate::sim::Store;
 
 /// Answer `request` if it is a dialect request; `None` leaves it to the w6w ops.
 pub fn handle(op: &str, request: &Value) -> Option<Value> {
     let has_dialect = request.get("dialect").is_some();
     match op {
-        "import" => Some(answer(op, request)),
-        "validate" | "run" if has_dialect => Some(answer(op, request)),
+        "import" => Some(answer(op, request, None)),
+        "validate" | "run" if has_dialect => Some(answer(op, request, None)),
         _ => None,
     }
 }
 
-fn answer(op: &str, request: &Value) -> Value {
+/// The dialect `run` op on a caller-supplied store (a `conformance::HostAdapter`'s).
+pub fn run_on(request: &Value, store: Box<dyn Store>) -> Value {
+    answer("run", request, Some(store))
+}
+
+fn answer(op: &str, request: &Value, store: Option<Box<dyn Store>>) -> Value {
     let dialect = match request.get("dialect").and_then(Value::as_str) {
         Some(name) => match Dialect::from_name(name) {
             Some(Dialect::W6w) | None => {
@@ -59,7 +65,7 @@ fn answer(op: &str, request: &Value) -> Value {
     match op {
         "validate" => ok(Value::Bool(true)),
         "import" => ok(imported.to_json()),
-        _ => match super::run(&imported, &scenario, &Default::default(), None, None) {
+        _ => match super::run(&imported, &scenario, &Default::default(), store, None) {
             Ok(report) => ok(report),
             Err(e) => json!({"error": e.to_json()}),
         },

@@ -1,3 +1,6 @@
+//! Unit tests of the WOML front-end: every MUST with its code, clause and position; the
+//! import of ids, retry attributes, context bindings and secret names.
+
 use serde_json::json;
 
 use super::import;

@@ -1,3 +1,6 @@
+//! Unit tests of the YAML front-end: every MUST with its code and clause, YML-3 schemas
+//! at argument positions, the import of bodies, modifiers and `when` guards.
+
 use serde_json::json;
 
 use super::import;
