@@ -1,7 +1,7 @@
 //! The deterministic simulated host: the reference `WorkflowContext`.
 //!
 //! Owns: all nondeterminism of a simulated run — the virtual clock, scripted actions, the
-//! fault plan, the durable stores (memory, atomic on-disk), the trace and the report — and
+//! fault plan, the durable stores (memory, an on-disk journal), the trace and the report — and
 //! the executor that drives the engine. Invariant: the same workflow and scenario always
 //! give the same report and trace, byte for byte; nothing reads a real clock.
 //!
@@ -18,6 +18,7 @@
 
 mod exec;
 mod host;
+pub mod journal;
 pub(crate) mod ops;
 mod redact;
 pub mod scenario;
@@ -31,6 +32,7 @@ use std::path::PathBuf;
 use serde_json::{Value, json};
 
 pub use host::{CALL_DEPTH_MAX, INVOCATIONS_MAX};
+pub use journal::{JOURNAL_FORMAT, JournalError, JournalStore};
 pub use redact::Scrubber;
 pub use scenario::{Scenario, ScenarioError, parse_scenario};
 pub use store::{DiskStore, MemoryStore, STORE_FORMAT, Store, StoreError, StoredRun};
@@ -49,7 +51,7 @@ use world::World;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum StoreChoice {
     Memory,
-    /// One file per run in this directory (atomic temp + fsync + rename).
+    /// One append-only journal per run in this directory ([`JournalStore`]).
     Dir(PathBuf),
 }
 
@@ -196,7 +198,9 @@ const RESTARTS_MAX: u64 = 10_000;
 fn open_store(choice: &StoreChoice) -> Result<Box<dyn Store>, SimError> {
     Ok(match choice {
         StoreChoice::Memory => Box::new(MemoryStore::default()),
-        StoreChoice::Dir(dir) => Box::new(DiskStore::open(dir).map_err(|e| SimError::Store(e.0))?),
+        StoreChoice::Dir(dir) => {
+            Box::new(JournalStore::open(dir).map_err(|e| SimError::Store(e.0))?)
+        }
     })
 }
 
@@ -235,11 +239,17 @@ impl<'a> Sim<'a> {
         snap: WorldSnapshot,
         sink: Option<Box<dyn Write>>,
         store: Box<dyn Store>,
+        run_id: &str,
     ) -> Result<Self, SimError> {
         let engine = Engine::new(workflow).map_err(SimError::Rejected)?;
         let mut world = World::new(snap);
         world.sink = sink;
         world.keep_trace = options.keep_trace;
+        world.track_counts = store.keeps_world();
+        if let Some(lease) = store.seq_lease(run_id) {
+            world.seq_lease = Some(lease);
+            world.seq_ceiling = 0;
+        }
         Ok(Sim {
             engine,
             workflow,
@@ -437,6 +447,7 @@ pub fn run_on_store(
         WorldSnapshot::default(),
         sink,
         store,
+        &scenario.run_id,
     )?;
     let run_id = scenario.run_id.clone();
     if sim
@@ -479,7 +490,7 @@ pub fn resume(
         .map_err(|e| SimError::Store(e.0))?
         .ok_or_else(|| SimError::Engine(EngineError::RunNotFound(run_id.to_owned())))?;
     let snap = stored.world.clone().unwrap_or_default();
-    let sim = Sim::new(workflow, scenario, options, snap, sink, store)?;
+    let sim = Sim::new(workflow, scenario, options, snap, sink, store, run_id)?;
     if let Some(token) = token {
         let mut w = sim.world.borrow_mut();
         w.event("resume", json!({"token": token}));
@@ -531,6 +542,7 @@ pub fn replay_on_store(
         WorldSnapshot::default(),
         sink,
         store,
+        &original.run_id,
     )?;
     if !scenario::run_id_ok(&original.run_id) {
         return Err(SimError::Engine(EngineError::NotResumable {
