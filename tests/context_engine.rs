@@ -253,3 +253,43 @@ fn every_message_of_the_transcript_conforms_to_its_schema() {
     assert!(conforms(&json!({"type": "idle"}), &idle).is_err());
     assert!(conforms(&json!({"type": "idle", "waiting": [], "x": 1}), &idle).is_err());
 }
+
+#[test]
+fn the_cli_runs_the_suite_through_engine_serve_and_refuses_two_candidates() {
+    let bin = env!("CARGO_BIN_EXE_w6w-sim");
+    let out = std::process::Command::new(bin)
+        .args(["conformance", "--engine", &serve_cmd(), "--clause", "RETRY"])
+        .output()
+        .expect("runs");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains("passed, 0 failed"), "{text}");
+    assert!(
+        text.contains("w6w-sim reference engine"),
+        "the report names the candidate: {text}"
+    );
+    let out = std::process::Command::new(bin)
+        .args(["conformance", "--engine", &serve_cmd(), "--adapter", "x"])
+        .output()
+        .expect("runs");
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "--engine and --adapter conflict"
+    );
+    let out = std::process::Command::new(bin)
+        .args([
+            "conformance",
+            "--engine",
+            "/nonexistent/engine",
+            "--clause",
+            "RETRY",
+        ])
+        .output()
+        .expect("runs");
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "an engine that cannot start is a usage error"
+    );
+}
