@@ -42,6 +42,10 @@ use crate::sim::{
     run_with_driver,
 };
 
+/// At most this many messages (calls, logs, cancels) in one turn: a candidate that never
+/// says `idle` cannot grow the trace without bound before the session deadline.
+pub const MAX_MESSAGES_PER_TURN: usize = 100_000;
+
 /// The code of a session that ended because the candidate broke the protocol.
 pub const PROTOCOL_ERROR: &str = "context_protocol";
 
@@ -217,7 +221,7 @@ impl<'s, 'a> Session<'s, 'a> {
 
     /// Read the candidate's lines until it is idle (`Ok(None)`) or done.
     fn read_turn(&mut self) -> Result<Option<Result<RunResult, Ending>>, String> {
-        loop {
+        for _ in 0..MAX_MESSAGES_PER_TURN {
             let line = self.recv()?;
             let msg: Value = serde_json::from_str(&line)
                 .map_err(|e| format!("a line that is not JSON ({e}): {}", clip(&line)))?;
@@ -258,6 +262,9 @@ impl<'s, 'a> Session<'s, 'a> {
                 }
             }
         }
+        Err(format!(
+            "more than {MAX_MESSAGES_PER_TURN} messages without an idle"
+        ))
     }
 
     fn log(&self, msg: &Value) -> Result<(), String> {
