@@ -39,8 +39,8 @@ fn our_engine_behind_the_protocol_passes_every_case_and_generated_workflow() {
         "the generated workflows ran"
     );
     // Every scripted crash was a real SIGKILL of the process, and a fresh one resumed.
-    assert!(traffic.crash_kills > 100, "{traffic:?}");
-    assert_eq!(traffic.spawns, traffic.crash_kills + 1, "{traffic:?}");
+    assert!(traffic.kills > 100, "{traffic:?}");
+    assert_eq!(traffic.spawns, traffic.kills + 1, "{traffic:?}");
     assert!(traffic.calls > 10 * traffic.sessions / 2, "{traffic:?}");
 }
 
@@ -58,7 +58,7 @@ fn a_crash_is_a_real_kill_and_the_fresh_process_recovers_through_state_load() {
         "same report as in process"
     );
     assert_eq!(got["ok"]["crashes"], json!(2));
-    assert_eq!(traffic.crash_kills, 2, "{traffic:?}");
+    assert_eq!(traffic.kills, 2, "{traffic:?}");
     assert_eq!(traffic.spawns, 3, "{traffic:?}");
     assert_eq!(
         got["ok"]["run"]["runId"],
