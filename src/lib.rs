@@ -11,6 +11,7 @@
 //! - [`sim`] — the deterministic simulated host (virtual clock, faults, stores, trace).
 //! - [`dialect`] — WOML and YAML front-ends: validated with positions, imported into w6w.
 //! - [`conformance`] — case format, checker, clause coverage.
+//! - [`context_protocol`] — the engine and host seams across a process boundary.
 //! - [`mutants`] — deliberately broken behaviours the conformance suite must catch (inert
 //!   unless a mutant test activates one on its thread).
 //! - [`service`] — the JSON-lines op service behind `w6w-sim eval` and the cases.
@@ -23,6 +24,7 @@
 
 pub mod cli;
 pub mod conformance;
+pub mod context_protocol;
 pub mod dialect;
 pub mod engine;
 pub mod expr;

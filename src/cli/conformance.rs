@@ -11,8 +11,9 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use crate::conformance::generate::run_generated;
+use crate::conformance::generate::run_generated_shard;
 use crate::conformance::mutants::{self, AnyMutant};
+use crate::conformance::shard::Shard;
 use crate::conformance::{
     self, Adapter, ProcessAdapter, ProcessOptions, Reference, Selection, Suite, SuiteReport,
 };
@@ -21,7 +22,7 @@ use crate::conformance::{
 pub(crate) enum ConformanceCommand {
     /// Run the conformance suite against the built-in reference or a candidate adapter;
     /// prints a per-clause table and ends with `N passed, M failed`.
-    Conformance(ConformanceArgs),
+    Conformance(Box<ConformanceArgs>),
     /// Speak the adapter protocol (docs/adapter-protocol.md).
     #[command(subcommand)]
     Adapter(AdapterCommand),
@@ -48,6 +49,15 @@ pub(crate) struct ConformanceArgs {
     /// and speak the adapter protocol over its stdin/stdout.
     #[arg(long, value_name = "'CMD ARGS'")]
     adapter: Option<String>,
+    /// Check a candidate ENGINE: spawn 'CMD ARGS' and speak the context protocol
+    /// (docs/context-protocol.md); the suite is its WorkflowContext and builds every report
+    /// from what it observed.
+    #[arg(long, value_name = "'CMD ARGS'", conflicts_with_all = ["adapter", "host"])]
+    engine: Option<String>,
+    /// Check a candidate HOST: spawn 'CMD ARGS' and run our engine on its durable state over
+    /// the context protocol; the suite SIGKILLs it at every crash point (RUN-3/RUN-4).
+    #[arg(long, value_name = "'CMD ARGS'", conflicts_with = "adapter")]
+    host: Option<String>,
     /// Per-request timeout for --adapter, in milliseconds.
     #[arg(long, value_name = "MS", default_value_t = 10_000)]
     timeout_ms: u64,
@@ -66,6 +76,11 @@ pub(crate) struct ConformanceArgs {
     /// Seed of the first generated workflow; workflow i uses SEED + i.
     #[arg(long, value_name = "SEED", default_value_t = conformance::generate::DEFAULT_SEED)]
     seed: u64,
+    /// Run only shard K of N (e.g. 2/4) of the selected cases and generated seeds, so a CI
+    /// matrix of N jobs splits one campaign deterministically (a case by a stable hash of
+    /// its id, generated workflow i when i mod N = K-1).
+    #[arg(long, value_name = "K/N")]
+    shard: Option<String>,
     /// Run against a built-in mutant (a deliberately broken engine or host) by name.
     #[arg(long, value_name = "NAME", conflicts_with = "adapter")]
     mutant: Option<String>,
@@ -117,12 +132,22 @@ fn conformance(args: &ConformanceArgs) -> ExitCode {
         Ok(s) => s,
         Err(e) => return usage_error(e),
     };
+    let shard = match args.shard.as_deref().map(Shard::parse).transpose() {
+        Ok(s) => s,
+        Err(e) => return usage_error(e),
+    };
     if !suite.cases().any(|(_, c)| selection.selects(c)) {
         return usage_error(format!(
             "no case in {} matches the selection (--clause / --case)",
             dir.display()
         ));
     }
+    // An empty shard is fine (a matrix may have more jobs than a narrow selection has
+    // cases); only an empty selection is a usage error.
+    let selection = match shard {
+        Some(s) => selection.with_shard(s),
+        None => selection,
+    };
     if args.mutants {
         let rows = mutants::kill_table(&suite, &selection, &AnyMutant::all());
         print!("{}", mutants::kill_table_text(&rows));
@@ -150,6 +175,12 @@ fn conformance(args: &ConformanceArgs) -> ExitCode {
                 ));
             }
         },
+        (None, None) if args.engine.is_some() || args.host.is_some() => {
+            match context_adapter(args) {
+                Ok(a) => a,
+                Err(e) => return usage_error(e),
+            }
+        }
         (None, None) => Box::new(Reference),
         (Some(command), _) => {
             let options = ProcessOptions {
@@ -174,7 +205,7 @@ fn conformance(args: &ConformanceArgs) -> ExitCode {
     progress.clear();
     if generate > 0 {
         progress.tick(0, generate, "generated workflows");
-        let generated = run_generated(adapter.as_mut(), generate, args.seed);
+        let generated = run_generated_shard(adapter.as_mut(), generate, args.seed, shard);
         progress.clear();
         report.add_generated(generated);
     }
@@ -220,6 +251,24 @@ fn conformance(args: &ConformanceArgs) -> ExitCode {
         return ExitCode::from(2);
     }
     status
+}
+
+/// `--engine` / `--host`: a candidate behind the context protocol.
+fn context_adapter(args: &ConformanceArgs) -> Result<Box<dyn Adapter>, String> {
+    use crate::context_protocol::{EngineOptions, EngineProcess, host_seam::HostProcess};
+    if let Some(command) = &args.engine {
+        let options = EngineOptions {
+            line_timeout: Duration::from_millis(args.timeout_ms),
+            startup_timeout: Duration::from_millis(args.startup_timeout_ms),
+            ..EngineOptions::default()
+        };
+        return EngineProcess::start(command, options)
+            .map(|e| Box::new(e) as Box<dyn Adapter>)
+            .map_err(|e| e.to_string());
+    }
+    let command = args.host.as_deref().unwrap_or_default();
+    HostProcess::start(command, Duration::from_millis(args.timeout_ms))
+        .map(|h| Box::new(conformance::EngineOnHost::new(h)) as Box<dyn Adapter>)
 }
 
 /// A one-line progress indicator on stderr, only when stderr is a terminal.

@@ -13,6 +13,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod conformance;
+mod context;
 mod dialect;
 mod input;
 mod model;
@@ -40,6 +41,8 @@ enum Command {
     Conf(conformance::ConformanceCommand),
     #[command(flatten)]
     Sim(sim::SimCommand),
+    #[command(flatten)]
+    Context(context::ContextCommand),
     /// `import`: WOML / YAML documents into w6w (issue 10).
     #[command(flatten)]
     Dialect(dialect::DialectCommand),
@@ -53,6 +56,7 @@ pub fn main() -> ExitCode {
         Command::Eval => eval(),
         Command::Conf(c) => conformance::main(c),
         Command::Sim(cmd) => sim::main(cmd),
+        Command::Context(cmd) => context::main(cmd),
         Command::Dialect(cmd) => dialect::main(cmd),
     }
 }

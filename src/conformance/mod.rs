@@ -53,6 +53,7 @@ pub mod mutants;
 mod process;
 pub mod protocol;
 mod report;
+pub mod shard;
 
 pub use adapter::{Adapter, AdapterError, FnAdapter, Reference};
 pub use diff::{DiffEntry, MAX_DIFF_ENTRIES, json_diff};

@@ -16,8 +16,8 @@
 //! a `wait` suspends is resumed by firing its schedule: the clock moves to the scheduled
 //! time and the engine resumes with the token (unless `stop_at_suspend`).
 
-mod exec;
-mod host;
+pub(crate) mod exec;
+pub(crate) mod host;
 pub mod journal;
 pub(crate) mod ops;
 mod redact;
@@ -38,7 +38,7 @@ pub use scenario::{Scenario, ScenarioError, parse_scenario};
 pub use store::{DiskStore, MemoryStore, STORE_FORMAT, Store, StoreError, StoredRun};
 pub use world::{EPOCH_MS, WorldSnapshot};
 
-use crate::engine::{Engine, EngineError, RunSeed};
+use crate::engine::{Engine, EngineError, RunResult, RunSeed};
 use crate::host::{HostError, RunInfo, RunTrigger};
 use crate::model::{
     RunState, RunStatus, ValidateOptions, ValidationError, Workflow, validate_workflow,
@@ -98,6 +98,10 @@ pub enum SimError {
     /// A simulator budget ran out, or the engine awaited something that never completes.
     #[error("simulation halted: {0}")]
     Halted(String),
+    /// A candidate engine behind the context protocol refused the run (its own
+    /// `{code, message, …}`), or broke the protocol (`context_protocol`).
+    #[error("{}", .0.get("message").and_then(Value::as_str).unwrap_or("the candidate engine failed"))]
+    Candidate(Value),
 }
 
 impl SimError {
@@ -109,6 +113,7 @@ impl SimError {
             SimError::Rejected(e) | SimError::Engine(e) => e.code(),
             SimError::Store(_) => "store_error",
             SimError::Halted(_) => "sim_halted",
+            SimError::Candidate(_) => "candidate_error",
         }
     }
 
@@ -138,6 +143,7 @@ impl SimError {
             | SimError::Engine(EngineError::InvalidWorkflow(errors)) => json!({
                 "code": self.code(), "message": self.to_string(), "errors": errors,
             }),
+            SimError::Candidate(answer) => answer.clone(),
             _ => json!({"code": self.code(), "message": self.to_string()}),
         }
     }
@@ -213,7 +219,8 @@ fn run_trigger(trigger: &Value) -> RunTrigger {
     }
 }
 
-enum Mode<'a> {
+/// What the driver is asked to do with the run (one process life of the engine).
+pub(crate) enum Mode<'a> {
     Start(RunSeed),
     Resume,
     /// CTRL-7: a fired `wait` schedule.
@@ -221,9 +228,41 @@ enum Mode<'a> {
     Replay(Option<&'a str>),
 }
 
+/// Who runs the engine for the simulator: our in-process [`Engine`], or a candidate engine
+/// behind the context protocol (`crate::context_protocol`). One call is one process life:
+/// it ends `Done`, `Crashed` (the simulator restarts and resumes) or `Halted`.
+pub(crate) trait Driver {
+    fn drive(
+        &self,
+        mode: &Mode<'_>,
+        run_id: &str,
+        host: &SimHost<'_>,
+        world: &RefCell<World>,
+    ) -> Exec<Result<RunResult, EngineError>>;
+}
+
+impl Driver for Engine<'_> {
+    fn drive(
+        &self,
+        mode: &Mode<'_>,
+        run_id: &str,
+        host: &SimHost<'_>,
+        world: &RefCell<World>,
+    ) -> Exec<Result<RunResult, EngineError>> {
+        match mode {
+            Mode::Start(seed) => block_on(self.run(seed.clone(), host), world),
+            Mode::Resume => block_on(self.resume(run_id, host), world),
+            Mode::ResumeToken(token) => {
+                block_on(self.resume_with(run_id, Some(token), host), world)
+            }
+            Mode::Replay(from) => block_on(self.replay(run_id, *from, host), world),
+        }
+    }
+}
+
 struct Sim<'a> {
-    engine: Engine<'a>,
-    workflow: &'a Workflow,
+    driver: Box<dyn Driver + 'a>,
+    workflow_id: String,
     scenario: &'a Scenario,
     world: RefCell<World>,
     store: RefCell<Box<dyn Store>>,
@@ -242,6 +281,29 @@ impl<'a> Sim<'a> {
         run_id: &str,
     ) -> Result<Self, SimError> {
         let engine = Engine::new(workflow).map_err(SimError::Rejected)?;
+        Ok(Sim::with_driver(
+            Box::new(engine),
+            workflow.id.clone(),
+            scenario,
+            options,
+            snap,
+            sink,
+            store,
+            run_id,
+        ))
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn with_driver(
+        driver: Box<dyn Driver + 'a>,
+        workflow_id: String,
+        scenario: &'a Scenario,
+        options: &'a SimOptions,
+        snap: WorldSnapshot,
+        sink: Option<Box<dyn Write>>,
+        store: Box<dyn Store>,
+        run_id: &str,
+    ) -> Self {
         let mut world = World::new(snap);
         world.sink = sink;
         world.keep_trace = options.keep_trace;
@@ -250,15 +312,15 @@ impl<'a> Sim<'a> {
             world.seq_lease = Some(lease);
             world.seq_ceiling = 0;
         }
-        Ok(Sim {
-            engine,
-            workflow,
+        Sim {
+            driver,
+            workflow_id,
             scenario,
             world: RefCell::new(world),
             store: RefCell::new(store),
             scrub: Scrubber::new(scenario.secrets.values()),
             options,
-        })
+        }
     }
 
     fn host(&self, run_id: &str, trigger: RunTrigger, attempt: u32) -> SimHost<'_> {
@@ -270,7 +332,7 @@ impl<'a> Sim<'a> {
             options: self.options,
             info: RunInfo {
                 id: run_id.to_owned(),
-                workflow_id: self.workflow.id.clone(),
+                workflow_id: self.workflow_id.clone(),
                 trigger,
                 attempt,
             },
@@ -288,17 +350,7 @@ impl<'a> Sim<'a> {
         loop {
             let attempt = u32::try_from(restarts + 1).unwrap_or(u32::MAX);
             let host = self.host(run_id, base_trigger, attempt);
-            let exec = match &mode {
-                Mode::Start(seed) => block_on(self.engine.run(seed.clone(), &host), &self.world),
-                Mode::Resume => block_on(self.engine.resume(run_id, &host), &self.world),
-                Mode::ResumeToken(token) => block_on(
-                    self.engine.resume_with(run_id, Some(token), &host),
-                    &self.world,
-                ),
-                Mode::Replay(from) => {
-                    block_on(self.engine.replay(run_id, *from, &host), &self.world)
-                }
-            };
+            let exec = self.driver.drive(&mode, run_id, &host, &self.world);
             drop(host);
             match exec {
                 Exec::Done(Ok(r))
@@ -355,6 +407,7 @@ impl<'a> Sim<'a> {
                     };
                 }
                 Exec::Halted(message) => return Err(SimError::Halted(message)),
+                Exec::Refused(answer) => return Err(SimError::Candidate(answer)),
                 Exec::Done(Err(EngineError::Host(HostError::Store(m)))) => {
                     return Err(SimError::Store(m));
                 }
@@ -449,6 +502,32 @@ pub fn run_on_store(
         store,
         &scenario.run_id,
     )?;
+    start(sim, scenario)
+}
+
+/// [`run_on_store`] with another engine behind `driver` (a candidate engine process,
+/// `crate::context_protocol`): the simulator still owns the world, the store and the report.
+pub(crate) fn run_with_driver<'a>(
+    driver: Box<dyn Driver + 'a>,
+    workflow_id: &str,
+    scenario: &'a Scenario,
+    options: &'a SimOptions,
+    store: Box<dyn Store>,
+) -> Result<Report, SimError> {
+    let sim = Sim::with_driver(
+        driver,
+        workflow_id.to_owned(),
+        scenario,
+        options,
+        WorldSnapshot::default(),
+        None,
+        store,
+        &scenario.run_id,
+    );
+    start(sim, scenario)
+}
+
+fn start(sim: Sim<'_>, scenario: &Scenario) -> Result<Report, SimError> {
     let run_id = scenario.run_id.clone();
     if sim
         .store
@@ -544,6 +623,33 @@ pub fn replay_on_store(
         store,
         &original.run_id,
     )?;
+    start_replay(sim, original, from)
+}
+
+/// [`replay_on_store`] with another engine behind `driver` (see [`run_with_driver`]).
+pub(crate) fn replay_with_driver<'a>(
+    driver: Box<dyn Driver + 'a>,
+    workflow_id: &str,
+    scenario: &'a Scenario,
+    original: &RunState,
+    from: Option<&str>,
+    options: &'a SimOptions,
+    store: Box<dyn Store>,
+) -> Result<Report, SimError> {
+    let sim = Sim::with_driver(
+        driver,
+        workflow_id.to_owned(),
+        scenario,
+        options,
+        WorldSnapshot::default(),
+        None,
+        store,
+        &original.run_id,
+    );
+    start_replay(sim, original, from)
+}
+
+fn start_replay(sim: Sim<'_>, original: &RunState, from: Option<&str>) -> Result<Report, SimError> {
     if !scenario::run_id_ok(&original.run_id) {
         return Err(SimError::Engine(EngineError::NotResumable {
             run_id: original.run_id.clone(),
