@@ -27,7 +27,9 @@ pub mod yaml;
 mod yaml_tree;
 
 pub use manifest::Manifest;
-pub use run::{DialectRunError, run, script_failure_kinds, split_manifest};
+pub use run::{
+    DialectRunError, decorate_report, prepare_scenario, run, script_failure_kinds, split_manifest,
+};
 
 /// The largest source document a front-end reads (SEC-2): 8 MiB.
 pub const SOURCE_BYTES_MAX: usize = 8 * 1024 * 1024;

@@ -18,7 +18,7 @@ use serde_json::{Map, Value, json};
 
 use super::{Dialect, Imported, StepKind};
 use crate::model::Phase;
-use crate::sim::scenario::{OutcomeKind, ScenarioError};
+use crate::sim::scenario::ScenarioError;
 use crate::sim::{self, SimError, SimOptions, Store};
 
 /// WOML's script failure kinds (woml-steps.txt, WOML-11), as action error codes.
@@ -77,38 +77,8 @@ pub fn run(
     store: Option<Box<dyn Store>>,
     sink: Option<Box<dyn std::io::Write>>,
 ) -> Result<Value, DialectRunError> {
-    let mut scenario = sim::load_scenario(scenario).map_err(|e| match e {
-        SimError::InvalidScenario(errors) => DialectRunError::Scenario(errors),
-        other => DialectRunError::Sim(other),
-    })?;
-    let mut problems = Vec::new();
-    for info in imported.steps.iter().filter(|s| s.kind == StepKind::Script) {
-        let Some(script) = scenario.actions.get_mut(&info.id) else {
-            continue;
-        };
-        for (i, outcome) in script.outcomes.iter_mut().enumerate() {
-            if let OutcomeKind::Error(e) = &mut outcome.kind {
-                if !script_failure_kinds().contains(&e.code.as_str()) {
-                    problems.push(ScenarioError {
-                        path: format!(
-                            "/actions/{}/outcomes/{i}/error/code",
-                            crate::model::pointer_token(&info.id)
-                        ),
-                        message: format!(
-                            "{:?} is not a WOML script failure; a script step fails with one of {}",
-                            e.code,
-                            script_failure_kinds().join(", ")
-                        ),
-                    });
-                }
-                e.phase = Phase::Execute;
-                e.retryable = e.code == super::woml::RETRIED_FAILURE;
-            }
-        }
-    }
-    if !problems.is_empty() {
-        return Err(DialectRunError::Scenario(problems));
-    }
+    let prepared = prepare_scenario(imported, scenario)?;
+    let scenario = sim::load_scenario(&prepared).map_err(DialectRunError::Sim)?;
     let workflow = sim::load_workflow(&imported.workflow).map_err(DialectRunError::Sim)?;
     let report = match store {
         Some(store) => sim::run_on_store(&workflow, &scenario, options, store, sink),
@@ -118,6 +88,71 @@ pub fn run(
     let mut out = report.to_json();
     decorate(imported, &scenario.run_id, &mut out);
     Ok(out)
+}
+
+/// The scenario document a w6w engine runs for `imported` (any engine, any host): checked
+/// like any scenario, and each scripted error of a WOML script step classified as the
+/// script runtime does (phase `execute`, `retryable` only for `script_threw`; D-32).
+pub fn prepare_scenario(imported: &Imported, scenario: &Value) -> Result<Value, DialectRunError> {
+    let parsed = sim::load_scenario(scenario).map_err(|e| match e {
+        SimError::InvalidScenario(errors) => DialectRunError::Scenario(errors),
+        other => DialectRunError::Sim(other),
+    })?;
+    let mut out = scenario.clone();
+    let mut problems = Vec::new();
+    for info in imported.steps.iter().filter(|s| s.kind == StepKind::Script) {
+        if !parsed.actions.contains_key(&info.id) {
+            continue;
+        }
+        let Some(Value::Array(outcomes)) = out.pointer_mut(&format!(
+            "/actions/{}/outcomes",
+            crate::model::pointer_token(&info.id)
+        )) else {
+            continue;
+        };
+        for (i, outcome) in outcomes.iter_mut().enumerate() {
+            let Some(Value::Object(e)) = outcome.get_mut("error") else {
+                continue;
+            };
+            let code = e
+                .get("code")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned();
+            if !script_failure_kinds().contains(&code.as_str()) {
+                problems.push(ScenarioError {
+                    path: format!(
+                        "/actions/{}/outcomes/{i}/error/code",
+                        crate::model::pointer_token(&info.id)
+                    ),
+                    message: format!(
+                        "{code:?} is not a WOML script failure; a script step fails with one of {}",
+                        script_failure_kinds().join(", ")
+                    ),
+                });
+            }
+            e.insert("phase".into(), json!(Phase::Execute.as_str()));
+            e.insert(
+                "retryable".into(),
+                json!(code == super::woml::RETRIED_FAILURE),
+            );
+        }
+    }
+    if problems.is_empty() {
+        Ok(out)
+    } else {
+        Err(DialectRunError::Scenario(problems))
+    }
+}
+
+/// Add the dialect's report fields (see the module doc) to a w6w run report.
+pub fn decorate_report(imported: &Imported, report: &mut Value) {
+    let run_id = report
+        .pointer("/run/runId")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned();
+    decorate(imported, &run_id, report);
 }
 
 fn decorate(imported: &Imported, run_id: &str, report: &mut Value) {
