@@ -314,11 +314,16 @@ impl SuiteReport {
             self.write_failures(&mut out);
         }
         if let Some(g) = &self.generated {
+            let shard = g
+                .shard
+                .as_ref()
+                .map(|s| format!(", shard {s}: every seed index i with i mod N = K-1"))
+                .unwrap_or_default();
             let _ = writeln!(
                 out,
-                "\nGenerated workflows (seeds {}..{}): {} passed, {} failed",
+                "\nGenerated workflows (seeds {}..{}{shard}): {} passed, {} failed",
                 g.seed,
-                g.seed.wrapping_add(g.count as u64),
+                g.seed.wrapping_add(g.span as u64),
                 g.passed(),
                 g.failures.len()
             );
@@ -480,6 +485,8 @@ impl SuiteReport {
             "generated": self.generated.as_ref().map(|g| json!({
                 "seed": g.seed,
                 "count": g.count,
+                "span": g.span,
+                "shard": g.shard,
                 "passed": g.passed(),
                 "failed": g.failures.len(),
                 "elapsedMs": g.elapsed.as_secs_f64() * 1000.0,
