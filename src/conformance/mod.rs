@@ -55,7 +55,7 @@ mod report;
 
 pub use adapter::{Adapter, AdapterError, FnAdapter, Reference};
 pub use diff::{DiffEntry, MAX_DIFF_ENTRIES, json_diff};
-pub use host::{EngineOnHost, HostAdapter, SimulatedHost, run_host};
+pub use host::{EngineOnHost, HostAdapter, MemoryDisk, SimulatedHost, run_host};
 pub use load::{
     EXPECTATION_KINDS, LoadError, LoadProblem, LoadedFile, MAX_CASE_FILE_BYTES, Selection, Suite,
     default_cases_dir,

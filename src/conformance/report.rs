@@ -102,6 +102,14 @@ pub struct SuiteReport {
 /// report.assert_all_passed();
 /// ```
 pub fn run(adapter: &mut dyn Adapter, options: &RunOptions) -> Result<SuiteReport, LoadError> {
+    // Whatever stack the caller has (a `cargo test` thread: 2 MiB), the suite has enough.
+    crate::sim::with_stack(|| run_on_this_stack(adapter, options))
+}
+
+fn run_on_this_stack(
+    adapter: &mut dyn Adapter,
+    options: &RunOptions,
+) -> Result<SuiteReport, LoadError> {
     let suite = match &options.cases_dir {
         Some(dir) => Suite::load(dir)?,
         None => Suite::load_default()?,
@@ -190,7 +198,15 @@ pub fn run_suite(
 pub fn check_with(case: &Case, adapter: &mut dyn Adapter) -> (CaseOutcome, bool) {
     let (response, failures, adapter_failed) = match adapter.handle(&case.request) {
         Ok(response) => {
-            let failures = check_expectations(&case.expect, &response);
+            let mut failures = check_expectations(&case.expect, &response);
+            // An unexpected error answer: say what it was, not only what is missing.
+            if !failures.is_empty()
+                && !case.expect.contains_key("error")
+                && !case.expect.contains_key("response")
+                && let Some(error) = response.get("error")
+            {
+                failures.push(format!("the answer was an error: {error}"));
+            }
             (response, failures, false)
         }
         Err(e) => (Value::Null, vec![e.to_string()], true),

@@ -18,6 +18,7 @@
 
 mod exec;
 mod host;
+mod hosted;
 pub(crate) mod ops;
 mod redact;
 pub mod scenario;
@@ -25,6 +26,7 @@ pub mod store;
 pub mod world;
 
 use std::cell::RefCell;
+use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::PathBuf;
 
@@ -96,6 +98,10 @@ pub enum SimError {
     /// A simulator budget ran out, or the engine awaited something that never completes.
     #[error("simulation halted: {0}")]
     Halted(String),
+    /// RUN-3/RUN-4: a candidate host's store, reopened after a simulated crash, did not
+    /// return the state of the last checkpoint it acknowledged.
+    #[error("{0}")]
+    NotDurable(String),
 }
 
 impl SimError {
@@ -107,6 +113,7 @@ impl SimError {
             SimError::Rejected(e) | SimError::Engine(e) => e.code(),
             SimError::Store(_) => "store_error",
             SimError::Halted(_) => "sim_halted",
+            SimError::NotDurable(_) => "checkpoint_not_durable",
         }
     }
 
@@ -189,6 +196,47 @@ impl Report {
     }
 }
 
+/// What a candidate's store acknowledged, folded by the simulator itself: run id → (state,
+/// the checkpoint number that acknowledged it).
+#[derive(Debug, Default)]
+pub(crate) struct Acked {
+    runs: BTreeMap<String, (RunState, u64)>,
+}
+
+impl Acked {
+    pub(crate) fn checkpoint(&mut self, patch: &crate::model::RunStatePatch, n: u64) {
+        let entry = self.runs.entry(patch.run_id.clone()).or_insert_with(|| {
+            (
+                RunState::new(
+                    &patch.run_id,
+                    patch.workflow_id.as_deref().unwrap_or_default(),
+                ),
+                0,
+            )
+        });
+        entry.0.apply(patch);
+        entry.1 = n;
+    }
+
+    pub(crate) fn put(&mut self, state: &RunState) {
+        self.runs.insert(state.run_id.clone(), (state.clone(), 0));
+    }
+}
+
+/// The stack a simulation runs on when its caller's is short: engine futures of an
+/// unoptimised build are large, and a `cargo test` thread has only 2 MiB. Reserved, not
+/// committed: only the pages touched are memory.
+pub const SIM_STACK_BYTES: usize = 64 << 20;
+
+/// Below this much stack left, [`with_stack`] switches to a fresh [`SIM_STACK_BYTES`] one.
+const STACK_RED_ZONE: usize = 16 << 20;
+
+/// Run `f` with at least [`STACK_RED_ZONE`] bytes of stack, on a fresh stack segment of this
+/// thread when the caller's is shorter (no thread, so nothing needs to be `Send`).
+pub fn with_stack<R>(f: impl FnOnce() -> R) -> R {
+    stacker::maybe_grow(STACK_RED_ZONE, SIM_STACK_BYTES, f)
+}
+
 /// Bound on in-process restarts: each crash fault fires once, so a well-formed scenario
 /// never comes near it; it keeps a bug from looping forever (SEC-2).
 const RESTARTS_MAX: u64 = 10_000;
@@ -223,6 +271,10 @@ struct Sim<'a> {
     scenario: &'a Scenario,
     world: RefCell<World>,
     store: RefCell<Box<dyn Store>>,
+    /// RUN-3, checked by the suite for a candidate's store: every run's state as the
+    /// checkpoints the store acknowledged fold it (`None`: the simulator's own store,
+    /// trusted).
+    acked: RefCell<Option<Acked>>,
     scrub: Scrubber,
     options: &'a SimOptions,
 }
@@ -246,9 +298,51 @@ impl<'a> Sim<'a> {
             scenario,
             world: RefCell::new(world),
             store: RefCell::new(store),
+            acked: RefCell::new(None),
             scrub: Scrubber::new(scenario.secrets.values()),
             options,
         })
+    }
+
+    /// The store is a candidate's: check it against what it acknowledged.
+    fn verify_durability(self) -> Self {
+        *self.acked.borrow_mut() = Some(Acked::default());
+        self
+    }
+
+    /// A simulated crash of the store's process: the store object is dropped (parked) and
+    /// reopened, then — for a candidate's store — every run it acknowledged must load
+    /// exactly as acknowledged (RUN-3).
+    fn reopen_store(&self, why: &str) -> Result<(), SimError> {
+        let mut store = self.store.borrow_mut();
+        store.crash();
+        store.restart().map_err(|e| SimError::Store(e.0))?;
+        drop(store);
+        let acked = self.acked.borrow();
+        let Some(acked) = acked.as_ref() else {
+            return Ok(());
+        };
+        for (run_id, (want, n)) in &acked.runs {
+            let got = self
+                .store
+                .borrow()
+                .load(run_id)
+                .map_err(|e| SimError::Store(e.0))?
+                .map(|s| s.state);
+            let want_json = serde_json::to_value(want).unwrap_or_default();
+            let got_json = serde_json::to_value(&got).unwrap_or_default();
+            if !crate::conformance::json_eq(&want_json, &got_json) {
+                let first = crate::conformance::json_diff(&want_json, &got_json)
+                    .into_iter()
+                    .next()
+                    .map(|d| format!("; first difference at {:?}", d.pointer))
+                    .unwrap_or_default();
+                return Err(SimError::NotDurable(format!(
+                    "RUN-3/RUN-4: {why}, the host's store was reopened and state.load({run_id:?}) did not return the state of the last checkpoint it acknowledged (checkpoint {n}){first}; a checkpoint must be durable before it returns"
+                )));
+            }
+        }
+        Ok(())
     }
 
     fn host(&self, run_id: &str, trigger: RunTrigger, attempt: u32) -> SimHost<'_> {
@@ -256,6 +350,7 @@ impl<'a> Sim<'a> {
             world: &self.world,
             scenario: self.scenario,
             store: &self.store,
+            acked: &self.acked,
             scrub: &self.scrub,
             options: self.options,
             info: RunInfo {
@@ -305,11 +400,9 @@ impl<'a> Sim<'a> {
                 Exec::Done(Ok(_)) => return Ok(()),
                 Exec::Crashed | Exec::Done(Err(EngineError::Host(HostError::Crashed))) => {
                     restarts += 1;
-                    // The host contract's crash/restart hooks: back with its durable state only.
-                    let mut store = self.store.borrow_mut();
-                    store.crash();
-                    store.restart().map_err(|e| SimError::Store(e.0))?;
-                    drop(store);
+                    // The process died: its store object too. Back with the durable state
+                    // only, checked against what was acknowledged.
+                    self.reopen_store("after a simulated crash")?;
                     let mut w = self.world.borrow_mut();
                     w.crash_pending = false;
                     if restarts > RESTARTS_MAX {
@@ -385,6 +478,11 @@ impl<'a> Sim<'a> {
     }
 
     fn report(self, run_id: &str) -> Result<Report, SimError> {
+        if self.acked.borrow().is_some() {
+            // The report reads what survives the process: a candidate's store is reopened
+            // first, so a write-back cache that never reaches the medium cannot pass.
+            self.reopen_store("when the run had ended")?;
+        }
         let stored = self
             .store
             .borrow()
@@ -438,6 +536,34 @@ pub fn run_on_store(
         sink,
         store,
     )?;
+    start_run(sim, scenario)
+}
+
+/// [`run`] on a candidate host's durable store (`conformance::HostAdapter`): the store is
+/// opened from `factory`, dropped and reopened at every simulated crash and once more
+/// before the report is read, and every reopened store must load exactly what the earlier
+/// ones acknowledged (RUN-3; otherwise `checkpoint_not_durable`).
+pub fn run_on_host_store(
+    workflow: &Workflow,
+    scenario: &Scenario,
+    options: &SimOptions,
+    factory: Box<dyn crate::host::StoreFactory>,
+) -> Result<Report, SimError> {
+    let store = hosted::HostedStore::open(factory)
+        .map_err(|e| SimError::Store(format!("{}: {e}", e.code())))?;
+    let sim = Sim::new(
+        workflow,
+        scenario,
+        options,
+        WorldSnapshot::default(),
+        None,
+        Box::new(store),
+    )?
+    .verify_durability();
+    start_run(sim, scenario)
+}
+
+fn start_run(sim: Sim<'_>, scenario: &Scenario) -> Result<Report, SimError> {
     let run_id = scenario.run_id.clone();
     if sim
         .store
@@ -532,6 +658,33 @@ pub fn replay_on_store(
         sink,
         store,
     )?;
+    start_replay(sim, original, from)
+}
+
+/// [`replay`] on a candidate host's durable store (see [`run_on_host_store`]).
+pub fn replay_on_host_store(
+    workflow: &Workflow,
+    scenario: &Scenario,
+    original: &RunState,
+    from: Option<&str>,
+    options: &SimOptions,
+    factory: Box<dyn crate::host::StoreFactory>,
+) -> Result<Report, SimError> {
+    let store = hosted::HostedStore::open(factory)
+        .map_err(|e| SimError::Store(format!("{}: {e}", e.code())))?;
+    let sim = Sim::new(
+        workflow,
+        scenario,
+        options,
+        WorldSnapshot::default(),
+        None,
+        Box::new(store),
+    )?
+    .verify_durability();
+    start_replay(sim, original, from)
+}
+
+fn start_replay(sim: Sim<'_>, original: &RunState, from: Option<&str>) -> Result<Report, SimError> {
     if !scenario::run_id_ok(&original.run_id) {
         return Err(SimError::Engine(EngineError::NotResumable {
             run_id: original.run_id.clone(),
@@ -548,6 +701,9 @@ pub fn replay_on_store(
         .borrow_mut()
         .put(&seeded, &snap)
         .map_err(|e| SimError::Store(e.0))?;
+    if let Some(acked) = sim.acked.borrow_mut().as_mut() {
+        acked.put(&seeded);
+    }
     sim.drive(&original.run_id, Mode::Replay(from))?;
     sim.report(&original.run_id)
 }

@@ -5,19 +5,20 @@
 //! Errors are `{"error": {"code", "message", …}}`: `invalid_workflow` (with `errors`),
 //! `invalid_scenario` (with `path` and `errors`), `invalid_variables` (with `variable`),
 //! `invalid_run` for a RUNSTATE that does not parse. The memory store, unless a
-//! `conformance::HostAdapter` supplies its own (`run_on`, `replay_on`).
+//! `conformance::HostAdapter` supplies its own (`run_on_host`, `replay_on_host`).
 
 use serde_json::{Value, json};
 
-use super::{MemoryStore, SimError, SimOptions, Store, load_scenario, load_workflow};
-use crate::model::RunState;
+use super::{MemoryStore, Scenario, SimError, SimOptions, load_scenario, load_workflow};
+use crate::host::StoreFactory;
+use crate::model::{RunState, Workflow};
 use crate::service::{bad_request, ok};
 
 fn error(e: &SimError) -> Value {
     json!({ "error": e.to_json() })
 }
 
-fn inputs(request: &Value) -> Result<(crate::model::Workflow, super::Scenario), Value> {
+fn inputs(request: &Value) -> Result<(Workflow, Scenario), Value> {
     let Some(w) = request.get("workflow") else {
         return Err(bad_request("missing \"workflow\""));
     };
@@ -29,27 +30,96 @@ fn inputs(request: &Value) -> Result<(crate::model::Workflow, super::Scenario), 
 }
 
 pub(crate) fn run(request: &Value) -> Value {
-    run_on(request, Box::new(MemoryStore::default()))
+    run_with(request, |workflow, scenario| {
+        super::run_on_store(
+            workflow,
+            scenario,
+            &SimOptions::default(),
+            Box::new(MemoryStore::default()),
+            None,
+        )
+    })
 }
 
-/// The `run` op on a caller-supplied store (a `conformance::HostAdapter`'s).
-pub(crate) fn run_on(request: &Value, store: Box<dyn Store>) -> Value {
+/// The `run` op on a candidate host's durable store (a `conformance::HostAdapter`'s).
+pub(crate) fn run_on_host(request: &Value, factory: Box<dyn StoreFactory>) -> Value {
+    run_with(request, |workflow, scenario| {
+        super::run_on_host_store(workflow, scenario, &SimOptions::default(), factory)
+    })
+}
+
+/// The `run` op, the simulation done by `simulate`.
+pub(crate) fn run_with(
+    request: &Value,
+    simulate: impl FnOnce(&Workflow, &Scenario) -> Result<super::Report, SimError>,
+) -> Value {
+    super::with_stack(|| run_inner(request, simulate))
+}
+
+fn run_inner(
+    request: &Value,
+    simulate: impl FnOnce(&Workflow, &Scenario) -> Result<super::Report, SimError>,
+) -> Value {
     let (workflow, scenario) = match inputs(request) {
         Ok(x) => x,
         Err(e) => return e,
     };
-    match super::run_on_store(&workflow, &scenario, &SimOptions::default(), store, None) {
+    match simulate(&workflow, &scenario) {
         Ok(report) => ok(report.to_json()),
         Err(e) => error(&e),
     }
 }
 
 pub(crate) fn replay(request: &Value) -> Value {
-    replay_on(request, Box::new(MemoryStore::default()))
+    replay_with(request, |workflow, scenario, original, from| {
+        super::replay_on_store(
+            workflow,
+            scenario,
+            original,
+            from,
+            &SimOptions::default(),
+            Box::new(MemoryStore::default()),
+            None,
+        )
+    })
 }
 
-/// The `replay` op on a caller-supplied store (a `conformance::HostAdapter`'s).
-pub(crate) fn replay_on(request: &Value, store: Box<dyn Store>) -> Value {
+/// The `replay` op on a candidate host's durable store (a `conformance::HostAdapter`'s).
+pub(crate) fn replay_on_host(request: &Value, factory: Box<dyn StoreFactory>) -> Value {
+    replay_with(request, |workflow, scenario, original, from| {
+        super::replay_on_host_store(
+            workflow,
+            scenario,
+            original,
+            from,
+            &SimOptions::default(),
+            factory,
+        )
+    })
+}
+
+/// The `replay` op, the simulation done by `simulate`.
+pub(crate) fn replay_with(
+    request: &Value,
+    simulate: impl FnOnce(
+        &Workflow,
+        &Scenario,
+        &RunState,
+        Option<&str>,
+    ) -> Result<super::Report, SimError>,
+) -> Value {
+    super::with_stack(|| replay_inner(request, simulate))
+}
+
+fn replay_inner(
+    request: &Value,
+    simulate: impl FnOnce(
+        &Workflow,
+        &Scenario,
+        &RunState,
+        Option<&str>,
+    ) -> Result<super::Report, SimError>,
+) -> Value {
     let (workflow, scenario) = match inputs(request) {
         Ok(x) => x,
         Err(e) => return e,
@@ -69,15 +139,7 @@ pub(crate) fn replay_on(request: &Value, store: Box<dyn Store>) -> Value {
         Some(Value::String(s)) => Some(s.as_str()),
         Some(_) => return bad_request("\"from\" must be a step id"),
     };
-    match super::replay_on_store(
-        &workflow,
-        &scenario,
-        &original,
-        from,
-        &SimOptions::default(),
-        store,
-        None,
-    ) {
+    match simulate(&workflow, &scenario, &original, from) {
         Ok(report) => ok(report.to_json()),
         Err(e) => error(&e),
     }
