@@ -227,3 +227,119 @@ fn the_suite_runs_on_a_tiny_caller_stack() {
         .join()
         .expect("passes on a 128 KiB stack");
 }
+
+mod engine_seam {
+    use w6w_sim::conformance::{
+        self, Capabilities, EngineAdapter, ReferenceEngineAdapter, RunOptions,
+    };
+    use w6w_sim::engine::{Engine, EngineError, RunSeed};
+    use w6w_sim::host::{EngineFactory, WorkflowContext, WorkflowEngine};
+    use w6w_sim::model::Workflow;
+
+    #[test]
+    fn the_reference_engine_passes_through_the_engine_seam() {
+        conformance::run_engine(ReferenceEngineAdapter, &RunOptions::default())
+            .expect("suite loads")
+            .assert_all_passed();
+    }
+
+    /// After a crash this engine does not load anything: it says the run is done.
+    struct NoRecovery<'w>(Engine<'w>);
+
+    impl WorkflowEngine for NoRecovery<'_> {
+        async fn start<C: WorkflowContext>(
+            &self,
+            seed: RunSeed,
+            ctx: &C,
+        ) -> Result<(), EngineError> {
+            self.0.run(seed, ctx).await.map(drop)
+        }
+        async fn resume<C: WorkflowContext>(
+            &self,
+            run_id: &str,
+            token: Option<&str>,
+            ctx: &C,
+        ) -> Result<(), EngineError> {
+            match token {
+                None => Ok(()),
+                Some(_) => self.0.resume_with(run_id, token, ctx).await.map(drop),
+            }
+        }
+        async fn replay<C: WorkflowContext>(
+            &self,
+            run_id: &str,
+            from: Option<&str>,
+            ctx: &C,
+        ) -> Result<(), EngineError> {
+            self.0.replay(run_id, from, ctx).await.map(drop)
+        }
+    }
+
+    struct NoRecoveryFactory;
+    impl EngineFactory for NoRecoveryFactory {
+        type Engine<'w> = NoRecovery<'w>;
+        fn boot<'w>(&'w self, workflow: &'w Workflow) -> Result<NoRecovery<'w>, EngineError> {
+            Engine::new(workflow).map(NoRecovery)
+        }
+    }
+
+    struct Candidate(Capabilities);
+    impl EngineAdapter for Candidate {
+        type Factory = NoRecoveryFactory;
+        fn name(&self) -> String {
+            "no-recovery".into()
+        }
+        fn factory(&self) -> &NoRecoveryFactory {
+            &NoRecoveryFactory
+        }
+        fn capabilities(&self) -> Capabilities {
+            self.0.clone()
+        }
+    }
+
+    #[test]
+    fn an_engine_that_does_not_recover_fails_run_4_and_the_rest_is_not_applicable() {
+        let options = RunOptions {
+            generate: 0,
+            ..RunOptions::default()
+        };
+        let report = conformance::run_engine(Candidate(Capabilities::engine_core()), &options)
+            .expect("suite loads");
+        let row = |id: &str| {
+            report
+                .clauses
+                .iter()
+                .find(|r| r.clause == id)
+                .cloned()
+                .expect(id)
+        };
+        assert!(row("RUN-4").failed > 0, "{}", report.to_text());
+        // Pure ops it does not offer, controls, strands: not applicable, never passed.
+        assert!(row("PLAN-1").passed == 0 && row("PLAN-1").not_applicable > 0);
+        assert!(row("FAN-2").passed == 0 && row("FAN-2").not_applicable > 0);
+        assert!(report.not_applicable() > 300, "{}", report.not_applicable());
+        assert_eq!(
+            report.passed() + report.failed() + report.not_applicable(),
+            report.cases.len()
+        );
+        let last = report.to_text().lines().last().map(str::to_owned);
+        assert_eq!(
+            last,
+            Some(format!(
+                "{} passed, {} failed, {} not applicable",
+                report.passed(),
+                report.failed(),
+                report.not_applicable()
+            ))
+        );
+        // Claiming a capability it lacks makes those cases fail instead.
+        let claimed = Capabilities::engine_core().with("op.plan");
+        let report = conformance::run_engine(Candidate(claimed), &options).expect("loads");
+        let plan = report
+            .clauses
+            .iter()
+            .find(|r| r.clause == "PLAN-5")
+            .expect("PLAN-5");
+        assert!(plan.failed > 0, "unsupported_op answers fail");
+    }
+}

@@ -21,7 +21,7 @@ use crate::conformance::{
 pub(crate) enum ConformanceCommand {
     /// Run the conformance suite against the built-in reference or a candidate adapter;
     /// prints a per-clause table and ends with `N passed, M failed`.
-    Conformance(ConformanceArgs),
+    Conformance(Box<ConformanceArgs>),
     /// Speak the adapter protocol (docs/adapter-protocol.md).
     #[command(subcommand)]
     Adapter(AdapterCommand),
@@ -66,6 +66,16 @@ pub(crate) struct ConformanceArgs {
     /// Seed of the first generated workflow; workflow i uses SEED + i.
     #[arg(long, value_name = "SEED", default_value_t = conformance::generate::DEFAULT_SEED)]
     seed: u64,
+    /// The candidate's capability profile, comma-separated (`*` everything, `-NAME` all
+    /// but, or names such as `op.run,op.replay,strands`; see docs/capabilities.md): cases
+    /// needing anything else are reported not applicable. [default: what the adapter's
+    /// ack declares, else everything]
+    #[arg(long, value_name = "LIST")]
+    capabilities: Option<String>,
+    /// Directory for generated failures' shrunk workflow and scenario files (created if
+    /// needed) [default: a `w6w-sim-failures` folder in the system's temp directory].
+    #[arg(long, value_name = "DIR")]
+    out: Option<PathBuf>,
     /// Run against a built-in mutant (a deliberately broken engine or host) by name.
     #[arg(long, value_name = "NAME", conflicts_with = "adapter")]
     mutant: Option<String>,
@@ -139,6 +149,13 @@ fn conformance(args: &ConformanceArgs) -> ExitCode {
     } else {
         conformance::generate::DEFAULT_GENERATE
     });
+    let profile = match args.capabilities.as_deref().map(|list| {
+        conformance::Capabilities::from_names(list.split(',').filter(|n| !n.trim().is_empty()))
+    }) {
+        None => None,
+        Some(Ok(p)) => Some(p),
+        Some(Err(e)) => return usage_error(format!("--capabilities: {e}")),
+    };
     let mut adapter: Box<dyn Adapter> = match (&args.adapter, &args.mutant) {
         (None, Some(name)) => match AnyMutant::by_name(name) {
             Some(m) => m.adapter(),
@@ -163,6 +180,26 @@ fn conformance(args: &ConformanceArgs) -> ExitCode {
             }
         }
     };
+    if let Some(p) = profile {
+        adapter = Box::new(conformance::WithCapabilities::new(adapter, p));
+    }
+    // Every printed repro command names the candidate that was tested.
+    let mut candidate_args = String::new();
+    if let Some(command) = &args.adapter {
+        candidate_args.push_str(&format!(" --adapter {}", shell_quote(command)));
+    }
+    if let Some(name) = &args.mutant {
+        candidate_args.push_str(&format!(" --mutant {}", shell_quote(name)));
+    }
+    if let Some(list) = &args.capabilities {
+        candidate_args.push_str(&format!(" --capabilities {}", shell_quote(list)));
+    }
+    if let Some(dir) = &args.cases {
+        candidate_args.push_str(&format!(
+            " --cases {}",
+            shell_quote(&dir.display().to_string())
+        ));
+    }
     let mut progress = Progress::new();
     let mut report = conformance::run_suite(
         adapter.as_mut(),
@@ -172,6 +209,19 @@ fn conformance(args: &ConformanceArgs) -> ExitCode {
         &mut |done, total, id| progress.tick(done, total, id),
     );
     progress.clear();
+    report.candidate_args = candidate_args;
+    if generate == 0 && args.generate.is_none() && filtered {
+        report.generated_note = Some(format!(
+            "No generated workflows: {} selects cases only; add --generate N to also run N of them",
+            if args.cases.is_some() {
+                "--cases"
+            } else if !args.clauses.is_empty() {
+                "--clause"
+            } else {
+                "--case"
+            }
+        ));
+    }
     if generate > 0 {
         progress.tick(0, generate, "generated workflows");
         let generated = run_generated(adapter.as_mut(), generate, args.seed);
@@ -185,16 +235,29 @@ fn conformance(args: &ConformanceArgs) -> ExitCode {
     } else {
         ExitCode::from(1)
     };
-    // Every generated failure replays from one command: write its shrunk inputs.
-    for f in report.generated.iter().flat_map(|g| &g.failures) {
-        let (w, s) = SuiteReport::failure_files(f.seed);
-        for (path, doc) in [(&w, &f.workflow), (&s, &f.scenario)] {
-            let text = serde_json::to_string_pretty(doc).unwrap_or_default();
-            if let Err(e) = std::fs::write(path, text + "\n") {
-                eprintln!("w6w-sim conformance: cannot write {path}: {e}");
-                status = ExitCode::from(2);
+    // Every generated failure replays from one command: write its shrunk inputs to the
+    // output directory (never the working directory unless asked to).
+    if report.generated_failed() > 0 {
+        let dir = args
+            .out
+            .clone()
+            .unwrap_or_else(|| std::env::temp_dir().join("w6w-sim-failures"));
+        if let Err(e) = std::fs::create_dir_all(&dir) {
+            eprintln!("w6w-sim conformance: cannot create {}: {e}", dir.display());
+            status = ExitCode::from(2);
+        }
+        for f in report.generated.iter().flat_map(|g| &g.failures) {
+            let (w, s) = SuiteReport::failure_files(f.seed);
+            for (name, doc) in [(&w, &f.workflow), (&s, &f.scenario)] {
+                let path = dir.join(name);
+                let text = serde_json::to_string_pretty(doc).unwrap_or_default();
+                if let Err(e) = std::fs::write(&path, text + "\n") {
+                    eprintln!("w6w-sim conformance: cannot write {}: {e}", path.display());
+                    status = ExitCode::from(2);
+                }
             }
         }
+        report.failure_dir = Some(dir);
     }
     if let Some(path) = &args.junit
         && let Err(e) = std::fs::write(path, report.to_junit())
@@ -220,6 +283,19 @@ fn conformance(args: &ConformanceArgs) -> ExitCode {
         return ExitCode::from(2);
     }
     status
+}
+
+/// Quote a word for a POSIX shell (and for `--adapter`'s own splitter): bare when safe.
+fn shell_quote(word: &str) -> String {
+    let safe = !word.is_empty()
+        && word
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./=:,@+".contains(c));
+    if safe {
+        word.to_owned()
+    } else {
+        format!("'{}'", word.replace('\'', "'\\''"))
+    }
 }
 
 /// A one-line progress indicator on stderr, only when stderr is a terminal.

@@ -667,12 +667,14 @@ pub struct GeneratedReport {
     pub seed: u64,
     pub count: usize,
     pub failures: Vec<GeneratedFailure>,
+    /// Workflows needing a capability the candidate's profile lacks: not run.
+    pub not_applicable: usize,
     pub elapsed: Duration,
 }
 
 impl GeneratedReport {
     pub fn passed(&self) -> usize {
-        self.count - self.failures.len()
+        self.count - self.failures.len() - self.not_applicable
     }
 }
 
@@ -684,9 +686,19 @@ pub fn run_generated(adapter: &mut dyn Adapter, count: usize, seed: u64) -> Gene
     #[allow(clippy::disallowed_methods)] // real time: the report states the batch's speed
     let started = Instant::now();
     let mut failures = Vec::new();
+    let mut not_applicable = 0;
+    let profile = adapter.capabilities();
     for i in 0..count {
         let s = seed.wrapping_add(i as u64);
         let g = Generated::from_seed(s);
+        let request = json!({"op": "run", "workflow": g.workflow(),
+                             "scenario": g.scenario(json!({}))});
+        let mut needs = super::capability::required_by_request(&request);
+        needs.insert("op.replay".into());
+        if !profile.missing(&needs).is_empty() {
+            not_applicable += 1;
+            continue;
+        }
         if let Err(v) = check(adapter, &g) {
             let (small, v) = shrink(adapter, &g, &v, SHRINK_BUDGET);
             failures.push(GeneratedFailure {
@@ -703,6 +715,7 @@ pub fn run_generated(adapter: &mut dyn Adapter, count: usize, seed: u64) -> Gene
         seed,
         count,
         failures,
+        not_applicable,
         elapsed: started.elapsed(),
     }
 }

@@ -402,14 +402,14 @@ fn lint_case(l: &mut Linter<'_>, at: &str, case: &Value, known: &[String]) {
     for key in obj.keys() {
         if !matches!(
             key.as_str(),
-            "id" | "clauses" | "description" | "request" | "expect"
+            "id" | "clauses" | "description" | "request" | "expect" | "requires"
         ) && !key.starts_with('$')
         {
             l.bad(
                 format!("{at}/{}", escape_token(key)),
                 format!(
                     "unknown field {key:?} (a case has id, clauses, description, request, \
-                     expect; annotations start with \"$\")"
+                     expect, requires; annotations start with \"$\")"
                 ),
             );
         }
@@ -459,6 +459,31 @@ fn lint_case(l: &mut Linter<'_>, at: &str, case: &Value, known: &[String]) {
             ),
         ),
         None => l.bad(at.to_owned(), "missing field \"clauses\""),
+    }
+    match obj.get("requires") {
+        None => {}
+        Some(Value::Array(list)) => {
+            for (j, c) in list.iter().enumerate() {
+                match c.as_str() {
+                    Some(name) if super::capability::is_capability(name) => {}
+                    Some(name) => l.bad(
+                        format!("{at}/requires/{j}"),
+                        super::UnknownCapability(name.to_owned()).to_string(),
+                    ),
+                    None => l.bad(
+                        format!("{at}/requires/{j}"),
+                        format!("a capability is a string, not {}", json_kind(c)),
+                    ),
+                }
+            }
+        }
+        Some(v) => l.bad(
+            format!("{at}/requires"),
+            format!(
+                "requires must be an array of capability names, not {}",
+                json_kind(v)
+            ),
+        ),
     }
     if !obj.contains_key("request") {
         l.bad(at.to_owned(), "missing field \"request\"");
@@ -807,6 +832,7 @@ mod tests {
             description: String::new(),
             request: Value::Null,
             expect: Map::new(),
+            requires: Vec::new(),
         }
     }
 

@@ -44,7 +44,9 @@
 //! returns a [`SuiteReport`] (text, JSON, JUnit).
 
 mod adapter;
+pub mod capability;
 mod diff;
+mod engine_seam;
 pub mod generate;
 mod host;
 mod load;
@@ -53,8 +55,10 @@ mod process;
 pub mod protocol;
 mod report;
 
-pub use adapter::{Adapter, AdapterError, FnAdapter, Reference};
+pub use adapter::{Adapter, AdapterError, FnAdapter, Reference, WithCapabilities};
+pub use capability::{CAPABILITIES, Capabilities, UnknownCapability};
 pub use diff::{DiffEntry, MAX_DIFF_ENTRIES, json_diff};
+pub use engine_seam::{EngineAdapter, EngineOnSim, ReferenceEngineAdapter, run_engine};
 pub use host::{EngineOnHost, HostAdapter, MemoryDisk, SimulatedHost, run_host};
 pub use load::{
     EXPECTATION_KINDS, LoadError, LoadProblem, LoadedFile, MAX_CASE_FILE_BYTES, Selection, Suite,
@@ -110,6 +114,10 @@ pub struct Case {
     pub request: Value,
     #[serde(default)]
     pub expect: Map<String, Value>,
+    /// Capabilities the case needs beyond what its content shows
+    /// ([`capability::required`] derives the rest).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub requires: Vec<String>,
 }
 
 /// The result of checking one case.

@@ -4,6 +4,7 @@
 //! catalogue — zero-case clauses included — totals and timing) and its three renderings.
 //! Refuses to know how an adapter is reached.
 
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -13,7 +14,7 @@ use serde_json::{Value, json};
 use super::diff::{self, DiffEntry};
 use super::generate::{DEFAULT_GENERATE, DEFAULT_SEED, GeneratedReport, run_generated};
 use super::load::{LoadError, Selection, Suite};
-use super::{Adapter, Case, CaseOutcome, check_expectations, clause_catalogue, coverage};
+use super::{Adapter, Case, CaseOutcome, check_expectations, clause_catalogue};
 
 /// What to run: where the cases are, which to select, whether to diff failures against
 /// the reference, and how many generated workflows to check.
@@ -64,6 +65,39 @@ pub struct CaseResult {
     /// With `diff_reference`, for a failing case the adapter answered: reference vs
     /// candidate, field by field (empty: they agree, so the case disagrees with both).
     pub reference_diff: Option<Vec<DiffEntry>>,
+    /// What the case needs ([`super::capability::required`]).
+    pub requires: Vec<String>,
+    /// The needs the candidate's profile lacks: non-empty means *not applicable* — the
+    /// case did not run and counts neither as passed nor as failed.
+    pub missing: Vec<String>,
+}
+
+impl CaseResult {
+    /// Not applicable to the candidate's profile.
+    pub fn not_applicable(&self) -> bool {
+        !self.missing.is_empty()
+    }
+
+    /// Ran and passed.
+    pub fn passed(&self) -> bool {
+        !self.not_applicable() && self.outcome.passed()
+    }
+
+    /// Ran and failed.
+    pub fn failed(&self) -> bool {
+        !self.not_applicable() && !self.outcome.passed()
+    }
+
+    /// `passed`, `failed` or `notApplicable`.
+    pub fn status(&self) -> &'static str {
+        if self.not_applicable() {
+            "notApplicable"
+        } else if self.outcome.passed() {
+            "passed"
+        } else {
+            "failed"
+        }
+    }
 }
 
 /// One row of the per-clause table.
@@ -75,6 +109,8 @@ pub struct ClauseRow {
     pub cases: usize,
     pub passed: usize,
     pub failed: usize,
+    /// Selected cases naming this clause that the candidate's profile excludes.
+    pub not_applicable: usize,
     /// Cases in the loaded suite naming this clause, selected or not.
     pub in_suite: usize,
 }
@@ -83,6 +119,8 @@ pub struct ClauseRow {
 #[derive(Debug, Clone, PartialEq)]
 pub struct SuiteReport {
     pub implementation: String,
+    /// The candidate's capability profile.
+    pub capabilities: super::Capabilities,
     pub cases: Vec<CaseResult>,
     /// One row per catalogue clause in scope of the `--clause` filters, catalogue order.
     pub clauses: Vec<ClauseRow>,
@@ -90,6 +128,13 @@ pub struct SuiteReport {
     pub generated: Option<GeneratedReport>,
     /// Cases and generated workflows together.
     pub elapsed: Duration,
+    /// The candidate flag of a repro command (` --adapter '…'`, empty for the reference),
+    /// so every printed command names what was tested.
+    pub candidate_args: String,
+    /// Where generated failures' files were written (`--out`).
+    pub failure_dir: Option<PathBuf>,
+    /// Why no generated workflows ran, when that is worth saying (`--clause`/`--case`).
+    pub generated_note: Option<String>,
 }
 
 /// Load the cases `options` names and run them against `adapter`: the entry point a host
@@ -142,11 +187,24 @@ pub fn run_suite(
         .filter(|(_, c)| selection.selects(c))
         .collect();
     let total = selected.len();
+    let profile = adapter.capabilities();
     let mut cases = Vec::with_capacity(total);
     for (done, (file, case)) in selected.into_iter().enumerate() {
         #[allow(clippy::disallowed_methods)] // real time: per-case duration for JUnit
         let case_started = Instant::now();
-        let (outcome, adapter_failed) = check_with(case, adapter);
+        let requires = super::capability::required(case);
+        let missing = profile.missing(&requires);
+        let (outcome, adapter_failed) = if missing.is_empty() {
+            check_with(case, adapter)
+        } else {
+            let outcome = CaseOutcome {
+                id: case.id.clone(),
+                clauses: case.clauses.clone(),
+                failures: Vec::new(),
+                response: Value::Null,
+            };
+            (outcome, false)
+        };
         let elapsed = case_started.elapsed();
         let reference_diff = (diff_reference && !outcome.passed() && !adapter_failed)
             .then(|| diff::json_diff(&crate::service::handle(&case.request), &outcome.response));
@@ -158,12 +216,25 @@ pub fn run_suite(
             adapter_failed,
             elapsed,
             reference_diff,
+            requires: requires.into_iter().collect(),
+            missing,
         });
         progress(done + 1, total, &case.id);
     }
     let elapsed = started.elapsed();
-    let outcomes: Vec<CaseOutcome> = cases.iter().map(|c| c.outcome.clone()).collect();
-    let tally = coverage(&outcomes);
+    let mut tally: std::collections::HashMap<&str, (usize, usize, usize)> =
+        std::collections::HashMap::new();
+    for c in &cases {
+        for clause in &c.outcome.clauses {
+            let t = tally.entry(clause.as_str()).or_default();
+            if c.not_applicable() {
+                t.2 += 1;
+            } else {
+                t.0 += 1;
+                t.1 += usize::from(c.outcome.passed());
+            }
+        }
+    }
     let mut in_suite = std::collections::HashMap::<&str, usize>::new();
     for (_, case) in suite.cases() {
         for c in &case.clauses {
@@ -174,7 +245,8 @@ pub fn run_suite(
         .into_iter()
         .filter(|(id, _)| selection.covers_clause(id))
         .map(|(clause, text)| {
-            let (cases, passed) = tally.get(&clause).copied().unwrap_or_default();
+            let (cases, passed, not_applicable) =
+                tally.get(clause.as_str()).copied().unwrap_or_default();
             ClauseRow {
                 in_suite: in_suite.get(clause.as_str()).copied().unwrap_or_default(),
                 clause,
@@ -182,15 +254,20 @@ pub fn run_suite(
                 cases,
                 passed,
                 failed: cases - passed,
+                not_applicable,
             }
         })
         .collect();
     SuiteReport {
         implementation: adapter.name(),
+        capabilities: profile,
         cases,
         clauses,
         generated: None,
         elapsed,
+        candidate_args: String::new(),
+        failure_dir: None,
+        generated_note: None,
     }
 }
 
@@ -221,14 +298,24 @@ pub fn check_with(case: &Case, adapter: &mut dyn Adapter) -> (CaseOutcome, bool)
 }
 
 impl SuiteReport {
-    /// Cases that passed.
+    /// Cases that ran and passed.
     pub fn passed(&self) -> usize {
-        self.cases.iter().filter(|c| c.outcome.passed()).count()
+        self.cases.iter().filter(|c| c.passed()).count()
     }
 
-    /// Cases that failed.
+    /// Cases that ran and failed.
     pub fn failed(&self) -> usize {
-        self.cases.len() - self.passed()
+        self.cases.iter().filter(|c| c.failed()).count()
+    }
+
+    /// Cases outside the candidate's profile (not run, never counted as passed).
+    pub fn not_applicable(&self) -> usize {
+        self.cases.iter().filter(|c| c.not_applicable()).count()
+    }
+
+    /// Generated workflows outside the candidate's profile.
+    pub fn generated_not_applicable(&self) -> usize {
+        self.generated.as_ref().map_or(0, |g| g.not_applicable)
     }
 
     /// Generated workflows that failed a property.
@@ -297,14 +384,23 @@ impl SuiteReport {
             .max()
             .unwrap_or(6)
             .max(6);
+        // The third column exists only for a candidate with a profile: the reference's
+        // table stays as it was.
+        let profiled = !self.capabilities.is_all();
+        if profiled {
+            let _ = writeln!(out, "capabilities: {}\n", self.capabilities);
+        }
+        let na_head = if profiled { "     n/a" } else { "" };
         let _ = writeln!(
             out,
-            "{:<width$}  {:>5}  {:>6}  {:>6}",
+            "{:<width$}  {:>5}  {:>6}  {:>6}{na_head}",
             "clause", "cases", "passed", "failed"
         );
         for r in &self.clauses {
             let note = if r.in_suite == 0 {
                 "  no cases"
+            } else if r.cases == 0 && r.not_applicable > 0 {
+                "  not applicable"
             } else if r.cases == 0 {
                 "  none selected"
             } else if r.failed > 0 {
@@ -312,9 +408,14 @@ impl SuiteReport {
             } else {
                 ""
             };
+            let na = if profiled {
+                format!("  {:>6}", r.not_applicable)
+            } else {
+                String::new()
+            };
             let _ = writeln!(
                 out,
-                "{:<width$}  {:>5}  {:>6}  {:>6}{note}",
+                "{:<width$}  {:>5}  {:>6}  {:>6}{na}{note}",
                 r.clause, r.cases, r.passed, r.failed
             );
         }
@@ -329,16 +430,37 @@ impl SuiteReport {
             let _ = writeln!(out, "\nFailures:");
             self.write_failures(&mut out);
         }
-        if let Some(g) = &self.generated {
+        if self.not_applicable() > 0 {
+            let mut missing: BTreeMap<&str, usize> = BTreeMap::new();
+            for c in &self.cases {
+                for m in &c.missing {
+                    *missing.entry(m.as_str()).or_default() += 1;
+                }
+            }
+            let list: Vec<String> = missing.iter().map(|(m, n)| format!("{m} ({n})")).collect();
             let _ = writeln!(
                 out,
-                "\nGenerated workflows (seeds {}..{}): {} passed, {} failed",
+                "\nNot applicable: {} cases need a capability outside the profile: {}",
+                self.not_applicable(),
+                list.join(", ")
+            );
+        }
+        if let Some(g) = &self.generated {
+            let na = match g.not_applicable {
+                0 => String::new(),
+                n => format!(", {n} not applicable"),
+            };
+            let _ = writeln!(
+                out,
+                "\nGenerated workflows (seeds {}..{}): {} passed, {} failed{na}",
                 g.seed,
                 g.seed.wrapping_add(g.count as u64),
                 g.passed(),
                 g.failures.len()
             );
             self.write_generated_failures(&mut out, false);
+        } else if let Some(note) = &self.generated_note {
+            let _ = writeln!(out, "\n{note}");
         }
         let generated = match self.generated_count() {
             0 => String::new(),
@@ -351,10 +473,15 @@ impl SuiteReport {
             self.elapsed.as_secs_f64(),
             self.cases_per_second()
         );
-        let generated_passed = self.generated_count() - self.generated_failed();
+        let generated_passed = self.generated.as_ref().map_or(0, GeneratedReport::passed);
+        let not_applicable = self.not_applicable() + self.generated_not_applicable();
+        let na = match not_applicable {
+            0 => String::new(),
+            n => format!(", {n} not applicable"),
+        };
         let _ = writeln!(
             out,
-            "{} passed, {} failed",
+            "{} passed, {} failed{na}",
             self.passed() + generated_passed,
             self.failed() + self.generated_failed()
         );
@@ -367,6 +494,18 @@ impl SuiteReport {
             format!("w6w-failure-{seed}.workflow.json"),
             format!("w6w-failure-{seed}.scenario.json"),
         )
+    }
+
+    /// Where a generated failure's files are (in [`SuiteReport::failure_dir`]), as printed.
+    fn failure_paths(&self, seed: u64) -> (String, String) {
+        let (w, s) = Self::failure_files(seed);
+        match &self.failure_dir {
+            Some(dir) => (
+                dir.join(w).display().to_string(),
+                dir.join(s).display().to_string(),
+            ),
+            None => (w, s),
+        }
     }
 
     /// Each generated failure: seed, property, message, and how to reproduce it — with
@@ -384,8 +523,8 @@ impl SuiteReport {
             );
             let _ = writeln!(
                 out,
-                "    regenerate: w6w-sim conformance --generate 1 --seed {}",
-                f.seed
+                "    regenerate: w6w-sim conformance{} --generate 1 --seed {}",
+                self.candidate_args, f.seed
             );
             if inline {
                 let _ = writeln!(
@@ -395,22 +534,25 @@ impl SuiteReport {
                 );
                 continue;
             }
-            let (w, s) = Self::failure_files(f.seed);
+            let (w, s) = self.failure_paths(f.seed);
             let _ = writeln!(out, "    shrunk workflow and scenario: {w} {s}");
             if v.replay {
                 let _ = writeln!(
                     out,
-                    "    reproduce: w6w-sim run {w} --scenario {s} > w6w-failure-{seed}.report.json && w6w-sim replay {w} --run w6w-failure-{seed}.report.json --scenario {s}",
+                    "    the reference on them: w6w-sim run {w} --scenario {s} > w6w-failure-{seed}.report.json && w6w-sim replay {w} --run w6w-failure-{seed}.report.json --scenario {s}",
                     seed = f.seed
                 );
             } else {
-                let _ = writeln!(out, "    reproduce: w6w-sim run {w} --scenario {s}");
+                let _ = writeln!(
+                    out,
+                    "    the reference on them: w6w-sim run {w} --scenario {s}"
+                );
             }
         }
     }
 
     fn write_failures(&self, out: &mut String) {
-        for c in self.cases.iter().filter(|c| !c.outcome.passed()) {
+        for c in self.cases.iter().filter(|c| c.failed()) {
             let _ = writeln!(
                 out,
                 "  {} [{}] ({}.json)",
@@ -424,6 +566,12 @@ impl SuiteReport {
             for f in &c.outcome.failures {
                 let _ = writeln!(out, "    - {f}");
             }
+            let _ = writeln!(
+                out,
+                "    rerun: w6w-sim conformance{} --case '{}'",
+                self.candidate_args,
+                c.outcome.id.replace('\'', "'\\''")
+            );
             match &c.reference_diff {
                 Some(d) if d.is_empty() => {
                     let _ = writeln!(
@@ -456,11 +604,18 @@ impl SuiteReport {
                     "file": c.file,
                     "family": c.family,
                     "clauses": c.outcome.clauses,
-                    "passed": c.outcome.passed(),
+                    "status": c.status(),
+                    "passed": c.passed(),
                     "failures": c.outcome.failures,
+                    "requires": c.requires,
                     "elapsedMs": c.elapsed.as_secs_f64() * 1000.0,
                 });
-                if !c.outcome.passed()
+                if c.not_applicable()
+                    && let Some(obj) = v.as_object_mut()
+                {
+                    obj.insert("missing".into(), json!(c.missing));
+                }
+                if c.failed()
                     && let Some(obj) = v.as_object_mut()
                 {
                     obj.insert("adapterFailed".into(), c.adapter_failed.into());
@@ -478,7 +633,8 @@ impl SuiteReport {
             .iter()
             .map(|r| {
                 json!({"clause": r.clause, "text": r.text, "cases": r.cases, "passed": r.passed,
-                       "failed": r.failed, "casesInSuite": r.in_suite})
+                       "failed": r.failed, "notApplicable": r.not_applicable,
+                       "casesInSuite": r.in_suite})
             })
             .collect();
         let uncovered: Vec<&str> = self
@@ -489,15 +645,18 @@ impl SuiteReport {
             .collect();
         json!({
             "implementation": self.implementation,
+            "capabilities": self.capabilities,
             "cases": cases,
             "clauses": clauses,
             "clausesWithoutCases": uncovered,
-            "totals": {"cases": self.cases.len(), "passed": self.passed(), "failed": self.failed()},
+            "totals": {"cases": self.cases.len(), "passed": self.passed(), "failed": self.failed(),
+                       "notApplicable": self.not_applicable()},
             "generated": self.generated.as_ref().map(|g| json!({
                 "seed": g.seed,
                 "count": g.count,
                 "passed": g.passed(),
                 "failed": g.failures.len(),
+                "notApplicable": g.not_applicable,
                 "elapsedMs": g.elapsed.as_secs_f64() * 1000.0,
                 "failures": g.failures.iter().map(|f| json!({
                     "seed": f.seed,
@@ -519,10 +678,11 @@ impl SuiteReport {
         let mut out = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
         let _ = writeln!(
             out,
-            "<testsuites name=\"{}\" tests=\"{}\" failures=\"{}\" errors=\"0\" time=\"{:.3}\">",
+            "<testsuites name=\"{}\" tests=\"{}\" failures=\"{}\" errors=\"0\" skipped=\"{}\" time=\"{:.3}\">",
             xml_escape(&format!("w6w conformance: {}", self.implementation)),
             self.cases.len() + self.generated_count(),
             self.failed() + self.generated_failed(),
+            self.not_applicable() + self.generated_not_applicable(),
             self.elapsed.as_secs_f64()
         );
         let mut files: Vec<&str> = Vec::new();
@@ -533,11 +693,12 @@ impl SuiteReport {
         }
         for file in files {
             let group: Vec<&CaseResult> = self.cases.iter().filter(|c| c.file == file).collect();
-            let failures = group.iter().filter(|c| !c.outcome.passed()).count();
+            let failures = group.iter().filter(|c| c.failed()).count();
+            let skipped = group.iter().filter(|c| c.not_applicable()).count();
             let time: f64 = group.iter().map(|c| c.elapsed.as_secs_f64()).sum();
             let _ = writeln!(
                 out,
-                "  <testsuite name=\"{}\" tests=\"{}\" failures=\"{failures}\" errors=\"0\" skipped=\"0\" time=\"{time:.3}\">",
+                "  <testsuite name=\"{}\" tests=\"{}\" failures=\"{failures}\" errors=\"0\" skipped=\"{skipped}\" time=\"{time:.3}\">",
                 xml_escape(file),
                 group.len()
             );
@@ -558,7 +719,14 @@ impl SuiteReport {
                     );
                 }
                 out.push_str("      </properties>\n");
-                if !c.outcome.passed() {
+                if c.not_applicable() {
+                    let _ = writeln!(
+                        out,
+                        "      <skipped message=\"not applicable: needs {}\"/>",
+                        xml_escape(&c.missing.join(", "))
+                    );
+                }
+                if c.failed() {
                     let mut body = format!("clauses: {}\n", c.outcome.clauses.join(", "));
                     for f in &c.outcome.failures {
                         let _ = writeln!(body, "- {f}");
@@ -720,7 +888,10 @@ mod tests {
             "{text}"
         );
         let v = report.to_json();
-        assert_eq!(v["totals"], json!({"cases": 2, "passed": 1, "failed": 1}));
+        assert_eq!(
+            v["totals"],
+            json!({"cases": 2, "passed": 1, "failed": 1, "notApplicable": 0})
+        );
         assert_eq!(v["cases"][1]["response"], json!({"ok": "\u{1}wrong"}));
         assert!(
             v["clausesWithoutCases"]

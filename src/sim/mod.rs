@@ -38,8 +38,8 @@ pub use scenario::{Scenario, ScenarioError, parse_scenario};
 pub use store::{DiskStore, MemoryStore, STORE_FORMAT, Store, StoreError, StoredRun};
 pub use world::{EPOCH_MS, WorldSnapshot};
 
-use crate::engine::{Engine, EngineError, RunSeed};
-use crate::host::{HostError, RunInfo, RunTrigger};
+use crate::engine::{EngineError, RunSeed};
+use crate::host::{EngineFactory, HostError, ReferenceEngine, RunInfo, RunTrigger, WorkflowEngine};
 use crate::model::{
     RunState, RunStatus, ValidateOptions, ValidationError, Workflow, validate_workflow,
 };
@@ -265,8 +265,11 @@ enum Mode<'a> {
     Replay(Option<&'a str>),
 }
 
-struct Sim<'a> {
-    engine: Engine<'a>,
+struct Sim<'a, F: EngineFactory + 'a> {
+    /// Boots the engine under test: at the start and after every simulated crash.
+    factory: &'a F,
+    /// The engine booted by `new` (it checked the run can start), used first.
+    booted: RefCell<Option<F::Engine<'a>>>,
     workflow: &'a Workflow,
     scenario: &'a Scenario,
     world: RefCell<World>,
@@ -279,8 +282,9 @@ struct Sim<'a> {
     options: &'a SimOptions,
 }
 
-impl<'a> Sim<'a> {
+impl<'a, F: EngineFactory + 'a> Sim<'a, F> {
     fn new(
+        factory: &'a F,
         workflow: &'a Workflow,
         scenario: &'a Scenario,
         options: &'a SimOptions,
@@ -288,12 +292,13 @@ impl<'a> Sim<'a> {
         sink: Option<Box<dyn Write>>,
         store: Box<dyn Store>,
     ) -> Result<Self, SimError> {
-        let engine = Engine::new(workflow).map_err(SimError::Rejected)?;
+        let engine = factory.boot(workflow).map_err(SimError::Rejected)?;
         let mut world = World::new(snap);
         world.sink = sink;
         world.keep_trace = options.keep_trace;
         Ok(Sim {
-            engine,
+            factory,
+            booted: RefCell::new(Some(engine)),
             workflow,
             scenario,
             world: RefCell::new(world),
@@ -373,31 +378,47 @@ impl<'a> Sim<'a> {
         loop {
             let attempt = u32::try_from(restarts + 1).unwrap_or(u32::MAX);
             let host = self.host(run_id, base_trigger, attempt);
-            let exec = match &mode {
-                Mode::Start(seed) => block_on(self.engine.run(seed.clone(), &host), &self.world),
-                Mode::Resume => block_on(self.engine.resume(run_id, &host), &self.world),
-                Mode::ResumeToken(token) => block_on(
-                    self.engine.resume_with(run_id, Some(token), &host),
-                    &self.world,
-                ),
-                Mode::Replay(from) => {
-                    block_on(self.engine.replay(run_id, *from, &host), &self.world)
-                }
+            // A fresh engine per (re)start: a crashed one is dropped with its future, so
+            // it recovers only through `load`.
+            let booted = self.booted.borrow_mut().take();
+            let engine = match booted {
+                Some(e) => e,
+                None => self.factory.boot(self.workflow).map_err(SimError::Engine)?,
             };
+            let exec = match &mode {
+                Mode::Start(seed) => block_on(engine.start(seed.clone(), &host), &self.world),
+                Mode::Resume => block_on(engine.resume(run_id, None, &host), &self.world),
+                Mode::ResumeToken(token) => {
+                    block_on(engine.resume(run_id, Some(token), &host), &self.world)
+                }
+                Mode::Replay(from) => block_on(engine.replay(run_id, *from, &host), &self.world),
+            };
+            drop(engine);
             drop(host);
             match exec {
-                Exec::Done(Ok(r))
-                    if r.status == RunStatus::Queued && !self.options.stop_at_suspend =>
-                {
+                Exec::Done(Ok(())) => {
+                    // What the run came to is what the store holds, not what the engine says.
+                    let stored = self
+                        .store
+                        .borrow()
+                        .load(run_id)
+                        .map_err(|e| SimError::Store(e.0))?;
+                    let Some(stored) = stored else {
+                        return Err(SimError::Engine(EngineError::RunNotFound(
+                            run_id.to_owned(),
+                        )));
+                    };
+                    if stored.state.status != RunStatus::Queued || self.options.stop_at_suspend {
+                        return Ok(());
+                    }
                     restarts += 1;
                     if restarts > RESTARTS_MAX {
                         return Err(SimError::Halted(format!(
                             "more than {RESTARTS_MAX} restarts and resumes"
                         )));
                     }
-                    mode = Mode::ResumeToken(self.fire(&r.state)?);
+                    mode = Mode::ResumeToken(self.fire(&stored.state)?);
                 }
-                Exec::Done(Ok(_)) => return Ok(()),
                 Exec::Crashed | Exec::Done(Err(EngineError::Host(HostError::Crashed))) => {
                     restarts += 1;
                     // The process died: its store object too. Back with the durable state
@@ -529,6 +550,7 @@ pub fn run_on_store(
     sink: Option<Box<dyn Write>>,
 ) -> Result<Report, SimError> {
     let sim = Sim::new(
+        &ReferenceEngine,
         workflow,
         scenario,
         options,
@@ -552,6 +574,7 @@ pub fn run_on_host_store(
     let store = hosted::HostedStore::open(factory)
         .map_err(|e| SimError::Store(format!("{}: {e}", e.code())))?;
     let sim = Sim::new(
+        &ReferenceEngine,
         workflow,
         scenario,
         options,
@@ -563,7 +586,52 @@ pub fn run_on_host_store(
     start_run(sim, scenario)
 }
 
-fn start_run(sim: Sim<'_>, scenario: &Scenario) -> Result<Report, SimError> {
+/// [`run`] with a candidate engine (`conformance::run_engine`): the simulator plays the
+/// host — scripted actions, virtual clock, faults, its own memory store — and builds the
+/// report from what it observed. At a crash the engine is dropped with its future and a
+/// fresh one is booted from `factory`.
+pub fn run_engine<F: EngineFactory>(
+    factory: &F,
+    workflow: &Workflow,
+    scenario: &Scenario,
+    options: &SimOptions,
+) -> Result<Report, SimError> {
+    let store = open_store(&options.store)?;
+    let sim = Sim::new(
+        factory,
+        workflow,
+        scenario,
+        options,
+        WorldSnapshot::default(),
+        None,
+        store,
+    )?;
+    start_run(sim, scenario)
+}
+
+/// [`replay`] with a candidate engine (see [`run_engine`]).
+pub fn replay_engine<F: EngineFactory>(
+    factory: &F,
+    workflow: &Workflow,
+    scenario: &Scenario,
+    original: &RunState,
+    from: Option<&str>,
+    options: &SimOptions,
+) -> Result<Report, SimError> {
+    let store = open_store(&options.store)?;
+    let sim = Sim::new(
+        factory,
+        workflow,
+        scenario,
+        options,
+        WorldSnapshot::default(),
+        None,
+        store,
+    )?;
+    start_replay(sim, original, from)
+}
+
+fn start_run<F: EngineFactory>(sim: Sim<'_, F>, scenario: &Scenario) -> Result<Report, SimError> {
     let run_id = scenario.run_id.clone();
     if sim
         .store
@@ -605,7 +673,15 @@ pub fn resume(
         .map_err(|e| SimError::Store(e.0))?
         .ok_or_else(|| SimError::Engine(EngineError::RunNotFound(run_id.to_owned())))?;
     let snap = stored.world.clone().unwrap_or_default();
-    let sim = Sim::new(workflow, scenario, options, snap, sink, store)?;
+    let sim = Sim::new(
+        &ReferenceEngine,
+        workflow,
+        scenario,
+        options,
+        snap,
+        sink,
+        store,
+    )?;
     if let Some(token) = token {
         let mut w = sim.world.borrow_mut();
         w.event("resume", json!({"token": token}));
@@ -651,6 +727,7 @@ pub fn replay_on_store(
     sink: Option<Box<dyn Write>>,
 ) -> Result<Report, SimError> {
     let sim = Sim::new(
+        &ReferenceEngine,
         workflow,
         scenario,
         options,
@@ -673,6 +750,7 @@ pub fn replay_on_host_store(
     let store = hosted::HostedStore::open(factory)
         .map_err(|e| SimError::Store(format!("{}: {e}", e.code())))?;
     let sim = Sim::new(
+        &ReferenceEngine,
         workflow,
         scenario,
         options,
@@ -684,7 +762,11 @@ pub fn replay_on_host_store(
     start_replay(sim, original, from)
 }
 
-fn start_replay(sim: Sim<'_>, original: &RunState, from: Option<&str>) -> Result<Report, SimError> {
+fn start_replay<F: EngineFactory>(
+    sim: Sim<'_, F>,
+    original: &RunState,
+    from: Option<&str>,
+) -> Result<Report, SimError> {
     if !scenario::run_id_ok(&original.run_id) {
         return Err(SimError::Engine(EngineError::NotResumable {
             run_id: original.run_id.clone(),
