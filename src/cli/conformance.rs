@@ -29,7 +29,7 @@ pub(crate) enum ConformanceCommand {
 
 #[derive(Debug, clap::Args)]
 pub(crate) struct ConformanceArgs {
-    /// Directory of case files (*.json) [default: the suite bundled with w6w-sim].
+    /// Directory of case files (*.json) [default: the suite embedded in w6w-sim].
     #[arg(long, value_name = "DIR")]
     cases: Option<PathBuf>,
     /// Only cases naming this clause (RETRY-2) or family (RETRY, every RETRY-n); repeatable.
@@ -104,21 +104,21 @@ fn usage_error(message: impl std::fmt::Display) -> ExitCode {
 }
 
 fn conformance(args: &ConformanceArgs) -> ExitCode {
+    // Without --cases: the suite embedded in this binary, from any directory.
+    let loaded = match &args.cases {
+        Some(dir) => Suite::load(dir),
+        None => Suite::load_embedded(),
+    };
     let dir = args
         .cases
         .clone()
-        .unwrap_or_else(conformance::default_cases_dir);
-    let suite = match Suite::load(&dir) {
+        .unwrap_or_else(|| PathBuf::from("the bundled suite"));
+    let suite = match loaded {
         Ok(s) => s,
         Err(e) => {
-            let hint = if args.cases.is_none() {
-                "\n(the bundled cases were not found; pass --cases DIR)"
-            } else {
-                ""
-            };
             let n = e.problems.len();
             return usage_error(format!(
-                "cannot load the cases ({n} problem{}):\n{e}{hint}",
+                "cannot load the cases ({n} problem{}):\n{e}",
                 if n == 1 { "" } else { "s" }
             ));
         }
