@@ -14,6 +14,7 @@ use clap::{Parser, Subcommand};
 
 mod conformance;
 mod input;
+mod matrix;
 mod model;
 mod sim;
 
@@ -39,6 +40,8 @@ enum Command {
     Conf(conformance::ConformanceCommand),
     #[command(flatten)]
     Sim(sim::SimCommand),
+    #[command(flatten)]
+    Matrix(matrix::MatrixCommand),
 }
 
 /// Entry point of the `w6w-sim` binary.
@@ -49,6 +52,7 @@ pub fn main() -> ExitCode {
         Command::Eval => eval(),
         Command::Conf(c) => conformance::main(c),
         Command::Sim(cmd) => sim::main(cmd),
+        Command::Matrix(cmd) => matrix::main(cmd),
     }
 }
 

@@ -50,6 +50,7 @@ mod engine_seam;
 pub mod generate;
 mod host;
 mod load;
+pub mod matrix;
 pub mod mutants;
 mod process;
 pub mod protocol;
@@ -64,6 +65,7 @@ pub use load::{
     EXPECTATION_KINDS, LoadError, LoadProblem, LoadedFile, MAX_CASE_FILE_BYTES, Selection, Suite,
     default_cases_dir,
 };
+pub use matrix::{CandidateKind, CandidateSpec, Matrix};
 pub use process::{ProcessAdapter, ProcessOptions, split_command};
 pub use report::{
     CaseResult, ClauseRow, RunOptions, SuiteReport, check_with, run, run_suite, xml_escape,
