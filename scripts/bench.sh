@@ -1,17 +1,62 @@
 #!/usr/bin/env bash
-# Run every criterion bench with short warm-up/measurement windows and print the summary
-# lines, so the ratios quoted in README.md can be re-measured in one command:
+# Re-measure the numbers quoted in README.md in one command: the machine, every criterion
+# bench with short warm-up/measurement windows, each bench's own same-run ratio lines, and
+# a closing table of every ratio against its peer or floor (criterion medians, same run).
 #   scripts/bench.sh            # all benches
-#   scripts/bench.sh resolver   # one bench target
-# Numbers from a shared or busy machine are noisy: compare ratios measured in the same run.
+#   scripts/bench.sh journal    # one bench target
+# Numbers from a shared or busy machine are noisy: compare ratios measured in the same run
+# (the machine's load average is printed with them). Peers are pinned with exact versions in
+# Cargo.toml's dev-dependencies.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 benches=("$@")
 if [ ${#benches[@]} -eq 0 ]; then
   benches=($(ls benches/*.rs | xargs -n1 basename | sed 's/\.rs$//'))
 fi
+
+echo "== machine"
+echo "cpu: $(grep -m1 'model name' /proc/cpuinfo 2>/dev/null | cut -d: -f2- | sed 's/^ *//') ($(nproc) cores)"
+echo "os: $(uname -srm); $(rustc --version)"
+echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null)"
+echo "peers (pinned): $(grep -E '^(datalogic-rs|petgraph) *=' Cargo.toml | sed 's/ *#.*//' | tr '\n' ' ')"
+
 for b in "${benches[@]}"; do
   echo "== $b"
-  cargo bench --bench "$b" -- --warm-up-time 1 --measurement-time 3 2>/dev/null \
-    | grep -E '^[^ ].*|time:|thrpt:' | grep -vE '^(Gnuplot|Benchmarking|Found|  [0-9]+ \()' || true
+  # stdout: criterion's results; stderr: each bench's own same-run lines (ratios, bytes).
+  cargo bench --bench "$b" -- --warm-up-time 1 --measurement-time 3 2>&1 \
+    | grep -E '^[^ ].*|time:|thrpt:' \
+    | grep -vE '^(Gnuplot|Benchmarking|Found|Running|Compiling|Finished|warning|  [0-9]+ \()' || true
 done
+
+# Median point estimate (ns) of one criterion benchmark, or empty.
+median() {
+  local f="target/criterion/$1/new/estimates.json"
+  [ -f "$f" ] || return 0
+  grep -o '"median":{"confidence_interval":{[^}]*},"point_estimate":[0-9.e+-]*' "$f" \
+    | sed 's/.*"point_estimate"://'
+}
+
+ratio() { # label numerator denominator peer
+  local a b
+  a=$(median "$2"); b=$(median "$3")
+  if [ -n "$a" ] && [ -n "$b" ]; then
+    awk -v l="$1" -v a="$a" -v b="$b" -v p="$4" \
+      'BEGIN { printf "%-46s %10.3f µs  vs %10.3f µs  = %6.2f×  (%s)\n", l, a/1000, b/1000, a/b, p }'
+  fi
+}
+
+echo "== ratios (criterion medians of this run; lower is better for us)"
+ratio "journal checkpoint at 10,000 steps" journal/checkpoint_at_10000 journal/floor_append_fdatasync "floor: append + fdatasync"
+ratio "journal checkpoint at 1,000 steps" journal/checkpoint_at_1000 journal/floor_append_fdatasync "floor: append + fdatasync"
+ratio "journal: 10,000 vs 1,000 steps" journal/checkpoint_at_10000 journal/checkpoint_at_1000 "flat in run length = 1×"
+for d in target/criterion/jsonlogic/ours/*/; do
+  [ -d "$d" ] || continue
+  n=$(basename "$d")
+  [ "$n" = report ] && continue
+  ratio "jsonlogic $n" "jsonlogic/ours/$n" "jsonlogic/datalogic/$n" "peer: datalogic-rs, its arena path"
+done
+ratio "with block compiled vs uncompiled" with/compiled with/uncompiled "peer: re-compiling per call"
+for s in fanout-1000 foreach-10000-p1 foreach-10000-p100; do
+  ratio "strands $s vs chain-10000" "strands/$s" strands/chain-10000 "peer: the sequential chain"
+done
+echo "load average at end: $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null)"

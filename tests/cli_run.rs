@@ -119,11 +119,10 @@ fn a_killed_process_is_resumed_from_the_disk_store() {
         .expect("spawn");
     assert!(!killed.status.success(), "the process was aborted");
     assert!(killed.stdout.is_empty(), "no report from a dead process");
-    let stored: Value =
-        serde_json::from_slice(&std::fs::read(store.join("run_1.json")).expect("run file"))
-            .expect("the run file is whole JSON (atomic write)");
-    assert_eq!(stored["state"]["status"], "running");
-    assert_eq!(stored["world"]["checkpoints"], 4);
+    let stored = w6w_sim::sim::journal::read_run_file(&store.join("run_1.journal"))
+        .expect("the journal reads back whole");
+    assert_eq!(stored.state.status.as_str(), "running");
+    assert_eq!(stored.world.expect("world").checkpoints, 4);
     let traced = std::fs::read_to_string(&trace).expect("trace");
     assert!(traced.lines().any(|l| l.contains("\"process_abort\"")));
 
@@ -137,6 +136,8 @@ fn a_killed_process_is_resumed_from_the_disk_store() {
             .arg("run_1")
             .arg("--scenario")
             .arg(&scenario)
+            .arg("--trace")
+            .arg(&trace)
             .output()
             .expect("spawn"),
     );
@@ -144,6 +145,21 @@ fn a_killed_process_is_resumed_from_the_disk_store() {
         resumed["run"], reference["run"],
         "same final state as the crash-free run"
     );
+    // One trace file across both processes: `seq` never repeats or goes back, although
+    // the dead process wrote events after its last durable checkpoint.
+    let seqs: Vec<u64> = std::fs::read_to_string(&trace)
+        .expect("trace")
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<Value>(l).expect("whole trace lines")["seq"]
+                .as_u64()
+                .expect("seq")
+        })
+        .collect();
+    assert!(seqs.len() > 10);
+    for w in seqs.windows(2) {
+        assert!(w[0] < w[1], "trace seq {} then {}", w[0], w[1]);
+    }
     assert_eq!(resumed["invocations"], reference["invocations"]);
     assert_eq!(resumed["crashes"], 1);
 

@@ -21,9 +21,8 @@ fn commands(text: &str) -> Vec<String> {
         .filter_map(|l| {
             let l = l.trim();
             let l = l.strip_prefix("run: ").unwrap_or(l);
-            (l.starts_with("w6w-sim conformance") || l.starts_with("w6w-sim matrix")).then(|| {
-                l.split("  #").next().unwrap_or(l).trim().to_owned()
-            })
+            (l.starts_with("w6w-sim conformance") || l.starts_with("w6w-sim matrix"))
+                .then(|| l.split("  #").next().unwrap_or(l).trim().to_owned())
         })
         .collect()
 }
@@ -84,6 +83,9 @@ fn ci_md_installs_from_a_revision_not_a_made_up_tag() {
 fn every_capability_is_documented() {
     let text = doc("docs/capabilities.md");
     for (name, _) in CAPABILITIES {
-        assert!(text.contains(&format!("`{name}`")), "{name} is not in docs/capabilities.md");
+        assert!(
+            text.contains(&format!("`{name}`")),
+            "{name} is not in docs/capabilities.md"
+        );
     }
 }

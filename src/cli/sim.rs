@@ -39,7 +39,7 @@ pub(crate) struct RunArgs {
     /// The scenario that drives the simulator (JSON).
     #[arg(long)]
     scenario: PathBuf,
-    /// `memory`, or a directory: one file per run, written atomically.
+    /// `memory`, or a directory: one append-only journal per run, locked while in use.
     #[arg(long, default_value = "memory")]
     store: String,
     /// Write every trace event to this file as JSON lines, as they happen.
@@ -57,7 +57,8 @@ pub(crate) struct RunArgs {
 #[derive(Debug, clap::Args)]
 pub(crate) struct ReplayArgs {
     workflow: PathBuf,
-    /// The run to replay: a RunState, a report (its `run`), or a store file.
+    /// The run to replay: a RunState, a report (its `run`), or a store's run file
+    /// (`DIR/<runId>.journal`, or the older `DIR/<runId>.json`).
     #[arg(long)]
     run: PathBuf,
     #[arg(long)]
@@ -196,6 +197,15 @@ fn run_state(doc: Value) -> Result<RunState, Fail> {
     serde_json::from_value(inner).map_err(|e| Fail(format!("--run is not a RunState: {e}"), 1))
 }
 
+/// Whether `--run` names a store's journal (`DIR/<runId>.journal`) rather than JSON.
+fn run_file_is_journal(path: &Path) -> bool {
+    use std::io::Read;
+    let mut head = [0u8; 8];
+    std::fs::File::open(path)
+        .and_then(|mut f| f.read_exact(&mut head))
+        .is_ok_and(|()| sim::journal::is_journal(&head))
+}
+
 fn run_cmd(a: RunArgs) -> Result<(), Fail> {
     let workflow = sim::load_workflow(&read_json(&a.workflow, "workflow")?)?;
     let scenario = sim::load_scenario(&read_json(&a.scenario, "scenario")?)?;
@@ -217,7 +227,13 @@ fn run_cmd(a: RunArgs) -> Result<(), Fail> {
 fn replay_cmd(a: ReplayArgs) -> Result<(), Fail> {
     let workflow = sim::load_workflow(&read_json(&a.workflow, "workflow")?)?;
     let scenario = sim::load_scenario(&read_json(&a.scenario, "scenario")?)?;
-    let original = run_state(read_json(&a.run, "run state")?)?;
+    let original = if run_file_is_journal(&a.run) {
+        sim::journal::read_run_file(&a.run)
+            .map(|stored| stored.state)
+            .map_err(|e| Fail(format!("--run: {e}"), 1))?
+    } else {
+        run_state(read_json(&a.run, "run state")?)?
+    };
     let options = SimOptions {
         store: store_choice(&a.store),
         abort_after_checkpoint: None,

@@ -325,7 +325,7 @@ impl Generated {
                 skipped.extend(out.iter().filter(|e| e.2));
             } else if has_error_edge {
                 skipped.extend(out.iter().filter(|e| !e.2));
-            } else if s.on_error % 3 == 0 {
+            } else if s.on_error.is_multiple_of(3) {
                 m.status = "failed";
                 m.error_step = Some(sid(i));
                 break;

@@ -103,6 +103,9 @@ impl WorkflowContext for SimHost<'_> {
                 .or_insert(0);
             let index = usize::try_from(*count).unwrap_or(usize::MAX);
             *count += 1;
+            if w.track_counts {
+                w.counts_changed.push(req.step_id.clone());
+            }
             let outcome = script
                 .outcomes
                 .get(index.min(script.outcomes.len().saturating_sub(1)))
@@ -235,12 +238,28 @@ impl WorkflowContext for SimHost<'_> {
             }
             w.snap.checkpoints
         };
-        let snap = if self.store.borrow().keeps_world() {
-            self.world.borrow().snap.clone()
-        } else {
-            super::world::WorldSnapshot::default()
+        // The store reads the live world (no copy: a copy per checkpoint would make a
+        // long run quadratic) and, for a top-level run, which invocation counts changed.
+        let stored = {
+            let mut store = self.store.borrow_mut();
+            if !store.keeps_world() {
+                store.checkpoint(&patch, &super::world::WorldSnapshot::default())
+            } else if self.role == Role::Top {
+                let mut w = self.world.borrow_mut();
+                let changed = std::mem::take(&mut w.counts_changed);
+                let r = store.checkpoint_changes(&patch, &w.snap, &changed);
+                if r.is_err() {
+                    // Not durable: the next checkpoint must still carry these.
+                    let mut changed = changed;
+                    changed.append(&mut w.counts_changed);
+                    w.counts_changed = changed;
+                }
+                r
+            } else {
+                store.checkpoint(&patch, &self.world.borrow().snap)
+            }
         };
-        if let Err(e) = self.store.borrow_mut().checkpoint(&patch, &snap) {
+        if let Err(e) = stored {
             if self.role == Role::Top {
                 let mut w = self.world.borrow_mut();
                 w.snap.checkpoints -= 1;

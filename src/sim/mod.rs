@@ -1,7 +1,7 @@
 //! The deterministic simulated host: the reference `WorkflowContext`.
 //!
 //! Owns: all nondeterminism of a simulated run — the virtual clock, scripted actions, the
-//! fault plan, the durable stores (memory, atomic on-disk), the trace and the report — and
+//! fault plan, the durable stores (memory, an on-disk journal), the trace and the report — and
 //! the executor that drives the engine. Invariant: the same workflow and scenario always
 //! give the same report and trace, byte for byte; nothing reads a real clock.
 //!
@@ -19,6 +19,7 @@
 mod exec;
 mod host;
 mod hosted;
+pub mod journal;
 pub(crate) mod ops;
 mod redact;
 pub mod scenario;
@@ -33,6 +34,7 @@ use std::path::PathBuf;
 use serde_json::{Value, json};
 
 pub use host::{CALL_DEPTH_MAX, INVOCATIONS_MAX};
+pub use journal::{JOURNAL_FORMAT, JournalError, JournalStore};
 pub use redact::Scrubber;
 pub use scenario::{Scenario, ScenarioError, parse_scenario};
 pub use store::{DiskStore, MemoryStore, STORE_FORMAT, Store, StoreError, StoredRun};
@@ -51,7 +53,7 @@ use world::World;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum StoreChoice {
     Memory,
-    /// One file per run in this directory (atomic temp + fsync + rename).
+    /// One append-only journal per run in this directory ([`JournalStore`]).
     Dir(PathBuf),
 }
 
@@ -244,7 +246,9 @@ const RESTARTS_MAX: u64 = 10_000;
 fn open_store(choice: &StoreChoice) -> Result<Box<dyn Store>, SimError> {
     Ok(match choice {
         StoreChoice::Memory => Box::new(MemoryStore::default()),
-        StoreChoice::Dir(dir) => Box::new(DiskStore::open(dir).map_err(|e| SimError::Store(e.0))?),
+        StoreChoice::Dir(dir) => {
+            Box::new(JournalStore::open(dir).map_err(|e| SimError::Store(e.0))?)
+        }
     })
 }
 
@@ -291,11 +295,17 @@ impl<'a, F: EngineFactory + 'a> Sim<'a, F> {
         snap: WorldSnapshot,
         sink: Option<Box<dyn Write>>,
         store: Box<dyn Store>,
+        run_id: &str,
     ) -> Result<Self, SimError> {
         let engine = factory.boot(workflow).map_err(SimError::Rejected)?;
         let mut world = World::new(snap);
         world.sink = sink;
         world.keep_trace = options.keep_trace;
+        world.track_counts = store.keeps_world();
+        if let Some(lease) = store.seq_lease(run_id) {
+            world.seq_lease = Some(lease);
+            world.seq_ceiling = 0;
+        }
         Ok(Sim {
             factory,
             booted: RefCell::new(Some(engine)),
@@ -557,6 +567,7 @@ pub fn run_on_store(
         WorldSnapshot::default(),
         sink,
         store,
+        &scenario.run_id,
     )?;
     start_run(sim, scenario)
 }
@@ -581,6 +592,7 @@ pub fn run_on_host_store(
         WorldSnapshot::default(),
         None,
         Box::new(store),
+        &scenario.run_id,
     )?
     .verify_durability();
     start_run(sim, scenario)
@@ -605,6 +617,7 @@ pub fn run_engine<F: EngineFactory>(
         WorldSnapshot::default(),
         None,
         store,
+        &scenario.run_id,
     )?;
     start_run(sim, scenario)
 }
@@ -627,6 +640,7 @@ pub fn replay_engine<F: EngineFactory>(
         WorldSnapshot::default(),
         None,
         store,
+        &original.run_id,
     )?;
     start_replay(sim, original, from)
 }
@@ -681,6 +695,7 @@ pub fn resume(
         snap,
         sink,
         store,
+        run_id,
     )?;
     if let Some(token) = token {
         let mut w = sim.world.borrow_mut();
@@ -734,6 +749,7 @@ pub fn replay_on_store(
         WorldSnapshot::default(),
         sink,
         store,
+        &original.run_id,
     )?;
     start_replay(sim, original, from)
 }
@@ -757,6 +773,7 @@ pub fn replay_on_host_store(
         WorldSnapshot::default(),
         None,
         Box::new(store),
+        &original.run_id,
     )?
     .verify_durability();
     start_replay(sim, original, from)

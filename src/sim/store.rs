@@ -1,13 +1,12 @@
-//! Durable stores for the simulated host: in memory, and on disk (RUN-3).
+//! Durable stores for the simulated host: the `Store` trait, in memory, and the legacy
+//! whole-file disk format (RUN-3). The simulator's disk store is the append-only journal
+//! in `journal.rs`.
 //!
 //! Owns: folding checkpoint patches into a RunState and keeping it. Invariant: a
-//! checkpoint returns only once the new state is durable; on disk that means one file per
-//! run written as temp file + fsync + rename (+ fsync of the directory), so a `kill -9` at
-//! any instant leaves either the previous or the new state, never a torn one.
-//!
-//! The disk store rewrites the whole run file per checkpoint (O(state) bytes each): simple
-//! and torn-write-proof, and fine for a simulator. The O(N) guarantee is about what crosses
-//! the host contract — patches — which the bench measures.
+//! checkpoint returns only once the new state is durable; the legacy disk store writes one
+//! file per run as temp file + fsync + rename (+ fsync of the directory), so a `kill -9` at
+//! any instant leaves either the previous or the new state, never a torn one — at O(state)
+//! bytes per checkpoint, which is why the journal replaced it.
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -16,7 +15,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use super::scenario::run_id_ok;
-use super::world::WorldSnapshot;
+use super::world::{SeqLease, WorldSnapshot};
 use crate::model::{RunState, RunStatePatch};
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -43,6 +42,17 @@ pub trait Store {
         patch: &RunStatePatch,
         world: &WorldSnapshot,
     ) -> Result<(), StoreError>;
+    /// [`Store::checkpoint`], told which `world.invocation_counts` keys changed since the
+    /// previous call (an append-only store writes just those).
+    fn checkpoint_changes(
+        &mut self,
+        patch: &RunStatePatch,
+        world: &WorldSnapshot,
+        changed_counts: &[String],
+    ) -> Result<(), StoreError> {
+        let _ = changed_counts;
+        self.checkpoint(patch, world)
+    }
     /// Replace a run's state outright (seeding a replay with its original run).
     fn put(&mut self, state: &RunState, world: &WorldSnapshot) -> Result<(), StoreError>;
     fn load(&self, run_id: &str) -> Result<Option<StoredRun>, StoreError>;
@@ -57,6 +67,12 @@ pub trait Store {
     /// The process came back: from here on `load` must return exactly the durable state.
     fn restart(&mut self) -> Result<(), StoreError> {
         Ok(())
+    }
+    /// A durable lease on the run's trace sequence numbers, for stores that outlive the
+    /// process (so `seq` stays monotonic across real kills). `None`: no lease needed.
+    fn seq_lease(&self, run_id: &str) -> Option<Box<dyn SeqLease>> {
+        let _ = run_id;
+        None
     }
 }
 
@@ -96,7 +112,9 @@ impl Store for MemoryStore {
     }
 }
 
-/// On-disk store: `DIR/<runId>.json`, one file per run.
+/// The legacy on-disk store (`w6w-sim/run-1`): `DIR/<runId>.json`, the whole run rewritten
+/// per checkpoint (O(run) each). The simulator uses [`super::JournalStore`], which still
+/// reads (and migrates) these files; this type remains for hosts built on it.
 #[derive(Debug)]
 pub struct DiskStore {
     dir: PathBuf,

@@ -65,6 +65,13 @@ impl Default for WorldSnapshot {
     }
 }
 
+/// Reserves trace sequence numbers durably (a disk store's lease), so a process that
+/// resumes a killed run never reuses a `seq` the dead one may have written.
+pub trait SeqLease {
+    /// Reserve numbers from `next` on; the new ceiling (every `seq` below it is safe).
+    fn extend(&mut self, next: u64) -> Result<u64, String>;
+}
+
 /// The live world of one simulator invocation.
 pub struct World {
     pub snap: WorldSnapshot,
@@ -84,6 +91,14 @@ pub struct World {
     /// by insertion into a hash.
     pub timers: BTreeSet<(u64, u64)>,
     pub next_timer: u64,
+    /// The durable lease on trace sequence numbers (disk stores): an event may use a
+    /// `seq` below `seq_ceiling` only (`u64::MAX` without a lease).
+    pub seq_lease: Option<Box<dyn SeqLease>>,
+    pub seq_ceiling: u64,
+    /// Keys of `invocation_counts` changed since the last durable top-level checkpoint
+    /// (tracked only when the store keeps the world, which appends just those).
+    pub counts_changed: Vec<String>,
+    pub track_counts: bool,
 }
 
 impl World {
@@ -97,6 +112,10 @@ impl World {
             keep_trace: true,
             timers: BTreeSet::new(),
             next_timer: 0,
+            seq_lease: None,
+            seq_ceiling: u64::MAX,
+            counts_changed: Vec::new(),
+            track_counts: false,
         }
     }
 
@@ -134,6 +153,18 @@ impl World {
     pub fn event(&mut self, event: &str, fields: Value) {
         if !self.keep_trace && self.sink.is_none() {
             return;
+        }
+        if self.snap.seq >= self.seq_ceiling
+            && let Some(lease) = &mut self.seq_lease
+        {
+            match lease.extend(self.snap.seq) {
+                Ok(ceiling) => self.seq_ceiling = ceiling,
+                Err(message) => {
+                    // Never write a `seq` a killed predecessor may have used: stop instead.
+                    self.halt.get_or_insert(message);
+                    return;
+                }
+            }
         }
         let mut obj = Map::new();
         obj.insert("seq".into(), json!(self.snap.seq));

@@ -1,0 +1,1071 @@
+//! The on-disk store: one append-only journal per run (RUN-3, RUN-4).
+//!
+//! Owns: the journal file format (`w6w-sim/journal-2`), its durability, the per-run
+//! exclusive lock and reading a journal back. Invariant: `checkpoint` appends exactly one
+//! framed record and returns only after `fdatasync`; nothing a reader accepts was not
+//! written whole by this module; a damaged, foreign or unknown file is refused with its
+//! path and byte offset, never silently repaired — except a torn tail (the one record a
+//! killed process was appending, which never returned), which is dropped.
+//!
+//! Layout of `DIR/<runId>.journal`: the 8-byte magic `w6wjrnl\n`, then frames of
+//! `len: u32 LE | crc: u32 LE | kind: u8 | JSON`, where `len` counts `kind` + JSON and
+//! `crc` is CRC-32 (IEEE) over the four `len` bytes followed by `kind` + JSON. The first
+//! record is the header (`H`: format and runId), the second a snapshot (`S`: the whole
+//! RunState and world); then one `P` record per checkpoint (the patch and what changed in
+//! the world since the previous record) and `L` records (trace-sequence leases). When the
+//! records since the snapshot outgrow it, the store writes a fresh file holding only a
+//! snapshot (temp file + fsync + rename + directory fsync): compaction.
+//!
+//! A checkpoint costs O(patch): the patch is serialized once, the folded state is updated
+//! in place, and the world's report lists are appended by their new tails only.
+//!
+//! `DIR/<runId>.lock` is held with an exclusive OS file lock for as long as this store has
+//! the run open (released by the kernel when the process dies) and holds the owner's pid:
+//! a second process gets "run R is in use by process P" before it can invoke anything.
+//!
+//! Trace sequence numbers survive real kills through leases: before the trace uses a
+//! `seq` at or past the durable ceiling, an `L` record raises the ceiling by
+//! [`SEQ_BLOCK`]; a process that resumes the run starts its `seq` at the ceiling, above
+//! anything a killed predecessor can have written.
+//!
+//! The previous whole-file format (`DIR/<runId>.json`, `w6w-sim/run-1`) is read, and
+//! migrated to a journal at the run's next write; any other format is refused.
+
+use std::cell::RefCell;
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs::{File, OpenOptions};
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::scenario::run_id_ok;
+use super::store::{STORE_FORMAT, Store, StoreError, StoredRun};
+use super::world::{SeqLease, WorldSnapshot};
+use crate::model::{RunState, RunStatePatch};
+
+/// The journal's format tag (its header record's `format`).
+pub const JOURNAL_FORMAT: &str = "w6w-sim/journal-2";
+/// The first eight bytes of every journal.
+pub const MAGIC: &[u8; 8] = b"w6wjrnl\n";
+/// How far one lease raises the trace-sequence ceiling.
+pub const SEQ_BLOCK: u64 = 1024;
+/// The largest record a reader accepts (a larger length field is damage).
+pub const RECORD_MAX: usize = 1 << 30;
+/// Compaction: rewrite once the records since the snapshot exceed this many bytes and
+/// `COMPACT_FACTOR` × the snapshot (so a compaction's O(state) cost is amortized).
+const COMPACT_MIN_BYTES: u64 = 4 << 20;
+const COMPACT_FACTOR: u64 = 4;
+const FRAME_HEADER: usize = 8;
+
+const KIND_HEADER: u8 = b'H';
+const KIND_SNAPSHOT: u8 = b'S';
+const KIND_PATCH: u8 = b'P';
+const KIND_LEASE: u8 = b'L';
+
+/// Why a journal could not be opened, read or written.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum JournalError {
+    /// Another process (or another store in this one) has the run open.
+    #[error("run {run_id} is in use by process {pid} (lock {})", lock.display())]
+    InUse {
+        run_id: String,
+        pid: String,
+        lock: PathBuf,
+    },
+    /// A record fails its checksum, has an impossible length or kind, or does not follow
+    /// from the records before it.
+    #[error("{}: offset {offset}: {message}; refusing to use a damaged run file", path.display())]
+    Corrupt {
+        path: PathBuf,
+        offset: u64,
+        message: String,
+    },
+    /// The file names another run than the one asked for.
+    #[error("{}: offset {offset}: the file belongs to run {found:?}, not {expected:?}", path.display())]
+    WrongRun {
+        path: PathBuf,
+        offset: u64,
+        expected: String,
+        found: String,
+    },
+    /// A format tag this build does not read (a newer or foreign writer).
+    #[error(
+        "{}: offset {offset}: unknown run-file format {found:?} (this build reads {JOURNAL_FORMAT} and the older {STORE_FORMAT})",
+        path.display()
+    )]
+    UnknownFormat {
+        path: PathBuf,
+        offset: u64,
+        found: String,
+    },
+    #[error("{}: {message}", path.display())]
+    Io { path: PathBuf, message: String },
+    #[error("run id {0:?} is not a safe file name")]
+    BadRunId(String),
+}
+
+impl JournalError {
+    /// Stable machine code.
+    pub fn code(&self) -> &'static str {
+        match self {
+            JournalError::InUse { .. } => "run_in_use",
+            JournalError::Corrupt { .. } => "run_file_corrupt",
+            JournalError::WrongRun { .. } => "run_file_wrong_run",
+            JournalError::UnknownFormat { .. } => "run_file_unknown_format",
+            JournalError::Io { .. } => "store_io",
+            JournalError::BadRunId(_) => "bad_run_id",
+        }
+    }
+}
+
+impl From<JournalError> for StoreError {
+    fn from(e: JournalError) -> Self {
+        StoreError(format!("{e} [{}]", e.code()))
+    }
+}
+
+fn io_err(path: &Path) -> impl Fn(std::io::Error) -> JournalError + '_ {
+    move |e| JournalError::Io {
+        path: path.to_owned(),
+        message: e.to_string(),
+    }
+}
+
+// ---- records ----
+
+#[derive(Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Header {
+    format: String,
+    run_id: String,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct SnapshotOut<'a> {
+    state: &'a RunState,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    world: Option<&'a WorldSnapshot>,
+    seq_ceiling: u64,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct SnapshotIn {
+    state: RunState,
+    #[serde(default)]
+    world: Option<WorldSnapshot>,
+    #[serde(default)]
+    seq_ceiling: u64,
+}
+
+#[derive(Serialize)]
+struct PatchOut<'a> {
+    patch: &'a RunStatePatch,
+    world: DeltaOut<'a>,
+}
+
+#[derive(Deserialize)]
+struct PatchIn {
+    patch: RunStatePatch,
+    world: DeltaIn,
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Lease {
+    seq_ceiling: u64,
+}
+
+/// The new tail of an append-only report list: `items` start at index `at`.
+#[derive(Serialize)]
+struct TailOut<'a> {
+    at: usize,
+    items: &'a [Value],
+}
+
+#[derive(Deserialize)]
+struct TailIn {
+    at: usize,
+    items: Vec<Value>,
+}
+
+fn tail_is_empty(t: &TailOut<'_>) -> bool {
+    t.items.is_empty()
+}
+
+/// What changed in the world since the previous record: every scalar, the changed
+/// invocation counts, the fired faults when they grew, and the tails of the report lists.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct DeltaOut<'a> {
+    clock_ms: u64,
+    checkpoints: u64,
+    crashes: u64,
+    aborted: bool,
+    checkpoint_bytes: u64,
+    seq: u64,
+    total_invocations: u64,
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    invocation_counts: BTreeMap<&'a str, u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    fired_invoke_faults: Option<&'a BTreeSet<usize>>,
+    #[serde(skip_serializing_if = "tail_is_empty")]
+    invocations: TailOut<'a>,
+    #[serde(skip_serializing_if = "tail_is_empty")]
+    waits: TailOut<'a>,
+    #[serde(skip_serializing_if = "tail_is_empty")]
+    calls: TailOut<'a>,
+    #[serde(skip_serializing_if = "tail_is_empty")]
+    schedules: TailOut<'a>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct DeltaIn {
+    clock_ms: u64,
+    checkpoints: u64,
+    crashes: u64,
+    aborted: bool,
+    checkpoint_bytes: u64,
+    seq: u64,
+    total_invocations: u64,
+    #[serde(default)]
+    invocation_counts: BTreeMap<String, u64>,
+    #[serde(default)]
+    fired_invoke_faults: Option<BTreeSet<usize>>,
+    #[serde(default)]
+    invocations: Option<TailIn>,
+    #[serde(default)]
+    waits: Option<TailIn>,
+    #[serde(default)]
+    calls: Option<TailIn>,
+    #[serde(default)]
+    schedules: Option<TailIn>,
+}
+
+/// How much of the world the journal already holds (lengths of the append-only lists).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct Mirror {
+    invocations: usize,
+    waits: usize,
+    calls: usize,
+    schedules: usize,
+    fired: usize,
+}
+
+impl Mirror {
+    fn of(w: &WorldSnapshot) -> Self {
+        Mirror {
+            invocations: w.invocations.len(),
+            waits: w.waits.len(),
+            calls: w.calls.len(),
+            schedules: w.schedules.len(),
+            fired: w.fired_invoke_faults.len(),
+        }
+    }
+
+    /// The lists only ever grow; a shorter one means the caller's world is another
+    /// world (a snapshot is written instead of a delta).
+    fn follows(&self, w: &WorldSnapshot) -> bool {
+        w.invocations.len() >= self.invocations
+            && w.waits.len() >= self.waits
+            && w.calls.len() >= self.calls
+            && w.schedules.len() >= self.schedules
+            && w.fired_invoke_faults.len() >= self.fired
+    }
+}
+
+fn apply_tail(
+    list: &mut Vec<Value>,
+    tail: Option<TailIn>,
+    fail: &dyn Fn(String) -> JournalError,
+) -> Result<(), JournalError> {
+    let Some(tail) = tail else { return Ok(()) };
+    if tail.at != list.len() {
+        return Err(fail(format!(
+            "a report list resumes at index {} but {} entries precede it",
+            tail.at,
+            list.len()
+        )));
+    }
+    list.extend(tail.items);
+    Ok(())
+}
+
+fn apply_delta(
+    world: &mut WorldSnapshot,
+    d: DeltaIn,
+    fail: &dyn Fn(String) -> JournalError,
+) -> Result<(), JournalError> {
+    world.clock_ms = d.clock_ms;
+    world.checkpoints = d.checkpoints;
+    world.crashes = d.crashes;
+    world.aborted = d.aborted;
+    world.checkpoint_bytes = d.checkpoint_bytes;
+    world.seq = d.seq;
+    world.total_invocations = d.total_invocations;
+    world.invocation_counts.extend(d.invocation_counts);
+    if let Some(f) = d.fired_invoke_faults {
+        world.fired_invoke_faults = f;
+    }
+    apply_tail(&mut world.invocations, d.invocations, fail)?;
+    apply_tail(&mut world.waits, d.waits, fail)?;
+    apply_tail(&mut world.calls, d.calls, fail)?;
+    apply_tail(&mut world.schedules, d.schedules, fail)?;
+    Ok(())
+}
+
+/// Frame `kind` + the JSON of `body` into `buf` (cleared first).
+fn frame(buf: &mut Vec<u8>, kind: u8, body: &impl Serialize) -> Result<(), String> {
+    buf.clear();
+    buf.extend_from_slice(&[0; FRAME_HEADER]);
+    buf.push(kind);
+    serde_json::to_writer(&mut *buf, body).map_err(|e| format!("cannot serialize: {e}"))?;
+    let len = buf.len() - FRAME_HEADER;
+    if len > RECORD_MAX {
+        return Err(format!("a record of {len} bytes exceeds {RECORD_MAX}"));
+    }
+    let len_bytes = u32::try_from(len).unwrap_or(u32::MAX).to_le_bytes();
+    let mut h = crc32fast::Hasher::new();
+    h.update(&len_bytes);
+    h.update(&buf[FRAME_HEADER..]);
+    buf[0..4].copy_from_slice(&len_bytes);
+    buf[4..8].copy_from_slice(&h.finalize().to_le_bytes());
+    Ok(())
+}
+
+// ---- reading ----
+
+/// A journal read back: the state its records fold to, and where its whole records end.
+#[derive(Debug, Clone)]
+pub struct Folded {
+    pub state: RunState,
+    pub world: Option<WorldSnapshot>,
+    /// The durable trace-sequence ceiling (already folded into `world.seq`).
+    pub seq_ceiling: u64,
+    /// Bytes of whole records (where the next append goes).
+    pub len: u64,
+    /// Bytes of an incomplete last record a killed writer left (dropped).
+    pub torn: u64,
+    snapshot_bytes: u64,
+    since_snapshot: u64,
+    mirror: Mirror,
+}
+
+/// Read a journal's bytes. `expected`: the run the caller asked for (`None` accepts the
+/// header's).
+pub fn read_journal(
+    path: &Path,
+    bytes: &[u8],
+    expected: Option<&str>,
+) -> Result<Folded, JournalError> {
+    let corrupt = |offset: usize, message: String| JournalError::Corrupt {
+        path: path.to_owned(),
+        offset: offset as u64,
+        message,
+    };
+    if bytes.len() < MAGIC.len() || &bytes[..MAGIC.len()] != MAGIC {
+        return Err(corrupt(
+            0,
+            "not a w6w-sim run journal (no `w6wjrnl` magic)".into(),
+        ));
+    }
+    let mut off = MAGIC.len();
+    let mut run_id: Option<String> = expected.map(str::to_owned);
+    let mut header_seen = false;
+    let mut state: Option<RunState> = None;
+    let mut world: Option<WorldSnapshot> = None;
+    let mut ceiling = 0u64;
+    let mut snapshot_bytes = 0u64;
+    let mut since_snapshot = 0u64;
+    let mut torn = 0u64;
+    while off < bytes.len() {
+        let rest = bytes.len() - off;
+        if rest < FRAME_HEADER {
+            torn = rest as u64;
+            break;
+        }
+        let len_bytes: [u8; 4] = [bytes[off], bytes[off + 1], bytes[off + 2], bytes[off + 3]];
+        let len = u32::from_le_bytes(len_bytes) as usize;
+        let crc = u32::from_le_bytes([
+            bytes[off + 4],
+            bytes[off + 5],
+            bytes[off + 6],
+            bytes[off + 7],
+        ]);
+        if len == 0 || len > RECORD_MAX {
+            return Err(corrupt(off, format!("impossible record length {len}")));
+        }
+        if rest - FRAME_HEADER < len {
+            torn = rest as u64;
+            break;
+        }
+        let body = &bytes[off + FRAME_HEADER..off + FRAME_HEADER + len];
+        let mut h = crc32fast::Hasher::new();
+        h.update(&len_bytes);
+        h.update(body);
+        let actual = h.finalize();
+        if actual != crc {
+            return Err(corrupt(
+                off,
+                format!("record checksum mismatch (stored {crc:08x}, computed {actual:08x})"),
+            ));
+        }
+        let (kind, json) = (body[0], &body[1..]);
+        let bad_json = |e: serde_json::Error| corrupt(off, format!("unreadable record: {e}"));
+        let wrong_run = |found: &str| JournalError::WrongRun {
+            path: path.to_owned(),
+            offset: off as u64,
+            expected: run_id.clone().unwrap_or_default(),
+            found: found.to_owned(),
+        };
+        if !header_seen && kind != KIND_HEADER {
+            return Err(corrupt(off, "the first record is not a header".into()));
+        }
+        match kind {
+            KIND_HEADER => {
+                if header_seen {
+                    return Err(corrupt(off, "a second header".into()));
+                }
+                let h: Header = serde_json::from_slice(json).map_err(bad_json)?;
+                if h.format != JOURNAL_FORMAT {
+                    return Err(JournalError::UnknownFormat {
+                        path: path.to_owned(),
+                        offset: off as u64,
+                        found: h.format,
+                    });
+                }
+                match &run_id {
+                    Some(id) if *id != h.run_id => return Err(wrong_run(&h.run_id)),
+                    _ => run_id = Some(h.run_id),
+                }
+                header_seen = true;
+            }
+            KIND_SNAPSHOT => {
+                let s: SnapshotIn = serde_json::from_slice(json).map_err(bad_json)?;
+                if Some(&s.state.run_id) != run_id.as_ref() {
+                    return Err(wrong_run(&s.state.run_id));
+                }
+                state = Some(s.state);
+                world = s.world;
+                ceiling = ceiling.max(s.seq_ceiling);
+                snapshot_bytes = (FRAME_HEADER + len) as u64;
+                since_snapshot = 0;
+            }
+            KIND_PATCH => {
+                let p: PatchIn = serde_json::from_slice(json).map_err(bad_json)?;
+                if Some(&p.patch.run_id) != run_id.as_ref() {
+                    return Err(wrong_run(&p.patch.run_id));
+                }
+                let Some(s) = state.as_mut() else {
+                    return Err(corrupt(
+                        off,
+                        "a checkpoint record before any snapshot".into(),
+                    ));
+                };
+                s.apply(&p.patch);
+                let w = world.get_or_insert_with(WorldSnapshot::default);
+                apply_delta(w, p.world, &|m| corrupt(off, m))?;
+                since_snapshot += (FRAME_HEADER + len) as u64;
+            }
+            KIND_LEASE => {
+                let l: Lease = serde_json::from_slice(json).map_err(bad_json)?;
+                ceiling = ceiling.max(l.seq_ceiling);
+                since_snapshot += (FRAME_HEADER + len) as u64;
+            }
+            other => {
+                return Err(corrupt(
+                    off,
+                    format!(
+                        "unknown record kind {:?} (written by a newer version?)",
+                        char::from(other)
+                    ),
+                ));
+            }
+        }
+        off += FRAME_HEADER + len;
+    }
+    let Some(mut state) = state else {
+        return Err(corrupt(off, "the journal holds no snapshot".into()));
+    };
+    if state.run_id.is_empty() {
+        state.run_id = run_id.unwrap_or_default();
+    }
+    let mirror = world.as_ref().map(Mirror::of).unwrap_or_default();
+    if let Some(w) = world.as_mut() {
+        w.seq = w.seq.max(ceiling);
+    }
+    Ok(Folded {
+        state,
+        world,
+        seq_ceiling: ceiling,
+        len: off as u64,
+        torn,
+        snapshot_bytes,
+        since_snapshot,
+        mirror,
+    })
+}
+
+/// Read a legacy whole-file run (`w6w-sim/run-1`), refusing any other format.
+fn read_legacy(path: &Path, bytes: &[u8], expected: &str) -> Result<StoredRun, JournalError> {
+    let doc: Value = serde_json::from_slice(bytes).map_err(|e| JournalError::Corrupt {
+        path: path.to_owned(),
+        offset: 0,
+        message: format!("not a stored run: {e}"),
+    })?;
+    let format = doc.get("format").and_then(Value::as_str).unwrap_or("");
+    if format != STORE_FORMAT {
+        return Err(JournalError::UnknownFormat {
+            path: path.to_owned(),
+            offset: 0,
+            found: format.to_owned(),
+        });
+    }
+    let stored: StoredRun = serde_json::from_value(doc).map_err(|e| JournalError::Corrupt {
+        path: path.to_owned(),
+        offset: 0,
+        message: format!("not a stored run: {e}"),
+    })?;
+    if stored.state.run_id != expected {
+        return Err(JournalError::WrongRun {
+            path: path.to_owned(),
+            offset: 0,
+            expected: expected.to_owned(),
+            found: stored.state.run_id,
+        });
+    }
+    Ok(stored)
+}
+
+/// Read a run file (a journal or the legacy whole-file format) for inspection, without
+/// taking its lock (`w6w-sim replay --run DIR/<runId>.journal`).
+pub fn read_run_file(path: &Path) -> Result<StoredRun, JournalError> {
+    let bytes = std::fs::read(path).map_err(io_err(path))?;
+    if bytes.starts_with(MAGIC) {
+        let f = read_journal(path, &bytes, None)?;
+        return Ok(StoredRun {
+            format: JOURNAL_FORMAT.into(),
+            state: f.state,
+            world: f.world,
+        });
+    }
+    let id = path
+        .file_stem()
+        .and_then(|s| s.to_str())
+        .unwrap_or_default()
+        .to_owned();
+    read_legacy(path, &bytes, &id)
+}
+
+/// Whether `bytes` start like a journal.
+pub fn is_journal(bytes: &[u8]) -> bool {
+    bytes.starts_with(MAGIC)
+}
+
+// ---- the store ----
+
+/// One run this store has open (and locked).
+struct OpenRun {
+    path: PathBuf,
+    /// Held for the lock; dropping it releases the run.
+    _lock: File,
+    /// The journal, positioned at `len`; `None` until the run's first write.
+    file: Option<File>,
+    /// A legacy file to migrate at the first write, and remove once the journal is durable.
+    legacy: Option<PathBuf>,
+    /// The durable state (what `load` would return), `None` before the first write.
+    state: Option<RunState>,
+    mirror: Mirror,
+    seq_ceiling: u64,
+    len: u64,
+    snapshot_bytes: u64,
+    since_snapshot: u64,
+}
+
+struct Inner {
+    dir: PathBuf,
+    runs: BTreeMap<String, OpenRun>,
+    buf: Vec<u8>,
+}
+
+/// The on-disk store: `DIR/<runId>.journal`, one append-only journal per run.
+pub struct JournalStore {
+    inner: Rc<RefCell<Inner>>,
+}
+
+impl std::fmt::Debug for JournalStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let dir = self.inner.try_borrow().map(|i| i.dir.clone()).ok();
+        f.debug_struct("JournalStore").field("dir", &dir).finish()
+    }
+}
+
+fn sync_dir(dir: &Path) -> Result<(), JournalError> {
+    #[cfg(unix)]
+    File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(io_err(dir))?;
+    #[cfg(not(unix))]
+    let _ = dir;
+    Ok(())
+}
+
+impl Inner {
+    fn journal_path(&self, run_id: &str) -> Result<PathBuf, JournalError> {
+        if !run_id_ok(run_id) {
+            return Err(JournalError::BadRunId(run_id.to_owned()));
+        }
+        Ok(self.dir.join(format!("{run_id}.journal")))
+    }
+
+    fn lock(&self, run_id: &str) -> Result<File, JournalError> {
+        let path = self.dir.join(format!("{run_id}.lock"));
+        let mut f = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&path)
+            .map_err(io_err(&path))?;
+        match f.try_lock() {
+            Ok(()) => {
+                // The pid is informational (the OS lock is the exclusion): no fsync.
+                f.set_len(0)
+                    .and_then(|()| f.seek(SeekFrom::Start(0)))
+                    .and_then(|_| writeln!(f, "{}", std::process::id()))
+                    .map_err(io_err(&path))?;
+                Ok(f)
+            }
+            Err(std::fs::TryLockError::WouldBlock) => {
+                let mut pid = String::new();
+                let _ = f.read_to_string(&mut pid);
+                let pid = pid.trim();
+                Err(JournalError::InUse {
+                    run_id: run_id.to_owned(),
+                    pid: if pid.is_empty() {
+                        "(unknown)".into()
+                    } else {
+                        pid.to_owned()
+                    },
+                    lock: path,
+                })
+            }
+            Err(std::fs::TryLockError::Error(e)) => Err(io_err(&path)(e)),
+        }
+    }
+
+    /// Open (lock, read, repair a torn tail) a run, once per store.
+    fn open(&mut self, run_id: &str) -> Result<&mut OpenRun, JournalError> {
+        if !self.runs.contains_key(run_id) {
+            let path = self.journal_path(run_id)?;
+            let lock = self.lock(run_id)?;
+            let mut run = OpenRun {
+                path: path.clone(),
+                _lock: lock,
+                file: None,
+                legacy: None,
+                state: None,
+                mirror: Mirror::default(),
+                seq_ceiling: 0,
+                len: 0,
+                snapshot_bytes: 0,
+                since_snapshot: 0,
+            };
+            match std::fs::read(&path) {
+                Ok(bytes) => {
+                    let f = read_journal(&path, &bytes, Some(run_id))?;
+                    let mut file = OpenOptions::new()
+                        .write(true)
+                        .open(&path)
+                        .map_err(io_err(&path))?;
+                    if f.torn > 0 {
+                        // The record a killed writer was appending never returned: drop it
+                        // so the next append follows a whole record.
+                        file.set_len(f.len)
+                            .and_then(|()| file.sync_data())
+                            .map_err(io_err(&path))?;
+                    }
+                    file.seek(SeekFrom::Start(f.len)).map_err(io_err(&path))?;
+                    run.file = Some(file);
+                    run.state = Some(f.state);
+                    run.mirror = f.mirror;
+                    run.seq_ceiling = f.seq_ceiling;
+                    run.len = f.len;
+                    run.snapshot_bytes = f.snapshot_bytes;
+                    run.since_snapshot = f.since_snapshot;
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                    let legacy = self.dir.join(format!("{run_id}.json"));
+                    match std::fs::read(&legacy) {
+                        Ok(bytes) => {
+                            let stored = read_legacy(&legacy, &bytes, run_id)?;
+                            run.mirror = stored.world.as_ref().map(Mirror::of).unwrap_or_default();
+                            run.state = Some(stored.state);
+                            run.legacy = Some(legacy);
+                        }
+                        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                        Err(e) => return Err(io_err(&legacy)(e)),
+                    }
+                }
+                Err(e) => return Err(io_err(&path)(e)),
+            }
+            self.runs.insert(run_id.to_owned(), run);
+        }
+        self.runs
+            .get_mut(run_id)
+            .ok_or_else(|| JournalError::BadRunId(run_id.to_owned()))
+    }
+}
+
+impl OpenRun {
+    /// Append one framed record and make it durable.
+    fn append(&mut self, buf: &[u8]) -> Result<(), JournalError> {
+        let Some(file) = self.file.as_mut() else {
+            return Err(JournalError::Io {
+                path: self.path.clone(),
+                message: "the journal is not open for writing".into(),
+            });
+        };
+        let written = file.write_all(buf).and_then(|()| file.sync_data());
+        if let Err(e) = written {
+            // Never leave a partial record for the next append to follow: cut it off (a
+            // failed cut leaves a torn tail, which the next open drops).
+            let _ = file
+                .set_len(self.len)
+                .and_then(|()| file.seek(SeekFrom::Start(self.len)).map(|_| ()));
+            return Err(io_err(&self.path)(e));
+        }
+        self.len += buf.len() as u64;
+        self.since_snapshot += buf.len() as u64;
+        Ok(())
+    }
+
+    /// Write a fresh journal holding only a snapshot (temp + fsync + rename + dir fsync)
+    /// and switch appends to it. Creates a run, migrates a legacy file, compacts.
+    fn rewrite(
+        &mut self,
+        dir: &Path,
+        run_id: &str,
+        world: Option<&WorldSnapshot>,
+        buf: &mut Vec<u8>,
+    ) -> Result<(), JournalError> {
+        let Some(state) = self.state.as_ref() else {
+            return Err(JournalError::Io {
+                path: self.path.clone(),
+                message: "no state to snapshot".into(),
+            });
+        };
+        let path = self.path.clone();
+        let fail = |m: String| JournalError::Io {
+            path: path.clone(),
+            message: m,
+        };
+        let mut bytes = MAGIC.to_vec();
+        frame(
+            buf,
+            KIND_HEADER,
+            &Header {
+                format: JOURNAL_FORMAT.into(),
+                run_id: run_id.to_owned(),
+            },
+        )
+        .map_err(fail)?;
+        bytes.extend_from_slice(buf);
+        frame(
+            buf,
+            KIND_SNAPSHOT,
+            &SnapshotOut {
+                state,
+                world,
+                seq_ceiling: self.seq_ceiling,
+            },
+        )
+        .map_err(fail)?;
+        let snapshot_bytes = buf.len() as u64;
+        bytes.extend_from_slice(buf);
+        let tmp = dir.join(format!(".{run_id}.journal.tmp"));
+        let mut file = OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(&tmp)
+            .map_err(io_err(&tmp))?;
+        file.write_all(&bytes)
+            .and_then(|()| file.sync_all())
+            .map_err(io_err(&tmp))?;
+        std::fs::rename(&tmp, &self.path).map_err(io_err(&self.path))?;
+        sync_dir(dir)?;
+        self.file = Some(file);
+        self.len = bytes.len() as u64;
+        self.snapshot_bytes = snapshot_bytes;
+        self.since_snapshot = 0;
+        self.mirror = world.map(Mirror::of).unwrap_or_default();
+        if let Some(legacy) = self.legacy.take() {
+            std::fs::remove_file(&legacy).map_err(io_err(&legacy))?;
+            sync_dir(dir)?;
+        }
+        Ok(())
+    }
+
+    fn wants_compaction(&self) -> bool {
+        self.since_snapshot > COMPACT_MIN_BYTES.max(COMPACT_FACTOR * self.snapshot_bytes)
+    }
+}
+
+impl JournalStore {
+    /// Open (creating if needed) a store directory.
+    pub fn open(dir: &Path) -> Result<Self, StoreError> {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| StoreError(format!("cannot create store {}: {e}", dir.display())))?;
+        Ok(JournalStore {
+            inner: Rc::new(RefCell::new(Inner {
+                dir: dir.to_owned(),
+                runs: BTreeMap::new(),
+                buf: Vec::new(),
+            })),
+        })
+    }
+
+    /// The journal a run is kept in.
+    pub fn path_of(&self, run_id: &str) -> Result<PathBuf, StoreError> {
+        Ok(self.borrow()?.journal_path(run_id)?)
+    }
+
+    fn borrow(&self) -> Result<std::cell::RefMut<'_, Inner>, StoreError> {
+        self.inner
+            .try_borrow_mut()
+            .map_err(|_| StoreError("the journal store is busy (re-entrant call)".into()))
+    }
+
+    fn write_checkpoint(
+        &mut self,
+        patch: &RunStatePatch,
+        world: &WorldSnapshot,
+        changed_counts: Option<&[String]>,
+    ) -> Result<(), StoreError> {
+        let mut guard = self.borrow()?;
+        let inner = &mut *guard;
+        let dir = inner.dir.clone();
+        let mut buf = std::mem::take(&mut inner.buf);
+        let result = (|| {
+            let run = inner.open(&patch.run_id)?;
+            if run.file.is_none() || !run.mirror.follows(world) {
+                // A new run (or a legacy one, or a foreign world): start with a snapshot.
+                let state = run.state.get_or_insert_with(|| {
+                    RunState::new(
+                        &patch.run_id,
+                        patch.workflow_id.as_deref().unwrap_or_default(),
+                    )
+                });
+                state.apply(patch);
+                return run.rewrite(&dir, &patch.run_id, Some(world), &mut buf);
+            }
+            let m = run.mirror;
+            let invocation_counts: BTreeMap<&str, u64> = match changed_counts {
+                Some(keys) => keys
+                    .iter()
+                    .filter_map(|k| {
+                        world
+                            .invocation_counts
+                            .get_key_value(k.as_str())
+                            .map(|(k, v)| (k.as_str(), *v))
+                    })
+                    .collect(),
+                None => world
+                    .invocation_counts
+                    .iter()
+                    .map(|(k, v)| (k.as_str(), *v))
+                    .collect(),
+            };
+            let delta = DeltaOut {
+                clock_ms: world.clock_ms,
+                checkpoints: world.checkpoints,
+                crashes: world.crashes,
+                aborted: world.aborted,
+                checkpoint_bytes: world.checkpoint_bytes,
+                seq: world.seq,
+                total_invocations: world.total_invocations,
+                invocation_counts,
+                fired_invoke_faults: (world.fired_invoke_faults.len() != m.fired)
+                    .then_some(&world.fired_invoke_faults),
+                invocations: TailOut {
+                    at: m.invocations,
+                    items: &world.invocations[m.invocations..],
+                },
+                waits: TailOut {
+                    at: m.waits,
+                    items: &world.waits[m.waits..],
+                },
+                calls: TailOut {
+                    at: m.calls,
+                    items: &world.calls[m.calls..],
+                },
+                schedules: TailOut {
+                    at: m.schedules,
+                    items: &world.schedules[m.schedules..],
+                },
+            };
+            frame(
+                &mut buf,
+                KIND_PATCH,
+                &PatchOut {
+                    patch,
+                    world: delta,
+                },
+            )
+            .map_err(|m| JournalError::Io {
+                path: run.path.clone(),
+                message: m,
+            })?;
+            run.append(&buf)?;
+            run.mirror = Mirror::of(world);
+            if let Some(state) = run.state.as_mut() {
+                state.apply(patch);
+            }
+            if run.wants_compaction() {
+                run.rewrite(&dir, &patch.run_id, Some(world), &mut buf)?;
+            }
+            Ok(())
+        })();
+        inner.buf = buf;
+        if result.is_err() {
+            // Whatever is half-done is not durable: reopen from disk next time.
+            inner.runs.remove(&patch.run_id);
+        }
+        result.map_err(StoreError::from)
+    }
+
+    /// Write a lease: trace sequence numbers below the returned ceiling are reserved.
+    fn lease(&self, run_id: &str, next: u64) -> Result<u64, JournalError> {
+        let mut guard = self.inner.try_borrow_mut().map_err(|_| JournalError::Io {
+            path: PathBuf::from(run_id),
+            message: "the journal store is busy (re-entrant lease)".into(),
+        })?;
+        let inner = &mut *guard;
+        let mut buf = std::mem::take(&mut inner.buf);
+        let result = (|| {
+            let run = inner.open(run_id)?;
+            if run.file.is_none() {
+                // No journal yet: nothing of this run survives a kill, so nothing to guard;
+                // ask again at the next event.
+                return Ok(next + 1);
+            }
+            let ceiling = next.saturating_add(SEQ_BLOCK).max(run.seq_ceiling);
+            frame(
+                &mut buf,
+                KIND_LEASE,
+                &Lease {
+                    seq_ceiling: ceiling,
+                },
+            )
+            .map_err(|m| JournalError::Io {
+                path: run.path.clone(),
+                message: m,
+            })?;
+            run.append(&buf)?;
+            run.seq_ceiling = ceiling;
+            Ok(ceiling)
+        })();
+        inner.buf = buf;
+        if result.is_err() {
+            inner.runs.remove(run_id);
+        }
+        result
+    }
+}
+
+struct JournalLease {
+    store: JournalStore,
+    run_id: String,
+}
+
+impl SeqLease for JournalLease {
+    fn extend(&mut self, next: u64) -> Result<u64, String> {
+        self.store
+            .lease(&self.run_id, next)
+            .map_err(|e| format!("cannot reserve trace sequence numbers: {e}"))
+    }
+}
+
+impl Store for JournalStore {
+    fn checkpoint(
+        &mut self,
+        patch: &RunStatePatch,
+        world: &WorldSnapshot,
+    ) -> Result<(), StoreError> {
+        self.write_checkpoint(patch, world, None)
+    }
+
+    fn checkpoint_changes(
+        &mut self,
+        patch: &RunStatePatch,
+        world: &WorldSnapshot,
+        changed_counts: &[String],
+    ) -> Result<(), StoreError> {
+        self.write_checkpoint(patch, world, Some(changed_counts))
+    }
+
+    fn put(&mut self, state: &RunState, world: &WorldSnapshot) -> Result<(), StoreError> {
+        let mut guard = self.borrow()?;
+        let inner = &mut *guard;
+        let dir = inner.dir.clone();
+        let mut buf = std::mem::take(&mut inner.buf);
+        let result = (|| {
+            let run = inner.open(&state.run_id)?;
+            run.state = Some(state.clone());
+            run.rewrite(&dir, &state.run_id, Some(world), &mut buf)
+        })();
+        inner.buf = buf;
+        if result.is_err() {
+            inner.runs.remove(&state.run_id);
+        }
+        result.map_err(StoreError::from)
+    }
+
+    /// Read the run from disk (what a crash would leave), taking its lock first.
+    fn load(&self, run_id: &str) -> Result<Option<StoredRun>, StoreError> {
+        let mut inner = self.borrow()?;
+        let run = inner.open(run_id)?;
+        if let Some(legacy) = &run.legacy {
+            let bytes = std::fs::read(legacy).map_err(io_err(legacy))?;
+            let mut stored = read_legacy(legacy, &bytes, run_id)?;
+            stored.format = STORE_FORMAT.into();
+            return Ok(Some(stored));
+        }
+        if run.file.is_none() {
+            return Ok(None);
+        }
+        let bytes = std::fs::read(&run.path).map_err(io_err(&run.path))?;
+        let f = read_journal(&run.path, &bytes, Some(run_id))?;
+        Ok(Some(StoredRun {
+            format: JOURNAL_FORMAT.into(),
+            state: f.state,
+            world: f.world,
+        }))
+    }
+
+    /// A simulated crash: close every run (releasing its lock); the next access reads
+    /// the durable journal again.
+    fn crash(&mut self) {
+        if let Ok(mut inner) = self.inner.try_borrow_mut() {
+            inner.runs.clear();
+        }
+    }
+
+    fn seq_lease(&self, run_id: &str) -> Option<Box<dyn SeqLease>> {
+        Some(Box::new(JournalLease {
+            store: JournalStore {
+                inner: Rc::clone(&self.inner),
+            },
+            run_id: run_id.to_owned(),
+        }))
+    }
+}
+
+#[cfg(test)]
+mod tests;
