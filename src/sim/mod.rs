@@ -287,6 +287,8 @@ struct Sim<'a, F: EngineFactory + 'a> {
 }
 
 impl<'a, F: EngineFactory + 'a> Sim<'a, F> {
+    // Private, with one caller per entry point: a parameter struct would only rename these.
+    #[allow(clippy::too_many_arguments)]
     fn new(
         factory: &'a F,
         workflow: &'a Workflow,
