@@ -50,7 +50,9 @@ pub type InvokeError = StepError;
 /// a fresh callback, so a report from a superseded attempt can never land.
 #[derive(Debug, Clone, Default)]
 pub struct OnExecuted {
-    slot: Arc<Mutex<Option<Value>>>,
+    /// Every report in call order; the engine uses the first (a suite relaying the host's
+    /// reports to a candidate engine relays all of them, so first-wins is the engine's job).
+    slot: Arc<Mutex<Vec<Value>>>,
 }
 
 impl OnExecuted {
@@ -64,13 +66,20 @@ impl OnExecuted {
             .slot
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
-        if slot.is_none() {
-            *slot = Some(raw);
-        }
+        slot.push(raw);
     }
 
     /// The first report, if the host made one.
     pub fn first_report(&self) -> Option<Value> {
+        self.slot
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .first()
+            .cloned()
+    }
+
+    /// Every report the host made for this attempt, in order.
+    pub fn reports(&self) -> Vec<Value> {
         self.slot
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())

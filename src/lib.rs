@@ -10,6 +10,7 @@
 //! - [`engine`] — run / resume / replay, retry, routing, checkpoints.
 //! - [`sim`] — the deterministic simulated host (virtual clock, faults, stores, trace).
 //! - [`conformance`] — case format, checker, clause coverage.
+//! - [`context_protocol`] — the engine and host seams across a process boundary.
 //! - [`mutants`] — deliberately broken behaviours the conformance suite must catch (inert
 //!   unless a mutant test activates one on its thread).
 //! - [`service`] — the JSON-lines op service behind `w6w-sim eval` and the cases.
@@ -22,6 +23,7 @@
 
 pub mod cli;
 pub mod conformance;
+pub mod context_protocol;
 pub mod engine;
 pub mod expr;
 pub mod host;

@@ -48,6 +48,15 @@ pub(crate) struct ConformanceArgs {
     /// and speak the adapter protocol over its stdin/stdout.
     #[arg(long, value_name = "'CMD ARGS'")]
     adapter: Option<String>,
+    /// Check a candidate ENGINE: spawn 'CMD ARGS' and speak the context protocol
+    /// (docs/context-protocol.md); the suite is its WorkflowContext and builds every report
+    /// from what it observed.
+    #[arg(long, value_name = "'CMD ARGS'", conflicts_with_all = ["adapter", "host"])]
+    engine: Option<String>,
+    /// Check a candidate HOST: spawn 'CMD ARGS' and run our engine on its durable state over
+    /// the context protocol; the suite SIGKILLs it at every crash point (RUN-3/RUN-4).
+    #[arg(long, value_name = "'CMD ARGS'", conflicts_with = "adapter")]
+    host: Option<String>,
     /// Per-request timeout for --adapter, in milliseconds.
     #[arg(long, value_name = "MS", default_value_t = 10_000)]
     timeout_ms: u64,
@@ -167,6 +176,12 @@ fn conformance(args: &ConformanceArgs) -> ExitCode {
                 ));
             }
         },
+        (None, None) if args.engine.is_some() || args.host.is_some() => {
+            match context_adapter(args) {
+                Ok(a) => a,
+                Err(e) => return usage_error(e),
+            }
+        }
         (None, None) => Box::new(Reference),
         (Some(command), _) => {
             let options = ProcessOptions {
@@ -296,6 +311,24 @@ fn shell_quote(word: &str) -> String {
     } else {
         format!("'{}'", word.replace('\'', "'\\''"))
     }
+}
+
+/// `--engine` / `--host`: a candidate behind the context protocol.
+fn context_adapter(args: &ConformanceArgs) -> Result<Box<dyn Adapter>, String> {
+    use crate::context_protocol::{EngineOptions, EngineProcess, host_seam::HostProcess};
+    if let Some(command) = &args.engine {
+        let options = EngineOptions {
+            line_timeout: Duration::from_millis(args.timeout_ms),
+            startup_timeout: Duration::from_millis(args.startup_timeout_ms),
+            ..EngineOptions::default()
+        };
+        return EngineProcess::start(command, options)
+            .map(|e| Box::new(e) as Box<dyn Adapter>)
+            .map_err(|e| e.to_string());
+    }
+    let command = args.host.as_deref().unwrap_or_default();
+    HostProcess::start(command, Duration::from_millis(args.timeout_ms))
+        .map(|h| Box::new(conformance::EngineOnHost::new(h)) as Box<dyn Adapter>)
 }
 
 /// A one-line progress indicator on stderr, only when stderr is a terminal.

@@ -13,6 +13,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod conformance;
+mod context;
 mod input;
 mod matrix;
 mod model;
@@ -42,6 +43,8 @@ enum Command {
     Sim(sim::SimCommand),
     #[command(flatten)]
     Matrix(matrix::MatrixCommand),
+    #[command(flatten)]
+    Context(context::ContextCommand),
 }
 
 /// Entry point of the `w6w-sim` binary.
@@ -53,6 +56,7 @@ pub fn main() -> ExitCode {
         Command::Conf(c) => conformance::main(c),
         Command::Sim(cmd) => sim::main(cmd),
         Command::Matrix(cmd) => matrix::main(cmd),
+        Command::Context(cmd) => context::main(cmd),
     }
 }
 

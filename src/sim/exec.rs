@@ -19,6 +19,9 @@ pub(crate) enum Exec<T> {
     Done(T),
     Crashed,
     Halted(String),
+    /// A candidate engine behind the context protocol refused the run or broke the
+    /// protocol: its `{code, message, …}` (never produced by [`block_on`]).
+    Refused(serde_json::Value),
 }
 
 struct Flag(AtomicBool);

@@ -16,8 +16,8 @@
 //! a `wait` suspends is resumed by firing its schedule: the clock moves to the scheduled
 //! time and the engine resumes with the token (unless `stop_at_suspend`).
 
-mod exec;
-mod host;
+pub(crate) mod exec;
+pub(crate) mod host;
 mod hosted;
 pub mod journal;
 pub(crate) mod ops;
@@ -40,8 +40,8 @@ pub use scenario::{Scenario, ScenarioError, parse_scenario};
 pub use store::{DiskStore, MemoryStore, STORE_FORMAT, Store, StoreError, StoredRun};
 pub use world::{EPOCH_MS, WorldSnapshot};
 
-use crate::engine::{EngineError, RunSeed};
-use crate::host::{EngineFactory, HostError, ReferenceEngine, RunInfo, RunTrigger, WorkflowEngine};
+use crate::engine::{Engine, EngineError, RunResult, RunSeed};
+use crate::host::{EngineFactory, HostError, RunInfo, RunTrigger, WorkflowEngine};
 use crate::model::{
     RunState, RunStatus, ValidateOptions, ValidationError, Workflow, validate_workflow,
 };
@@ -100,6 +100,10 @@ pub enum SimError {
     /// A simulator budget ran out, or the engine awaited something that never completes.
     #[error("simulation halted: {0}")]
     Halted(String),
+    /// A candidate engine behind the context protocol refused the run (its own
+    /// `{code, message, …}`), or broke the protocol (`context_protocol`).
+    #[error("{}", .0.get("message").and_then(Value::as_str).unwrap_or("the candidate engine failed"))]
+    Candidate(Value),
     /// RUN-3/RUN-4: a candidate host's store, reopened after a simulated crash, did not
     /// return the state of the last checkpoint it acknowledged.
     #[error("{0}")]
@@ -115,6 +119,7 @@ impl SimError {
             SimError::Rejected(e) | SimError::Engine(e) => e.code(),
             SimError::Store(_) => "store_error",
             SimError::Halted(_) => "sim_halted",
+            SimError::Candidate(_) => "candidate_error",
             SimError::NotDurable(_) => "checkpoint_not_durable",
         }
     }
@@ -145,6 +150,7 @@ impl SimError {
             | SimError::Engine(EngineError::InvalidWorkflow(errors)) => json!({
                 "code": self.code(), "message": self.to_string(), "errors": errors,
             }),
+            SimError::Candidate(answer) => answer.clone(),
             _ => json!({"code": self.code(), "message": self.to_string()}),
         }
     }
@@ -261,7 +267,8 @@ fn run_trigger(trigger: &Value) -> RunTrigger {
     }
 }
 
-enum Mode<'a> {
+/// What the driver is asked to do with the run (one process life of the engine).
+pub(crate) enum Mode<'a> {
     Start(RunSeed),
     Resume,
     /// CTRL-7: a fired `wait` schedule.
@@ -269,12 +276,97 @@ enum Mode<'a> {
     Replay(Option<&'a str>),
 }
 
-struct Sim<'a, F: EngineFactory + 'a> {
-    /// Boots the engine under test: at the start and after every simulated crash.
+/// Who runs the engine for the simulator: our in-process [`Engine`], or a candidate engine
+/// behind the context protocol (`crate::context_protocol`). One call is one process life:
+/// it ends `Done`, `Crashed` (the simulator restarts and resumes) or `Halted`.
+pub(crate) trait Driver {
+    fn drive(
+        &self,
+        mode: &Mode<'_>,
+        run_id: &str,
+        host: &SimHost<'_>,
+        world: &RefCell<World>,
+    ) -> Exec<Result<RunResult, EngineError>>;
+}
+
+impl Driver for Engine<'_> {
+    fn drive(
+        &self,
+        mode: &Mode<'_>,
+        run_id: &str,
+        host: &SimHost<'_>,
+        world: &RefCell<World>,
+    ) -> Exec<Result<RunResult, EngineError>> {
+        match mode {
+            Mode::Start(seed) => block_on(self.run(seed.clone(), host), world),
+            Mode::Resume => block_on(self.resume(run_id, host), world),
+            Mode::ResumeToken(token) => {
+                block_on(self.resume_with(run_id, Some(token), host), world)
+            }
+            Mode::Replay(from) => block_on(self.replay(run_id, *from, host), world),
+        }
+    }
+}
+
+/// A Rust engine under test ([`EngineFactory`]) as a [`Driver`]: every process life boots a
+/// fresh engine (the previous one was dropped with its future), and what the run came to is
+/// read from the store the simulator keeps, never taken from the engine.
+struct FactoryDriver<'a, F: EngineFactory> {
     factory: &'a F,
-    /// The engine booted by `new` (it checked the run can start), used first.
-    booted: RefCell<Option<F::Engine<'a>>>,
     workflow: &'a Workflow,
+    /// The engine booted to check the run can start; used by the first life.
+    booted: RefCell<Option<F::Engine<'a>>>,
+}
+
+impl<'a, F: EngineFactory> Driver for FactoryDriver<'a, F> {
+    fn drive(
+        &self,
+        mode: &Mode<'_>,
+        run_id: &str,
+        host: &SimHost<'_>,
+        world: &RefCell<World>,
+    ) -> Exec<Result<RunResult, EngineError>> {
+        let booted = self.booted.borrow_mut().take();
+        let engine = match booted {
+            Some(e) => e,
+            None => match self.factory.boot(self.workflow) {
+                Ok(e) => e,
+                Err(e) => return Exec::Done(Err(e)),
+            },
+        };
+        let exec = match mode {
+            Mode::Start(seed) => block_on(engine.start(seed.clone(), host), world),
+            Mode::Resume => block_on(engine.resume(run_id, None, host), world),
+            Mode::ResumeToken(token) => block_on(engine.resume(run_id, Some(token), host), world),
+            Mode::Replay(from) => block_on(engine.replay(run_id, *from, host), world),
+        };
+        drop(engine);
+        match exec {
+            Exec::Done(Ok(())) => {
+                let state = match host.store.borrow().load(run_id) {
+                    Ok(Some(s)) => s.state,
+                    Ok(None) => return Exec::Done(Err(EngineError::RunNotFound(run_id.into()))),
+                    Err(e) => return Exec::Done(Err(EngineError::Host(HostError::Store(e.0)))),
+                };
+                Exec::Done(Ok(RunResult {
+                    run_id: state.run_id.clone(),
+                    status: state.status,
+                    output: state.output.clone(),
+                    error: state.error.clone(),
+                    state,
+                }))
+            }
+            Exec::Done(Err(e)) => Exec::Done(Err(e)),
+            Exec::Crashed => Exec::Crashed,
+            Exec::Halted(m) => Exec::Halted(m),
+            Exec::Refused(v) => Exec::Refused(v),
+        }
+    }
+}
+
+struct Sim<'a> {
+    driver: Box<dyn Driver + 'a>,
+    workflow_id: String,
     scenario: &'a Scenario,
     world: RefCell<World>,
     store: RefCell<Box<dyn Store>>,
@@ -286,11 +378,8 @@ struct Sim<'a, F: EngineFactory + 'a> {
     options: &'a SimOptions,
 }
 
-impl<'a, F: EngineFactory + 'a> Sim<'a, F> {
-    // Private, with one caller per entry point: a parameter struct would only rename these.
-    #[allow(clippy::too_many_arguments)]
+impl<'a> Sim<'a> {
     fn new(
-        factory: &'a F,
         workflow: &'a Workflow,
         scenario: &'a Scenario,
         options: &'a SimOptions,
@@ -299,7 +388,30 @@ impl<'a, F: EngineFactory + 'a> Sim<'a, F> {
         store: Box<dyn Store>,
         run_id: &str,
     ) -> Result<Self, SimError> {
-        let engine = factory.boot(workflow).map_err(SimError::Rejected)?;
+        let engine = Engine::new(workflow).map_err(SimError::Rejected)?;
+        Ok(Sim::with_driver(
+            Box::new(engine),
+            workflow.id.clone(),
+            scenario,
+            options,
+            snap,
+            sink,
+            store,
+            run_id,
+        ))
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn with_driver(
+        driver: Box<dyn Driver + 'a>,
+        workflow_id: String,
+        scenario: &'a Scenario,
+        options: &'a SimOptions,
+        snap: WorldSnapshot,
+        sink: Option<Box<dyn Write>>,
+        store: Box<dyn Store>,
+        run_id: &str,
+    ) -> Self {
         let mut world = World::new(snap);
         world.sink = sink;
         world.keep_trace = options.keep_trace;
@@ -308,17 +420,16 @@ impl<'a, F: EngineFactory + 'a> Sim<'a, F> {
             world.seq_lease = Some(lease);
             world.seq_ceiling = 0;
         }
-        Ok(Sim {
-            factory,
-            booted: RefCell::new(Some(engine)),
-            workflow,
+        Sim {
+            driver,
+            workflow_id,
             scenario,
             world: RefCell::new(world),
             store: RefCell::new(store),
             acked: RefCell::new(None),
             scrub: Scrubber::new(scenario.secrets.values()),
             options,
-        })
+        }
     }
 
     /// The store is a candidate's: check it against what it acknowledged.
@@ -372,7 +483,7 @@ impl<'a, F: EngineFactory + 'a> Sim<'a, F> {
             options: self.options,
             info: RunInfo {
                 id: run_id.to_owned(),
-                workflow_id: self.workflow.id.clone(),
+                workflow_id: self.workflow_id.clone(),
                 trigger,
                 attempt,
             },
@@ -390,47 +501,21 @@ impl<'a, F: EngineFactory + 'a> Sim<'a, F> {
         loop {
             let attempt = u32::try_from(restarts + 1).unwrap_or(u32::MAX);
             let host = self.host(run_id, base_trigger, attempt);
-            // A fresh engine per (re)start: a crashed one is dropped with its future, so
-            // it recovers only through `load`.
-            let booted = self.booted.borrow_mut().take();
-            let engine = match booted {
-                Some(e) => e,
-                None => self.factory.boot(self.workflow).map_err(SimError::Engine)?,
-            };
-            let exec = match &mode {
-                Mode::Start(seed) => block_on(engine.start(seed.clone(), &host), &self.world),
-                Mode::Resume => block_on(engine.resume(run_id, None, &host), &self.world),
-                Mode::ResumeToken(token) => {
-                    block_on(engine.resume(run_id, Some(token), &host), &self.world)
-                }
-                Mode::Replay(from) => block_on(engine.replay(run_id, *from, &host), &self.world),
-            };
-            drop(engine);
+            let exec = self.driver.drive(&mode, run_id, &host, &self.world);
             drop(host);
             match exec {
-                Exec::Done(Ok(())) => {
-                    // What the run came to is what the store holds, not what the engine says.
-                    let stored = self
-                        .store
-                        .borrow()
-                        .load(run_id)
-                        .map_err(|e| SimError::Store(e.0))?;
-                    let Some(stored) = stored else {
-                        return Err(SimError::Engine(EngineError::RunNotFound(
-                            run_id.to_owned(),
-                        )));
-                    };
-                    if stored.state.status != RunStatus::Queued || self.options.stop_at_suspend {
-                        return Ok(());
-                    }
+                Exec::Done(Ok(r))
+                    if r.status == RunStatus::Queued && !self.options.stop_at_suspend =>
+                {
                     restarts += 1;
                     if restarts > RESTARTS_MAX {
                         return Err(SimError::Halted(format!(
                             "more than {RESTARTS_MAX} restarts and resumes"
                         )));
                     }
-                    mode = Mode::ResumeToken(self.fire(&stored.state)?);
+                    mode = Mode::ResumeToken(self.fire(&r.state)?);
                 }
+                Exec::Done(Ok(_)) => return Ok(()),
                 Exec::Crashed | Exec::Done(Err(EngineError::Host(HostError::Crashed))) => {
                     restarts += 1;
                     // The process died: its store object too. Back with the durable state
@@ -471,6 +556,7 @@ impl<'a, F: EngineFactory + 'a> Sim<'a, F> {
                     };
                 }
                 Exec::Halted(message) => return Err(SimError::Halted(message)),
+                Exec::Refused(answer) => return Err(SimError::Candidate(answer)),
                 Exec::Done(Err(EngineError::Host(HostError::Store(m)))) => {
                     return Err(SimError::Store(m));
                 }
@@ -562,7 +648,6 @@ pub fn run_on_store(
     sink: Option<Box<dyn Write>>,
 ) -> Result<Report, SimError> {
     let sim = Sim::new(
-        &ReferenceEngine,
         workflow,
         scenario,
         options,
@@ -571,7 +656,29 @@ pub fn run_on_store(
         store,
         &scenario.run_id,
     )?;
-    start_run(sim, scenario)
+    start(sim, scenario)
+}
+
+/// [`run_on_store`] with another engine behind `driver` (a candidate engine process,
+/// `crate::context_protocol`): the simulator still owns the world, the store and the report.
+pub(crate) fn run_with_driver<'a>(
+    driver: Box<dyn Driver + 'a>,
+    workflow_id: &str,
+    scenario: &'a Scenario,
+    options: &'a SimOptions,
+    store: Box<dyn Store>,
+) -> Result<Report, SimError> {
+    let sim = Sim::with_driver(
+        driver,
+        workflow_id.to_owned(),
+        scenario,
+        options,
+        WorldSnapshot::default(),
+        None,
+        store,
+        &scenario.run_id,
+    );
+    start(sim, scenario)
 }
 
 /// [`run`] on a candidate host's durable store (`conformance::HostAdapter`): the store is
@@ -587,7 +694,6 @@ pub fn run_on_host_store(
     let store = hosted::HostedStore::open(factory)
         .map_err(|e| SimError::Store(format!("{}: {e}", e.code())))?;
     let sim = Sim::new(
-        &ReferenceEngine,
         workflow,
         scenario,
         options,
@@ -597,34 +703,49 @@ pub fn run_on_host_store(
         &scenario.run_id,
     )?
     .verify_durability();
-    start_run(sim, scenario)
+    start(sim, scenario)
 }
 
-/// [`run`] with a candidate engine (`conformance::run_engine`): the simulator plays the
-/// host — scripted actions, virtual clock, faults, its own memory store — and builds the
-/// report from what it observed. At a crash the engine is dropped with its future and a
-/// fresh one is booted from `factory`.
+fn factory_sim<'a, F: EngineFactory>(
+    factory: &'a F,
+    workflow: &'a Workflow,
+    scenario: &'a Scenario,
+    options: &'a SimOptions,
+    run_id: &str,
+) -> Result<Sim<'a>, SimError> {
+    let engine = factory.boot(workflow).map_err(SimError::Rejected)?;
+    let driver = FactoryDriver {
+        factory,
+        workflow,
+        booted: RefCell::new(Some(engine)),
+    };
+    Ok(Sim::with_driver(
+        Box::new(driver),
+        workflow.id.clone(),
+        scenario,
+        options,
+        WorldSnapshot::default(),
+        None,
+        open_store(&options.store)?,
+        run_id,
+    ))
+}
+
+/// [`run`] with a Rust engine under test (`conformance::run_engine`): the simulator plays
+/// the host — scripted actions, virtual clock, faults, its own store — and builds the report
+/// from what it observed. At a crash the engine is dropped with its future and a fresh one
+/// is booted from `factory`.
 pub fn run_engine<F: EngineFactory>(
     factory: &F,
     workflow: &Workflow,
     scenario: &Scenario,
     options: &SimOptions,
 ) -> Result<Report, SimError> {
-    let store = open_store(&options.store)?;
-    let sim = Sim::new(
-        factory,
-        workflow,
-        scenario,
-        options,
-        WorldSnapshot::default(),
-        None,
-        store,
-        &scenario.run_id,
-    )?;
-    start_run(sim, scenario)
+    let sim = factory_sim(factory, workflow, scenario, options, &scenario.run_id)?;
+    start(sim, scenario)
 }
 
-/// [`replay`] with a candidate engine (see [`run_engine`]).
+/// [`replay`] with a Rust engine under test (see [`run_engine`]).
 pub fn replay_engine<F: EngineFactory>(
     factory: &F,
     workflow: &Workflow,
@@ -633,21 +754,11 @@ pub fn replay_engine<F: EngineFactory>(
     from: Option<&str>,
     options: &SimOptions,
 ) -> Result<Report, SimError> {
-    let store = open_store(&options.store)?;
-    let sim = Sim::new(
-        factory,
-        workflow,
-        scenario,
-        options,
-        WorldSnapshot::default(),
-        None,
-        store,
-        &original.run_id,
-    )?;
+    let sim = factory_sim(factory, workflow, scenario, options, &original.run_id)?;
     start_replay(sim, original, from)
 }
 
-fn start_run<F: EngineFactory>(sim: Sim<'_, F>, scenario: &Scenario) -> Result<Report, SimError> {
+fn start(sim: Sim<'_>, scenario: &Scenario) -> Result<Report, SimError> {
     let run_id = scenario.run_id.clone();
     if sim
         .store
@@ -689,16 +800,7 @@ pub fn resume(
         .map_err(|e| SimError::Store(e.0))?
         .ok_or_else(|| SimError::Engine(EngineError::RunNotFound(run_id.to_owned())))?;
     let snap = stored.world.clone().unwrap_or_default();
-    let sim = Sim::new(
-        &ReferenceEngine,
-        workflow,
-        scenario,
-        options,
-        snap,
-        sink,
-        store,
-        run_id,
-    )?;
+    let sim = Sim::new(workflow, scenario, options, snap, sink, store, run_id)?;
     if let Some(token) = token {
         let mut w = sim.world.borrow_mut();
         w.event("resume", json!({"token": token}));
@@ -744,7 +846,6 @@ pub fn replay_on_store(
     sink: Option<Box<dyn Write>>,
 ) -> Result<Report, SimError> {
     let sim = Sim::new(
-        &ReferenceEngine,
         workflow,
         scenario,
         options,
@@ -753,6 +854,29 @@ pub fn replay_on_store(
         store,
         &original.run_id,
     )?;
+    start_replay(sim, original, from)
+}
+
+/// [`replay_on_store`] with another engine behind `driver` (see [`run_with_driver`]).
+pub(crate) fn replay_with_driver<'a>(
+    driver: Box<dyn Driver + 'a>,
+    workflow_id: &str,
+    scenario: &'a Scenario,
+    original: &RunState,
+    from: Option<&str>,
+    options: &'a SimOptions,
+    store: Box<dyn Store>,
+) -> Result<Report, SimError> {
+    let sim = Sim::with_driver(
+        driver,
+        workflow_id.to_owned(),
+        scenario,
+        options,
+        WorldSnapshot::default(),
+        None,
+        store,
+        &original.run_id,
+    );
     start_replay(sim, original, from)
 }
 
@@ -768,7 +892,6 @@ pub fn replay_on_host_store(
     let store = hosted::HostedStore::open(factory)
         .map_err(|e| SimError::Store(format!("{}: {e}", e.code())))?;
     let sim = Sim::new(
-        &ReferenceEngine,
         workflow,
         scenario,
         options,
@@ -781,11 +904,7 @@ pub fn replay_on_host_store(
     start_replay(sim, original, from)
 }
 
-fn start_replay<F: EngineFactory>(
-    sim: Sim<'_, F>,
-    original: &RunState,
-    from: Option<&str>,
-) -> Result<Report, SimError> {
+fn start_replay(sim: Sim<'_>, original: &RunState, from: Option<&str>) -> Result<Report, SimError> {
     if !scenario::run_id_ok(&original.run_id) {
         return Err(SimError::Engine(EngineError::NotResumable {
             run_id: original.run_id.clone(),

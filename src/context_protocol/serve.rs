@@ -1,0 +1,554 @@
+//! `w6w-sim engine serve`: our engine behind the context protocol — the candidate side of
+//! the engine seam, and the proof that the seam carries everything our engine needs.
+//!
+//! Owns: [`RemoteContext`], a `WorkflowContext` whose every async member is a `call`
+//! message answered by the suite, and [`serve_engine`], the lockstep loop: poll the engine
+//! until nothing is runnable, say `idle` with the calls it waits on, read one answer,
+//! repeat. Invariant: the engine sees the world only through the answers (the clock is the
+//! `now` stamped on each suite message; nothing here reads a real clock), so the same
+//! messages in give the same messages out.
+
+use std::cell::{Cell, RefCell};
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::io::{self, BufRead, Write};
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::task::{Context, Poll, Wake, Waker};
+
+use serde_json::{Map, Value, json};
+
+use super::wire::{Line, MAX_LINE_BYTES, read_bounded_line};
+use crate::engine::{Engine, EngineError, RunResult, RunSeed};
+use crate::host::{
+    HostError, InvokeError, InvokeRequest, LogLevel, RunInfo, RunTrigger, ScheduleDirective,
+    WorkflowContext,
+};
+use crate::model::{Phase, RunState, RunStatePatch, StepError, ValidateOptions, validate_workflow};
+use crate::sim::SimError;
+
+/// What our engine declares it supports: everything.
+pub const REFERENCE_CAPABILITIES: &[&str] = super::CAPABILITIES;
+
+/// The shared half of the context: the output, the answers, the stamped clock.
+struct Wire<'o> {
+    out: RefCell<&'o mut dyn Write>,
+    /// Call id → its answer once it arrived (`None`: still outstanding).
+    pending: RefCell<BTreeMap<u64, Option<Value>>>,
+    next_id: Cell<u64>,
+    now: Cell<u64>,
+    aborted: Cell<bool>,
+    failed: Cell<bool>,
+}
+
+impl Wire<'_> {
+    fn write(&self, message: &Value) {
+        let mut out = self.out.borrow_mut();
+        if writeln!(out, "{message}")
+            .and_then(|()| out.flush())
+            .is_err()
+        {
+            self.failed.set(true);
+        }
+    }
+
+    fn stamp(&self, message: &Value) {
+        if let Some(now) = message.get("now").and_then(Value::as_u64) {
+            self.now.set(now);
+        }
+        if let Some(aborted) = message.get("aborted").and_then(Value::as_bool) {
+            self.aborted.set(aborted);
+        }
+    }
+}
+
+/// One outstanding context call; dropping it unanswered sends `cancel`.
+struct Call<'w, 'o> {
+    wire: &'w Wire<'o>,
+    member: &'static str,
+    args: Option<Value>,
+    id: Option<u64>,
+}
+
+impl Future for Call<'_, '_> {
+    type Output = Value;
+
+    fn poll(mut self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<Value> {
+        let Some(id) = self.id else {
+            let id = self.wire.next_id.get() + 1;
+            self.wire.next_id.set(id);
+            self.wire.pending.borrow_mut().insert(id, None);
+            let args = self.args.take().unwrap_or(Value::Null);
+            self.wire
+                .write(&json!({"type": "call", "id": id, "member": self.member, "args": args}));
+            self.id = Some(id);
+            return Poll::Pending;
+        };
+        let mut pending = self.wire.pending.borrow_mut();
+        match pending.get_mut(&id).and_then(Option::take) {
+            Some(answer) => {
+                pending.remove(&id);
+                Poll::Ready(answer)
+            }
+            None => Poll::Pending,
+        }
+    }
+}
+
+impl Drop for Call<'_, '_> {
+    fn drop(&mut self) {
+        let Some(id) = self.id else { return };
+        let waiting = self.wire.pending.borrow_mut().remove(&id);
+        if let Some(None) = waiting {
+            self.wire.write(&json!({"type": "cancel", "id": id}));
+        }
+    }
+}
+
+/// The host data a session's first message hands over.
+struct HostData {
+    secrets: Map<String, Value>,
+    documents: Value,
+    schedule: bool,
+    idempotent: Vec<String>,
+}
+
+/// `WorkflowContext` over the protocol.
+pub struct RemoteContext<'w, 'o> {
+    wire: &'w Wire<'o>,
+    info: RunInfo,
+    host: HostData,
+}
+
+impl<'w, 'o> RemoteContext<'w, 'o> {
+    fn call(&self, member: &'static str, args: Value) -> Call<'w, 'o> {
+        Call {
+            wire: self.wire,
+            member,
+            args: Some(args),
+            id: None,
+        }
+    }
+
+    async fn unit(&self, member: &'static str, args: Value) -> Result<(), HostError> {
+        let answer = self.call(member, args).await;
+        match answer.get("error") {
+            None => Ok(()),
+            Some(e) => Err(host_error(e)),
+        }
+    }
+}
+
+fn host_error(e: &Value) -> HostError {
+    let message = e.get("message").and_then(Value::as_str).unwrap_or_default();
+    match e.get("code").and_then(Value::as_str) {
+        Some("host_crashed") => HostError::Crashed,
+        _ => HostError::Store(message.to_owned()),
+    }
+}
+
+fn step_error(answer: &Value) -> StepError {
+    answer
+        .get("error")
+        .cloned()
+        .and_then(|e| serde_json::from_value(e).ok())
+        .unwrap_or_else(|| {
+            StepError::new(
+                "invalid_answer",
+                format!("the host's answer is neither ok nor a StepError: {answer}"),
+                Phase::Execute,
+            )
+        })
+}
+
+impl WorkflowContext for RemoteContext<'_, '_> {
+    fn run(&self) -> &RunInfo {
+        &self.info
+    }
+
+    async fn invoke(&self, req: InvokeRequest) -> Result<Value, InvokeError> {
+        let answer = self
+            .call(
+                "invoke",
+                json!({"app": req.app, "action": req.action, "connection": req.connection,
+                       "params": req.params, "stepId": req.step_id, "attempt": req.attempt,
+                       "secretPaths": req.secret_paths}),
+            )
+            .await;
+        for report in answer
+            .get("onExecuted")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            req.on_executed.report(report.clone());
+        }
+        match answer.get("ok") {
+            Some(v) if answer.get("error").is_none() => Ok(v.clone()),
+            _ => Err(step_error(&answer)),
+        }
+    }
+
+    fn action_idempotent(&self, step_id: &str, _app: &str, _action: &str) -> bool {
+        self.host.idempotent.iter().any(|s| s == step_id)
+    }
+
+    fn log(&self, level: LogLevel, message: &str, data: Option<&Value>) {
+        let mut m = json!({"type": "log", "level": level, "message": message});
+        if let (Some(d), Value::Object(obj)) = (data, &mut m) {
+            obj.insert("data".into(), d.clone());
+        }
+        self.wire.write(&m);
+    }
+
+    async fn checkpoint(&self, patch: &RunStatePatch) -> Result<(), HostError> {
+        self.unit("state.checkpoint", json!({"patch": patch})).await
+    }
+
+    async fn load(&self, run_id: &str) -> Result<Option<RunState>, HostError> {
+        let answer = self.call("state.load", json!({"runId": run_id})).await;
+        if let Some(e) = answer.get("error") {
+            return Err(host_error(e));
+        }
+        match answer.get("ok") {
+            None | Some(Value::Null) => Ok(None),
+            Some(state) => serde_json::from_value(state.clone())
+                .map(Some)
+                .map_err(|e| HostError::Store(format!("state.load answered no RunState: {e}"))),
+        }
+    }
+
+    fn now_ms(&self) -> u64 {
+        self.wire.now.get()
+    }
+
+    async fn sleep(&self, ms: u64) {
+        let _ = self.call("sleep", json!({"ms": ms})).await;
+    }
+
+    async fn wait_before_retry(&self, step_id: Option<&str>, attempt: u32, ms: u64) {
+        let _ = self
+            .call(
+                "waitBeforeRetry",
+                json!({"stepId": step_id, "attempt": attempt, "ms": ms}),
+            )
+            .await;
+    }
+
+    fn secrets(&self) -> Map<String, Value> {
+        self.host.secrets.clone()
+    }
+
+    fn documents(&self) -> Value {
+        self.host.documents.clone()
+    }
+
+    fn aborted(&self) -> bool {
+        self.wire.aborted.get()
+    }
+
+    fn supports_schedule(&self) -> bool {
+        self.host.schedule
+    }
+
+    async fn schedule(&self, directive: ScheduleDirective) -> Result<(), HostError> {
+        self.unit("schedule", json!({"directive": directive})).await
+    }
+
+    async fn invoke_callable(
+        &self,
+        target: &Value,
+        input: Value,
+        wait: bool,
+        depth: u32,
+    ) -> Result<Value, InvokeError> {
+        let answer = self
+            .call(
+                "invokeCallable",
+                json!({"target": target, "input": input, "wait": wait, "depth": depth}),
+            )
+            .await;
+        match answer.get("ok") {
+            Some(v) if answer.get("error").is_none() => Ok(v.clone()),
+            _ => Err(step_error(&answer)),
+        }
+    }
+}
+
+struct Flag(AtomicBool);
+
+impl Wake for Flag {
+    fn wake(self: Arc<Self>) {
+        self.0.store(true, Ordering::SeqCst);
+    }
+    fn wake_by_ref(self: &Arc<Self>) {
+        self.0.store(true, Ordering::SeqCst);
+    }
+}
+
+fn read_message(input: &mut dyn BufRead) -> io::Result<Option<Value>> {
+    loop {
+        match read_bounded_line(&mut *input, MAX_LINE_BYTES)? {
+            Line::Eof => return Ok(None),
+            Line::Text(t) if t.trim().is_empty() => {}
+            Line::Text(t) => {
+                return serde_json::from_str(&t)
+                    .map(Some)
+                    .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e));
+            }
+            Line::TooLong | Line::NotUtf8 => {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    "an overlong or non-UTF-8 line",
+                ));
+            }
+        }
+    }
+}
+
+/// Serve our engine over the protocol on `input` / `output` until `input` ends. `Err` when
+/// the suite breaks the protocol or a pipe fails (the process then exits non-zero).
+pub fn serve_engine(input: &mut dyn BufRead, output: &mut dyn Write) -> io::Result<()> {
+    let Some(hello) = read_message(input)? else {
+        return Ok(());
+    };
+    if hello.get("protocol").and_then(Value::as_str) != Some(super::PROTOCOL)
+        || hello.get("version").and_then(Value::as_u64) != Some(super::VERSION)
+    {
+        writeln!(
+            output,
+            "{}",
+            json!({"type": "ready", "protocol": super::PROTOCOL,
+                   "error": format!("this engine speaks {} version {}", super::PROTOCOL, super::VERSION)})
+        )?;
+        return Err(io::Error::new(io::ErrorKind::InvalidData, "unknown hello"));
+    }
+    let ready = super::ready(
+        "w6w-sim reference engine",
+        env!("CARGO_PKG_VERSION"),
+        REFERENCE_CAPABILITIES,
+    );
+    writeln!(output, "{ready}")?;
+    output.flush()?;
+    while let Some(message) = read_message(input)? {
+        match message.get("type").and_then(Value::as_str) {
+            Some("op") => {
+                let response =
+                    crate::service::handle(message.get("request").unwrap_or(&Value::Null));
+                let id = message.get("id").cloned().unwrap_or(Value::Null);
+                writeln!(
+                    output,
+                    "{}",
+                    json!({"type": "opResult", "id": id, "response": response})
+                )?;
+                output.flush()?;
+            }
+            Some(kind @ ("run" | "resume" | "replay")) => {
+                session(kind, &message, input, output)?;
+            }
+            other => {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    format!("unexpected message type {other:?} between sessions"),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn trigger_of(v: Option<&Value>) -> RunTrigger {
+    v.cloned()
+        .and_then(|t| serde_json::from_value(t).ok())
+        .unwrap_or(RunTrigger::Manual)
+}
+
+/// One session: run the engine in lockstep with the suite, then say `done`.
+fn session(
+    kind: &str,
+    start: &Value,
+    input: &mut dyn BufRead,
+    output: &mut dyn Write,
+) -> io::Result<()> {
+    let done = |output: &mut dyn Write, body: Value| -> io::Result<()> {
+        let mut m = json!({"type": "done"});
+        if let (Value::Object(m), Value::Object(b)) = (&mut m, body) {
+            m.extend(b);
+        }
+        writeln!(output, "{m}")?;
+        output.flush()
+    };
+    let doc = start.get("workflow").cloned().unwrap_or(Value::Null);
+    let workflow = match validate_workflow(&doc, ValidateOptions { runnable: true }) {
+        Ok(w) => w,
+        Err(errors) => {
+            return done(
+                output,
+                json!({"error": SimError::InvalidWorkflow(errors).to_json()}),
+            );
+        }
+    };
+    let engine = match Engine::new(&workflow) {
+        Ok(e) => e,
+        Err(e) => return done(output, json!({"error": SimError::Rejected(e).to_json()})),
+    };
+    let run = start.get("run").cloned().unwrap_or(Value::Null);
+    let host = start.get("host").cloned().unwrap_or(Value::Null);
+    let info = RunInfo {
+        id: run
+            .get("id")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned(),
+        workflow_id: workflow.id.clone(),
+        trigger: trigger_of(run.get("trigger")),
+        attempt: run
+            .get("attempt")
+            .and_then(Value::as_u64)
+            .and_then(|a| u32::try_from(a).ok())
+            .unwrap_or(1),
+    };
+    let host = HostData {
+        secrets: host
+            .get("secrets")
+            .and_then(Value::as_object)
+            .cloned()
+            .unwrap_or_default(),
+        documents: host.get("documents").cloned().unwrap_or_else(|| json!({})),
+        schedule: host
+            .get("schedule")
+            .and_then(Value::as_bool)
+            .unwrap_or(false),
+        idempotent: host
+            .get("idempotentSteps")
+            .and_then(Value::as_array)
+            .map(|a| {
+                a.iter()
+                    .filter_map(Value::as_str)
+                    .map(str::to_owned)
+                    .collect()
+            })
+            .unwrap_or_default(),
+    };
+    let run_id = info.id.clone();
+    let result = {
+        let wire = Wire {
+            out: RefCell::new(&mut *output),
+            pending: RefCell::new(BTreeMap::new()),
+            next_id: Cell::new(0),
+            now: Cell::new(0),
+            aborted: Cell::new(false),
+            failed: Cell::new(false),
+        };
+        wire.stamp(start);
+        let ctx = RemoteContext {
+            wire: &wire,
+            info,
+            host,
+        };
+        type Fut<'x> = Pin<Box<dyn Future<Output = Result<RunResult, EngineError>> + 'x>>;
+        let fut: Fut<'_> = match kind {
+            "run" => {
+                let seed = start.get("seed").cloned().unwrap_or(Value::Null);
+                let seed = RunSeed {
+                    run_id: run_id.clone(),
+                    trigger: seed
+                        .get("trigger")
+                        .cloned()
+                        .unwrap_or_else(|| json!({"type": "manual"})),
+                    variables: seed
+                        .get("variables")
+                        .and_then(Value::as_object)
+                        .cloned()
+                        .unwrap_or_default(),
+                    call_depth: 0,
+                };
+                Box::pin(engine.run(seed, &ctx))
+            }
+            "resume" => match start.get("token").and_then(Value::as_str) {
+                Some(token) => {
+                    let token = token.to_owned();
+                    let (engine, ctx, run_id) = (&engine, &ctx, run_id.clone());
+                    Box::pin(async move { engine.resume_with(&run_id, Some(&token), ctx).await })
+                }
+                None => Box::pin(engine.resume(&run_id, &ctx)),
+            },
+            _ => {
+                let from = start.get("from").and_then(Value::as_str).map(str::to_owned);
+                let (engine, ctx, run_id) = (&engine, &ctx, run_id.clone());
+                Box::pin(async move { engine.replay(&run_id, from.as_deref(), ctx).await })
+            }
+        };
+        drive(fut, &wire, input)?
+    };
+    match result {
+        Some(Ok(_)) => done(output, json!({})),
+        Some(Err(e)) => {
+            let error = match kind {
+                "run" => SimError::Rejected(e),
+                _ => SimError::Engine(e),
+            };
+            done(output, json!({"error": error.to_json()}))
+        }
+        // The suite ended the session (closed stdin mid-run): nothing more to say.
+        None => Ok(()),
+    }
+}
+
+/// Poll `fut` in lockstep: run until nothing is runnable, say idle, read one answer.
+fn drive<T>(
+    fut: Pin<Box<dyn Future<Output = T> + '_>>,
+    wire: &Wire<'_>,
+    input: &mut dyn BufRead,
+) -> io::Result<Option<T>> {
+    let mut fut = fut;
+    let flag = Arc::new(Flag(AtomicBool::new(false)));
+    let waker = Waker::from(flag.clone());
+    let mut cx = Context::from_waker(&waker);
+    loop {
+        flag.0.store(false, Ordering::SeqCst);
+        if let Poll::Ready(v) = fut.as_mut().poll(&mut cx) {
+            drop(fut);
+            return Ok(Some(v));
+        }
+        if wire.failed.get() {
+            return Err(io::Error::new(
+                io::ErrorKind::BrokenPipe,
+                "cannot write to the suite",
+            ));
+        }
+        if flag.0.load(Ordering::SeqCst) {
+            continue;
+        }
+        let waiting: Vec<u64> = wire
+            .pending
+            .borrow()
+            .iter()
+            .filter(|(_, a)| a.is_none())
+            .map(|(id, _)| *id)
+            .collect();
+        wire.write(&json!({"type": "idle", "waiting": waiting}));
+        let Some(answer) = read_message(input)? else {
+            return Ok(None);
+        };
+        if answer.get("type").and_then(Value::as_str) != Some("answer") {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("expected an answer during a session, got {answer}"),
+            ));
+        }
+        wire.stamp(&answer);
+        let id = answer.get("id").and_then(Value::as_u64);
+        let mut pending = wire.pending.borrow_mut();
+        match id.and_then(|id| pending.get_mut(&id)) {
+            Some(slot @ None) => *slot = Some(answer),
+            _ => {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    format!("an answer to no outstanding call: {answer}"),
+                ));
+            }
+        }
+    }
+}

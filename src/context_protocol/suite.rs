@@ -1,0 +1,902 @@
+//! The suite side of the engine seam: a candidate engine process runs against the suite,
+//! which is its `WorkflowContext`.
+//!
+//! Owns: the candidate process's life ([`Candidate`]: spawn, hello, real `SIGKILL` at a
+//! crash, respawn), one session per engine "process life" ([`Session`], a future the
+//! simulator's virtual-time executor drives like our own engine), and [`EngineProcess`],
+//! the op-level `conformance::Adapter` over it.
+//!
+//! Invariant: the candidate never reports an effect. Every invocation, wait, checkpoint and
+//! schedule enters the report because the suite's simulated host ([`SimHost`]) served it;
+//! the final RunState is the one the suite's store folded from the checkpoints it
+//! acknowledged. Per session the suite salts the run id with a nonce (mapped back in the
+//! report), so a candidate replaying a recorded transcript writes checkpoints for a run
+//! that does not exist here and is refused.
+//!
+//! Determinism: lockstep turns (module docs of [`super`]). On `idle` the suite polls every
+//! outstanding call in id order; the first to complete is answered; if none can, virtual
+//! time jumps to the next timer — exactly the executor rule our own engine runs under.
+
+use std::cell::RefCell;
+use std::collections::{BTreeMap, VecDeque};
+use std::future::Future;
+use std::hash::{BuildHasher, Hasher};
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use serde_json::{Map, Value, json};
+
+use super::wire::{Peer, WireError, clip};
+use crate::conformance::{Adapter, AdapterError};
+use crate::engine::{EngineError, RunResult};
+use crate::host::{
+    HostError, InvokeRequest, LogLevel, OnExecuted, ScheduleDirective, WorkflowContext,
+};
+use crate::model::{RunState, RunStatePatch};
+use crate::sim::exec::{Exec, block_on};
+use crate::sim::host::SimHost;
+use crate::sim::world::World;
+use crate::sim::{
+    Driver, MemoryStore, Mode, Scenario, SimError, SimOptions, load_scenario, replay_with_driver,
+    run_with_driver,
+};
+
+/// The code of a session that ended because the candidate broke the protocol.
+pub const PROTOCOL_ERROR: &str = "context_protocol";
+
+/// Deadlines and restart policy of an [`EngineProcess`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EngineOptions {
+    /// How long the candidate may take to write its next line.
+    pub line_timeout: Duration,
+    /// How long one session (one process life of one run) may take in real time.
+    pub session_timeout: Duration,
+    /// How long the candidate may take to start and answer the hello.
+    pub startup_timeout: Duration,
+    /// After this many failed spawns / handshakes in a row, every later request fails.
+    pub max_consecutive_failures: u32,
+}
+
+impl Default for EngineOptions {
+    fn default() -> Self {
+        EngineOptions {
+            line_timeout: Duration::from_secs(10),
+            session_timeout: Duration::from_secs(60),
+            startup_timeout: Duration::from_secs(30),
+            max_consecutive_failures: 3,
+        }
+    }
+}
+
+/// Counters of what crossed the boundary (the bench's denominators, and a test's proof
+/// that crashes were real process kills).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Traffic {
+    /// Processes started.
+    pub spawns: u64,
+    /// `SIGKILL`s sent at scripted crash points.
+    pub crash_kills: u64,
+    /// Context calls the candidate made (`call` messages).
+    pub calls: u64,
+    /// Sessions (run / resume / replay messages).
+    pub sessions: u64,
+}
+
+/// The candidate engine process, across sessions and restarts.
+pub(crate) struct Candidate {
+    argv: Vec<String>,
+    options: EngineOptions,
+    peer: Option<Peer>,
+    name: Option<String>,
+    capabilities: Vec<String>,
+    broken: Option<String>,
+    failures: u32,
+    traffic: Traffic,
+}
+
+impl Candidate {
+    fn running(&mut self) -> Result<&mut Peer, String> {
+        if let Some(why) = &self.broken {
+            return Err(why.clone());
+        }
+        if self.peer.is_none() {
+            match self.start() {
+                Ok(peer) => {
+                    self.failures = 0;
+                    self.peer = Some(peer);
+                }
+                Err(e) => {
+                    self.failures += 1;
+                    if self.failures >= self.options.max_consecutive_failures {
+                        self.broken = Some(format!(
+                            "gave up after {} failed starts in a row; the last: {e}",
+                            self.failures
+                        ));
+                    }
+                    return Err(e);
+                }
+            }
+        }
+        self.peer
+            .as_mut()
+            .ok_or_else(|| "the candidate is not running".to_owned())
+    }
+
+    fn start(&mut self) -> Result<Peer, String> {
+        let mut peer = Peer::spawn(&self.argv).map_err(|e| e.to_string())?;
+        self.traffic.spawns += 1;
+        if !peer.send(&super::hello("engine")) {
+            return Err("the candidate closed its stdin before the hello".into());
+        }
+        let line = peer
+            .recv(
+                self.options.startup_timeout,
+                "waiting for the ready message",
+            )
+            .map_err(|e| format!("handshake: {e}"))?;
+        let ready = super::parse_ready(&line).map_err(|e| format!("handshake: {e}"))?;
+        self.name = Some(ready.name);
+        self.capabilities = ready.capabilities;
+        Ok(peer)
+    }
+
+    fn kill(&mut self) {
+        if let Some(mut peer) = self.peer.take() {
+            peer.kill();
+        }
+    }
+}
+
+/// The answer to one call, and whether the suite must crash the candidate right after
+/// acknowledging it (a `crashAfterCheckpoint` fault).
+struct Answer {
+    message: Value,
+    crash_after: bool,
+}
+
+type CallFuture<'s> = Pin<Box<dyn Future<Output = Answer> + 's>>;
+
+/// How a session ended, besides a result.
+enum Ending {
+    /// The candidate broke the protocol (or died, or timed out): `{code, message}`.
+    Broken(String),
+    /// The candidate's own refusal (`done` with an `error`).
+    Refused(Value),
+    /// A scripted crash after an acknowledged checkpoint.
+    Crashed,
+}
+
+/// One process life of a run: a future the simulator's executor polls.
+struct Session<'s, 'a> {
+    cand: &'s RefCell<Candidate>,
+    host: &'s SimHost<'a>,
+    world: &'s RefCell<World>,
+    run_id: String,
+    outstanding: BTreeMap<u64, CallFuture<'s>>,
+    ready: VecDeque<(u64, Value)>,
+    /// The suite sent a message and waits for the candidate's `idle` or `done`.
+    awaiting: bool,
+    last_id: u64,
+    enqueued: u64,
+    deadline: Instant,
+}
+
+impl<'s, 'a> Session<'s, 'a> {
+    fn recv(&self) -> Result<String, String> {
+        let mut cand = self.cand.borrow_mut();
+        let line_timeout = cand.options.line_timeout;
+        #[allow(clippy::disallowed_methods)] // real time: a deadline on a real process
+        let left = self.deadline.saturating_duration_since(Instant::now());
+        let peer = cand.running()?;
+        peer.recv(
+            line_timeout.min(left),
+            "the candidate was running (before its idle)",
+        )
+        .map_err(|e: WireError| format!("{}: {e}", e.code()))
+    }
+
+    fn send(&self, message: &Value) -> Result<(), String> {
+        let mut cand = self.cand.borrow_mut();
+        let peer = cand.running()?;
+        if peer.send(message) {
+            Ok(())
+        } else {
+            Err("the candidate closed its stdin".into())
+        }
+    }
+
+    /// The clock and the abort signal ride on every message the suite sends.
+    fn stamped(&self, mut message: Value) -> Value {
+        if let Value::Object(m) = &mut message {
+            m.insert("now".into(), json!(self.host.now_ms()));
+            m.insert("aborted".into(), json!(self.host.aborted()));
+        }
+        message
+    }
+
+    /// Read the candidate's lines until it is idle (`Ok(None)`) or done.
+    fn read_turn(&mut self) -> Result<Option<Result<RunResult, Ending>>, String> {
+        loop {
+            let line = self.recv()?;
+            let msg: Value = serde_json::from_str(&line)
+                .map_err(|e| format!("a line that is not JSON ({e}): {}", clip(&line)))?;
+            let kind = msg.get("type").and_then(Value::as_str).unwrap_or_default();
+            match kind {
+                "call" => self.accept_call(&msg)?,
+                "log" => self.log(&msg)?,
+                "cancel" => {
+                    let id = msg.get("id").and_then(Value::as_u64);
+                    let id = id.ok_or_else(|| format!("cancel needs an id: {}", clip(&line)))?;
+                    // Dropping the call's future is the cancellation (the trace says so).
+                    self.outstanding.remove(&id);
+                    self.ready.retain(|(r, _)| *r != id);
+                }
+                "idle" => {
+                    let mut expected: Vec<u64> = self.outstanding.keys().copied().collect();
+                    expected.extend(self.ready.iter().map(|(id, _)| *id));
+                    expected.sort_unstable();
+                    let mut said: Vec<u64> = msg
+                        .get("waiting")
+                        .and_then(Value::as_array)
+                        .map(|a| a.iter().filter_map(Value::as_u64).collect())
+                        .ok_or_else(|| format!("idle needs \"waiting\": [ids]: {}", clip(&line)))?;
+                    said.sort_unstable();
+                    if said != expected {
+                        return Err(format!(
+                            "idle lists {said:?} as waiting, but the calls without an answer are {expected:?}"
+                        ));
+                    }
+                    return Ok(None);
+                }
+                "done" => return Ok(Some(self.finish(&msg))),
+                other => {
+                    return Err(format!(
+                        "a message of type {other:?} during a session: {}",
+                        clip(&line)
+                    ));
+                }
+            }
+        }
+    }
+
+    fn log(&self, msg: &Value) -> Result<(), String> {
+        let level: LogLevel = msg
+            .get("level")
+            .cloned()
+            .and_then(|l| serde_json::from_value(l).ok())
+            .ok_or_else(|| format!("log needs a level debug|info|warn|error: {msg}"))?;
+        let message = msg
+            .get("message")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        self.host.log(level, message, msg.get("data"));
+        Ok(())
+    }
+
+    fn finish(&mut self, msg: &Value) -> Result<RunResult, Ending> {
+        // Anything still outstanding is abandoned by the engine that returned.
+        self.outstanding.clear();
+        self.ready.clear();
+        if let Some(error) = msg.get("error") {
+            let code = error.get("code").and_then(Value::as_str);
+            return Err(match code {
+                Some(_) => Ending::Refused(error.clone()),
+                None => Ending::Broken(format!("done's error needs a code: {error}")),
+            });
+        }
+        // The result is what the suite stored, never what the candidate says.
+        let stored = self
+            .host
+            .store
+            .borrow()
+            .load(&self.run_id)
+            .map_err(|e| Ending::Broken(format!("the suite's store: {e}")))?;
+        let Some(stored) = stored else {
+            return Err(Ending::Broken(format!(
+                "the candidate said done, but never checkpointed run {:?}",
+                self.run_id
+            )));
+        };
+        let state: RunState = stored.state;
+        Ok(RunResult {
+            run_id: state.run_id.clone(),
+            status: state.status,
+            output: state.output.clone(),
+            error: state.error.clone(),
+            state,
+        })
+    }
+
+    fn accept_call(&mut self, msg: &Value) -> Result<(), String> {
+        let id = msg
+            .get("id")
+            .and_then(Value::as_u64)
+            .ok_or_else(|| format!("a call needs a numeric id: {}", clip(&msg.to_string())))?;
+        if id <= self.last_id {
+            return Err(format!(
+                "call ids must increase within a session: {id} after {}",
+                self.last_id
+            ));
+        }
+        self.last_id = id;
+        self.cand.borrow_mut().traffic.calls += 1;
+        let member = msg
+            .get("member")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let empty = Value::Object(Map::new());
+        let args = msg.get("args").unwrap_or(&empty);
+        let fut = self.call_future(member, args)?;
+        self.outstanding.insert(id, fut);
+        Ok(())
+    }
+
+    fn call_future(&mut self, member: &str, args: &Value) -> Result<CallFuture<'s>, String> {
+        let host = self.host;
+        let str_arg = |k: &str| args.get(k).and_then(Value::as_str).map(str::to_owned);
+        let u64_arg = |k: &str| args.get(k).and_then(Value::as_u64);
+        let bad = |what: &str| format!("{member} needs {what}: {args}");
+        Ok(match member {
+            "invoke" => {
+                let params = match args.get("params") {
+                    Some(Value::Object(p)) => p.clone(),
+                    _ => return Err(bad("params (an object)")),
+                };
+                let attempt = u64_arg("attempt")
+                    .and_then(|a| u32::try_from(a).ok())
+                    .filter(|a| *a >= 1)
+                    .ok_or_else(|| bad("attempt (an integer ≥ 1)"))?;
+                let secret_paths = match args.get("secretPaths") {
+                    None | Some(Value::Null) => Vec::new(),
+                    Some(Value::Array(a)) => a
+                        .iter()
+                        .map(|p| p.as_str().map(str::to_owned))
+                        .collect::<Option<Vec<_>>>()
+                        .ok_or_else(|| bad("secretPaths (strings)"))?,
+                    Some(_) => return Err(bad("secretPaths (an array)")),
+                };
+                let on_executed = OnExecuted::new();
+                let req = InvokeRequest {
+                    app: str_arg("app").ok_or_else(|| bad("app"))?,
+                    action: str_arg("action").ok_or_else(|| bad("action"))?,
+                    connection: str_arg("connection"),
+                    params,
+                    step_id: str_arg("stepId").ok_or_else(|| bad("stepId"))?,
+                    attempt,
+                    on_executed: on_executed.clone(),
+                    secret_paths,
+                };
+                Box::pin(async move {
+                    let result = host.invoke(req).await;
+                    let mut message = match result {
+                        Ok(v) => json!({"ok": v}),
+                        Err(e) => json!({"error": e}),
+                    };
+                    let reports = on_executed.reports();
+                    if let (false, Value::Object(m)) = (reports.is_empty(), &mut message) {
+                        m.insert("onExecuted".into(), Value::Array(reports));
+                    }
+                    Answer {
+                        message,
+                        crash_after: false,
+                    }
+                })
+            }
+            "state.checkpoint" => {
+                let patch: RunStatePatch = args
+                    .get("patch")
+                    .cloned()
+                    .and_then(|p| serde_json::from_value(p).ok())
+                    .ok_or_else(|| bad("patch (a RunStatePatch)"))?;
+                if patch.run_id != self.run_id {
+                    return Err(format!(
+                        "a checkpoint for run {:?}, but this session runs {:?} (is a recorded transcript being replayed?)",
+                        patch.run_id, self.run_id
+                    ));
+                }
+                Box::pin(async move {
+                    match host.checkpoint(&patch).await {
+                        Ok(()) => Answer {
+                            message: json!({"ok": null}),
+                            crash_after: false,
+                        },
+                        Err(HostError::Crashed) => Answer {
+                            message: json!({"ok": null}),
+                            crash_after: true,
+                        },
+                        Err(e) => Answer {
+                            message: json!({"error": {"code": e.code(), "message": e.to_string()}}),
+                            crash_after: false,
+                        },
+                    }
+                })
+            }
+            "state.load" => {
+                let run_id = str_arg("runId").ok_or_else(|| bad("runId"))?;
+                Box::pin(async move {
+                    let message = match host.load(&run_id).await {
+                        Ok(state) => json!({"ok": state}),
+                        Err(e) => json!({"error": {"code": e.code(), "message": e.to_string()}}),
+                    };
+                    Answer {
+                        message,
+                        crash_after: false,
+                    }
+                })
+            }
+            "sleep" => {
+                let ms = u64_arg("ms").ok_or_else(|| bad("ms"))?;
+                Box::pin(async move {
+                    host.sleep(ms).await;
+                    ok_null()
+                })
+            }
+            "waitBeforeRetry" => {
+                let ms = u64_arg("ms").ok_or_else(|| bad("ms"))?;
+                let attempt = u64_arg("attempt")
+                    .and_then(|a| u32::try_from(a).ok())
+                    .ok_or_else(|| bad("attempt"))?;
+                let step = str_arg("stepId");
+                Box::pin(async move {
+                    host.wait_before_retry(step.as_deref(), attempt, ms).await;
+                    ok_null()
+                })
+            }
+            "schedule" => {
+                let directive: ScheduleDirective = args
+                    .get("directive")
+                    .cloned()
+                    .and_then(|d| serde_json::from_value(d).ok())
+                    .ok_or_else(|| bad("directive ({at|afterMs, resumeToken})"))?;
+                Box::pin(async move {
+                    match host.schedule(directive).await {
+                        Ok(()) => ok_null(),
+                        Err(e) => Answer {
+                            message: json!({"error": {"code": e.code(), "message": e.to_string()}}),
+                            crash_after: false,
+                        },
+                    }
+                })
+            }
+            "queue.enqueue" => {
+                let job = args.get("job").cloned().ok_or_else(|| bad("job"))?;
+                self.enqueued += 1;
+                let job_id = format!("{}.job{}", self.run_id, self.enqueued);
+                host.log(
+                    LogLevel::Debug,
+                    "queue.enqueue",
+                    Some(&json!({"jobId": job_id, "job": job})),
+                );
+                Box::pin(async move {
+                    Answer {
+                        message: json!({"ok": {"jobId": job_id}}),
+                        crash_after: false,
+                    }
+                })
+            }
+            "invokeCallable" => {
+                let target = args.get("target").cloned().ok_or_else(|| bad("target"))?;
+                let input = args.get("input").cloned().unwrap_or(Value::Null);
+                let wait = args.get("wait").and_then(Value::as_bool).unwrap_or(true);
+                let depth = u64_arg("depth")
+                    .and_then(|d| u32::try_from(d).ok())
+                    .ok_or_else(|| bad("depth"))?;
+                Box::pin(async move {
+                    let message = match host.invoke_callable(&target, input, wait, depth).await {
+                        Ok(v) => json!({"ok": v}),
+                        Err(e) => json!({"error": e}),
+                    };
+                    Answer {
+                        message,
+                        crash_after: false,
+                    }
+                })
+            }
+            other => {
+                let message = json!({"error": {"code": "unsupported_member",
+                    "message": format!("this suite's context has no member {other:?}")}});
+                Box::pin(async move {
+                    Answer {
+                        message,
+                        crash_after: false,
+                    }
+                })
+            }
+        })
+    }
+}
+
+fn ok_null() -> Answer {
+    Answer {
+        message: json!({"ok": null}),
+        crash_after: false,
+    }
+}
+
+impl Future for Session<'_, '_> {
+    type Output = Result<RunResult, Ending>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = &mut *self;
+        loop {
+            if this.awaiting {
+                match this.read_turn() {
+                    Err(why) => return Poll::Ready(Err(Ending::Broken(why))),
+                    Ok(Some(done)) => return Poll::Ready(done),
+                    Ok(None) => this.awaiting = false,
+                }
+            }
+            if let Some((id, answer)) = this.ready.pop_front() {
+                let mut message = answer;
+                if let Value::Object(m) = &mut message {
+                    m.insert("type".into(), json!("answer"));
+                    m.insert("id".into(), json!(id));
+                }
+                let message = this.stamped(message);
+                if let Err(why) = this.send(&message) {
+                    return Poll::Ready(Err(Ending::Broken(why)));
+                }
+                this.awaiting = true;
+                continue;
+            }
+            // The candidate is idle: let every outstanding call make progress, in id order.
+            let ids: Vec<u64> = this.outstanding.keys().copied().collect();
+            for id in ids {
+                let Some(fut) = this.outstanding.get_mut(&id) else {
+                    continue;
+                };
+                if let Poll::Ready(answer) = fut.as_mut().poll(cx) {
+                    this.outstanding.remove(&id);
+                    if answer.crash_after {
+                        // The checkpoint is durable; acknowledge it, then the process dies.
+                        let mut message = answer.message;
+                        if let Value::Object(m) = &mut message {
+                            m.insert("type".into(), json!("answer"));
+                            m.insert("id".into(), json!(id));
+                        }
+                        let message = this.stamped(message);
+                        let _ = this.send(&message);
+                        let mut cand = this.cand.borrow_mut();
+                        cand.traffic.crash_kills += 1;
+                        cand.kill();
+                        return Poll::Ready(Err(Ending::Crashed));
+                    }
+                    this.ready.push_back((id, answer.message));
+                }
+            }
+            let (crash, halted) = {
+                let w = this.world.borrow();
+                (w.crash_pending, w.halt.is_some())
+            };
+            if crash {
+                // crashInInvoke: the action ran, the process dies with the call outstanding.
+                let mut cand = this.cand.borrow_mut();
+                cand.traffic.crash_kills += 1;
+                cand.kill();
+                return Poll::Pending;
+            }
+            if halted || this.ready.is_empty() {
+                // Nothing can happen at this instant: the executor moves virtual time.
+                return Poll::Pending;
+            }
+        }
+    }
+}
+
+/// A candidate engine behind the protocol, as the simulator's [`Driver`].
+pub(crate) struct RemoteEngine<'c> {
+    cand: &'c RefCell<Candidate>,
+    workflow: &'c Value,
+}
+
+impl Driver for RemoteEngine<'_> {
+    fn drive(
+        &self,
+        mode: &Mode<'_>,
+        run_id: &str,
+        host: &SimHost<'_>,
+        world: &RefCell<World>,
+    ) -> Exec<Result<RunResult, EngineError>> {
+        let info = host.run();
+        let idempotent: Vec<&String> = host
+            .scenario
+            .actions
+            .iter()
+            .filter(|(_, a)| a.idempotent)
+            .map(|(id, _)| id)
+            .collect();
+        let mut start = json!({
+            "workflow": self.workflow,
+            "run": {"id": info.id, "workflowId": info.workflow_id,
+                    "trigger": info.trigger, "attempt": info.attempt},
+            "host": {"secrets": host.secrets(), "documents": host.documents(),
+                     "schedule": host.supports_schedule(), "idempotentSteps": idempotent},
+        });
+        let (kind, extra) = match mode {
+            Mode::Start(seed) => (
+                "run",
+                json!({"seed": {"runId": seed.run_id, "trigger": seed.trigger,
+                                "variables": seed.variables}}),
+            ),
+            Mode::Resume => ("resume", json!({"runId": run_id, "token": null})),
+            Mode::ResumeToken(token) => ("resume", json!({"runId": run_id, "token": token})),
+            Mode::Replay(from) => ("replay", json!({"runId": run_id, "from": from})),
+        };
+        if let (Value::Object(m), Value::Object(x)) = (&mut start, extra) {
+            m.insert("type".into(), json!(kind));
+            m.extend(x);
+        }
+        let session_timeout = {
+            let mut cand = self.cand.borrow_mut();
+            cand.traffic.sessions += 1;
+            if let Err(why) = cand.running() {
+                return Exec::Refused(
+                    json!({"code": PROTOCOL_ERROR, "message": format!("the candidate engine: {why}")}),
+                );
+            }
+            cand.options.session_timeout
+        };
+        #[allow(clippy::disallowed_methods)] // real time: a deadline on a real process
+        let deadline = Instant::now() + session_timeout;
+        let session = Session {
+            cand: self.cand,
+            host,
+            world,
+            run_id: run_id.to_owned(),
+            outstanding: BTreeMap::new(),
+            ready: VecDeque::new(),
+            awaiting: true,
+            last_id: 0,
+            enqueued: 0,
+            deadline,
+        };
+        let start = session.stamped(start);
+        if let Err(why) = session.send(&start) {
+            self.cand.borrow_mut().kill();
+            return Exec::Refused(json!({"code": PROTOCOL_ERROR, "message": why}));
+        }
+        let exec = block_on(session, world);
+        match exec {
+            Exec::Done(Ok(result)) => Exec::Done(Ok(result)),
+            Exec::Done(Err(Ending::Crashed)) => {
+                Exec::Done(Err(EngineError::Host(HostError::Crashed)))
+            }
+            Exec::Done(Err(Ending::Refused(error))) => Exec::Refused(error),
+            Exec::Done(Err(Ending::Broken(why))) => {
+                self.cand.borrow_mut().kill();
+                Exec::Refused(json!({"code": PROTOCOL_ERROR, "message": why}))
+            }
+            Exec::Crashed => {
+                self.cand.borrow_mut().kill();
+                Exec::Crashed
+            }
+            Exec::Halted(why) => {
+                // Mid-session: the candidate's state is unknown; the next run starts fresh.
+                self.cand.borrow_mut().kill();
+                Exec::Halted(why)
+            }
+            Exec::Refused(v) => Exec::Refused(v),
+        }
+    }
+}
+
+/// A per-session nonce: not reproducible on purpose (a recorded transcript must not match),
+/// and never visible in a report (the salted run id is mapped back).
+fn nonce() -> String {
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u64(0x77_36_77);
+    format!("{:012x}", h.finish() & 0xffff_ffff_ffff)
+}
+
+/// The run id the candidate sees: the scenario's, salted, when it stays a safe id.
+fn salted(run_id: &str) -> String {
+    if run_id.len() + 13 <= 128 {
+        format!("{run_id}.{}", nonce())
+    } else {
+        run_id.to_owned()
+    }
+}
+
+fn unsalt(value: Value, salted: &str, original: &str) -> Value {
+    if salted == original {
+        return value;
+    }
+    let text = value.to_string().replace(salted, original);
+    serde_json::from_str(&text).unwrap_or(value)
+}
+
+/// A candidate engine process checked through the context protocol: an op-level
+/// [`Adapter`]. `run` and `replay` are sessions the suite hosts (the report is built from
+/// what the suite observed); every other op is a plain request/response (`op` message).
+pub struct EngineProcess {
+    command: String,
+    cand: RefCell<Candidate>,
+    next_op: u64,
+}
+
+impl EngineProcess {
+    /// Parse `command` (split like `--adapter`, no shell) and start the candidate. `Err`
+    /// only when the command cannot be parsed or started at all.
+    pub fn start(command: &str, options: EngineOptions) -> Result<Self, AdapterError> {
+        let argv = crate::conformance::split_command(command)
+            .map_err(|e| AdapterError::Spawn(format!("cannot parse {command:?}: {e}")))?;
+        let cand = Candidate {
+            argv,
+            options,
+            peer: None,
+            name: None,
+            capabilities: Vec::new(),
+            broken: None,
+            failures: 0,
+            traffic: Traffic::default(),
+        };
+        let process = EngineProcess {
+            command: command.to_owned(),
+            cand: RefCell::new(cand),
+            next_op: 0,
+        };
+        {
+            let mut cand = process.cand.borrow_mut();
+            if let Err(e) = cand.running()
+                && e.starts_with("cannot start")
+            {
+                return Err(AdapterError::Spawn(e));
+            }
+        }
+        Ok(process)
+    }
+
+    /// The capabilities the candidate declared in its `ready` message.
+    pub fn capabilities(&self) -> Vec<String> {
+        self.cand.borrow().capabilities.clone()
+    }
+
+    /// What crossed the boundary so far.
+    pub fn traffic(&self) -> Traffic {
+        self.cand.borrow().traffic
+    }
+
+    fn op(&mut self, request: &Value) -> Result<Value, AdapterError> {
+        self.next_op += 1;
+        let id = self.next_op;
+        let mut cand = self.cand.borrow_mut();
+        let timeout = cand.options.line_timeout;
+        let peer = cand.running().map_err(AdapterError::Unavailable)?;
+        if !peer.send(&json!({"type": "op", "id": id, "request": request})) {
+            cand.kill();
+            return Err(AdapterError::Exited(
+                "the candidate closed its stdin".into(),
+            ));
+        }
+        let line = match peer.recv(timeout, &format!("waiting for opResult {id}")) {
+            Ok(line) => line,
+            Err(e) => {
+                cand.kill();
+                return Err(match e {
+                    WireError::Timeout(..) => AdapterError::Timeout(e.to_string()),
+                    WireError::Garbage(..) => AdapterError::Protocol(e.to_string()),
+                    _ => AdapterError::Exited(e.to_string()),
+                });
+            }
+        };
+        let msg: Value = serde_json::from_str(&line).unwrap_or(Value::Null);
+        match (
+            msg.get("type").and_then(Value::as_str),
+            msg.get("id").and_then(Value::as_u64),
+        ) {
+            (Some("opResult"), Some(got)) if got == id => {
+                Ok(msg.get("response").cloned().unwrap_or(Value::Null))
+            }
+            _ => {
+                cand.kill();
+                Err(AdapterError::Protocol(format!(
+                    "expected {{\"type\": \"opResult\", \"id\": {id}, …}}, got {}",
+                    clip(&line)
+                )))
+            }
+        }
+    }
+
+    fn session(&mut self, request: &Value, replay: bool) -> Result<Value, AdapterError> {
+        let Some(workflow) = request.get("workflow") else {
+            return Ok(crate::service::bad_request("missing \"workflow\""));
+        };
+        let empty = json!({});
+        let mut scenario: Scenario = match load_scenario(request.get("scenario").unwrap_or(&empty))
+        {
+            Ok(s) => s,
+            Err(e) => return Ok(json!({"error": e.to_json()})),
+        };
+        let workflow_id = workflow
+            .get("id")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned();
+        let options = SimOptions::default();
+        let driver = Box::new(RemoteEngine {
+            cand: &self.cand,
+            workflow,
+        });
+        let (original_id, salt, result) = if replay {
+            let Some(run) = request.get("run") else {
+                return Ok(crate::service::bad_request(
+                    "missing \"run\" (the RunState to replay)",
+                ));
+            };
+            let mut original: RunState = match serde_json::from_value(run.clone()) {
+                Ok(r) => r,
+                Err(e) => {
+                    return Ok(json!({"error": {"code": "invalid_run", "path": "/run",
+                        "message": format!("\"run\" is not a RunState: {e}")}}));
+                }
+            };
+            let from = match request.get("from") {
+                None | Some(Value::Null) => None,
+                Some(Value::String(s)) => Some(s.as_str()),
+                Some(_) => return Ok(crate::service::bad_request("\"from\" must be a step id")),
+            };
+            let original_id = original.run_id.clone();
+            let salt = if crate::sim::scenario::run_id_ok(&original_id) {
+                salted(&original_id)
+            } else {
+                original_id.clone()
+            };
+            original.run_id.clone_from(&salt);
+            let result = replay_with_driver(
+                driver,
+                &workflow_id,
+                &scenario,
+                &original,
+                from,
+                &options,
+                Box::new(MemoryStore::default()),
+            );
+            (original_id, salt, result)
+        } else {
+            let original_id = scenario.run_id.clone();
+            let salt = salted(&original_id);
+            scenario.run_id.clone_from(&salt);
+            let result = run_with_driver(
+                driver,
+                &workflow_id,
+                &scenario,
+                &options,
+                Box::new(MemoryStore::default()),
+            );
+            (original_id, salt, result)
+        };
+        let response = match result {
+            Ok(report) => json!({"ok": report.to_json()}),
+            Err(SimError::Candidate(error))
+                if error.get("code").and_then(Value::as_str) == Some(PROTOCOL_ERROR) =>
+            {
+                let message = error
+                    .get("message")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default();
+                return Err(AdapterError::Protocol(message.replace(&salt, &original_id)));
+            }
+            Err(e) => json!({"error": e.to_json()}),
+        };
+        Ok(unsalt(response, &salt, &original_id))
+    }
+}
+
+impl Adapter for EngineProcess {
+    fn name(&self) -> String {
+        self.cand
+            .borrow()
+            .name
+            .clone()
+            .unwrap_or_else(|| self.command.clone())
+    }
+
+    fn handle(&mut self, request: &Value) -> Result<Value, AdapterError> {
+        match request.get("op").and_then(Value::as_str) {
+            Some("run") => self.session(request, false),
+            Some("replay") => self.session(request, true),
+            _ => self.op(request),
+        }
+    }
+}
