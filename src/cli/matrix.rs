@@ -25,7 +25,8 @@ pub(crate) enum MatrixCommand {
 #[derive(Debug, clap::Args)]
 pub(crate) struct MatrixArgs {
     /// A column: NAME=KIND where KIND is `reference`, `reference-engine`,
-    /// `adapter:'CMD ARGS'` or `mutant:NAME`; repeatable, in column order.
+    /// `adapter:'CMD ARGS'`, `engine:'CMD ARGS'` (context protocol), `host:'CMD ARGS'`
+    /// or `mutant:NAME`; repeatable, in column order.
     #[arg(long = "candidate", value_name = "NAME=KIND", required = true)]
     candidates: Vec<String>,
     /// A candidate's capability profile, NAME=LIST (LIST as for `conformance

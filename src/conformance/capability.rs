@@ -103,6 +103,42 @@ pub const CAPABILITIES: &[(&str, &str)] = &[
     ),
 ];
 
+/// Coarse names (the context protocol's `ready` message, docs/context-protocol.md) and the
+/// capabilities each stands for.
+pub const ALIASES: &[(&str, &[&str])] = &[
+    (
+        "ops",
+        &[
+            "op.validate",
+            "op.plan",
+            "op.saves",
+            "op.logic",
+            "op.resolve",
+            "op.parse",
+            "op.serialize",
+        ],
+    ),
+    (
+        "controls",
+        &[
+            "control.if",
+            "control.foreach",
+            "control.parallel",
+            "control.wait",
+            "control.aggregate",
+            "control.merge",
+        ],
+    ),
+    ("extended-dialect", &["dialect.extended"]),
+];
+
+fn expand(name: &str) -> Vec<&str> {
+    ALIASES
+        .iter()
+        .find(|(alias, _)| *alias == name)
+        .map_or_else(|| vec![name], |(_, names)| names.to_vec())
+}
+
 /// The error codes the spec itself names (workflow-rfc.txt, companion-notes.md,
 /// expr-notes.md). Asserting any other code is reference vocabulary, unless the code is
 /// in the request (a scripted action error the engine must carry through).
@@ -136,6 +172,7 @@ pub const REFERENCE_VOCABULARY: &str = "reference-vocabulary";
 /// Whether `name` is a capability name (`op.<anything>` included).
 pub fn is_capability(name: &str) -> bool {
     CAPABILITIES.iter().any(|(n, _)| *n == name)
+        || ALIASES.iter().any(|(n, _)| *n == name)
         || name.strip_prefix("op.").is_some_and(|op| {
             !op.is_empty()
                 && op
@@ -204,12 +241,16 @@ impl Capabilities {
                 if !is_capability(minus) {
                     return Err(UnknownCapability(minus.to_owned()));
                 }
-                out = out.without(minus);
+                for n in expand(minus) {
+                    out = out.without(n);
+                }
             } else if !name.is_empty() {
                 if !is_capability(name) {
                     return Err(UnknownCapability(name.to_owned()));
                 }
-                out = out.with(name);
+                for n in expand(name) {
+                    out = out.with(n);
+                }
             }
         }
         Ok(out)
@@ -560,5 +601,8 @@ mod tests {
         let needs: BTreeSet<String> = ["op.run", "strands"].map(String::from).into();
         assert_eq!(q.missing(&needs), ["strands"]);
         assert!(Capabilities::all().is_all());
+        let coarse = Capabilities::from_names(["ops", "controls", "extended-dialect"]).expect("ok");
+        assert!(coarse.supports("op.plan") && coarse.supports("control.merge"));
+        assert!(coarse.supports("dialect.extended") && !coarse.supports("strands"));
     }
 }

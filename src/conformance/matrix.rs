@@ -28,6 +28,10 @@ pub enum CandidateKind {
     Adapter(String),
     /// `mutant:NAME`: a built-in deliberately broken engine or host.
     Mutant(String),
+    /// `engine:CMD`: an engine process behind the context protocol (docs/context-protocol.md).
+    Engine(String),
+    /// `host:CMD`: a host process behind the context protocol, under our engine.
+    Host(String),
 }
 
 impl CandidateKind {
@@ -47,8 +51,14 @@ impl CandidateKind {
                 Ok(CandidateKind::Mutant(name.to_owned()))
             }
             ("mutant", Some(name)) => Err(format!("no mutant named {name:?}")),
+            ("engine", Some(cmd)) if !cmd.trim().is_empty() => {
+                Ok(CandidateKind::Engine(cmd.to_owned()))
+            }
+            ("host", Some(cmd)) if !cmd.trim().is_empty() => {
+                Ok(CandidateKind::Host(cmd.to_owned()))
+            }
             _ => Err(format!(
-                "{spec:?} is not a candidate (reference, reference-engine, adapter:'CMD', mutant:NAME)"
+                "{spec:?} is not a candidate (reference, reference-engine, adapter:'CMD', engine:'CMD', host:'CMD', mutant:NAME)"
             )),
         }
     }
@@ -90,6 +100,23 @@ impl CandidateSpec {
             CandidateKind::Adapter(cmd) => {
                 Box::new(ProcessAdapter::start(cmd, process.clone()).map_err(|e| e.to_string())?)
             }
+            CandidateKind::Engine(cmd) => {
+                let options = crate::context_protocol::EngineOptions {
+                    line_timeout: process.request_timeout,
+                    startup_timeout: process.startup_timeout,
+                    ..crate::context_protocol::EngineOptions::default()
+                };
+                Box::new(
+                    crate::context_protocol::EngineProcess::start(cmd, options)
+                        .map_err(|e| e.to_string())?,
+                )
+            }
+            CandidateKind::Host(cmd) => Box::new(super::EngineOnHost::new(
+                crate::context_protocol::host_seam::HostProcess::start(
+                    cmd,
+                    process.request_timeout,
+                )?,
+            )),
             CandidateKind::Mutant(name) => AnyMutant::by_name(name)
                 .map(AnyMutant::adapter)
                 .ok_or_else(|| format!("no mutant named {name:?}"))?,
@@ -273,6 +300,8 @@ mod tests {
     fn specs_parse_and_refuse() {
         let s = CandidateSpec::parse("mine=adapter:./x --y").expect("valid");
         assert_eq!(s.kind, CandidateKind::Adapter("./x --y".into()));
+        let e = CandidateSpec::parse("js=engine:node shim.js").expect("valid");
+        assert_eq!(e.kind, CandidateKind::Engine("node shim.js".into()));
         assert!(CandidateSpec::parse("ref=reference").is_ok());
         for bad in [
             "reference",
