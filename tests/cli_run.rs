@@ -234,3 +234,38 @@ fn replay_reuses_the_recorded_run() {
         "from notify: notify and every later plan step"
     );
 }
+
+#[test]
+fn replay_reads_a_run_straight_from_a_store_journal() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = dir.path().join("store");
+    let scenario = example("retry.scenario.json");
+    let first = report(&run(
+        "retry.workflow.json",
+        &scenario,
+        &["--store", store.to_str().expect("utf-8 path")],
+    ));
+    let r = report(
+        &bin()
+            .arg("replay")
+            .arg(example("retry.workflow.json"))
+            .arg("--run")
+            .arg(store.join("run_1.journal"))
+            .arg("--scenario")
+            .arg(&scenario)
+            .output()
+            .expect("spawn"),
+    );
+    assert_eq!(r["run"]["status"], first["run"]["status"]);
+    let steps: Vec<&str> = r["invocations"]
+        .as_array()
+        .expect("array")
+        .iter()
+        .filter_map(|i| i["stepId"].as_str())
+        .collect();
+    assert_eq!(
+        steps,
+        ["notify"],
+        "the journal's succeeded steps are reused"
+    );
+}

@@ -551,3 +551,54 @@ fn mutants_prints_the_kill_table() {
     );
     assert_eq!(text.matches("KILLED").count(), n, "{text}");
 }
+
+#[test]
+fn shards_split_cases_and_generated_seeds_into_a_partition() {
+    let json_of = |args: &[&str]| -> Value {
+        let out = conformance(args);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).expect("JSON report")
+    };
+    let ids = |v: &Value| -> Vec<String> {
+        v["cases"]
+            .as_array()
+            .expect("cases")
+            .iter()
+            .map(|c| c["id"].as_str().expect("id").to_owned())
+            .collect()
+    };
+    let whole = json_of(&["--clause", "RUN", "--generate", "9", "--json"]);
+    let mut union = Vec::new();
+    let mut generated = 0;
+    for k in 1..=3 {
+        let shard = format!("{k}/3");
+        let part = json_of(&[
+            "--clause",
+            "RUN",
+            "--generate",
+            "9",
+            "--json",
+            "--shard",
+            &shard,
+        ]);
+        assert_eq!(part["generated"]["shard"], shard.as_str());
+        generated += part["generated"]["count"].as_u64().expect("count");
+        union.extend(ids(&part));
+    }
+    let mut expected = ids(&whole);
+    expected.sort();
+    let n = union.len();
+    union.sort();
+    union.dedup();
+    assert_eq!(union.len(), n, "no case runs in two shards");
+    assert_eq!(union, expected, "together the shards run every case");
+    assert_eq!(generated, 9, "every generated seed in exactly one shard");
+
+    let out = conformance(&["--clause", "RUN", "--shard", "4/3"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("expected K/N"));
+}

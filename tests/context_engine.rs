@@ -39,8 +39,8 @@ fn our_engine_behind_the_protocol_passes_every_case_and_generated_workflow() {
         "the generated workflows ran"
     );
     // Every scripted crash was a real SIGKILL of the process, and a fresh one resumed.
-    assert!(traffic.crash_kills > 100, "{traffic:?}");
-    assert_eq!(traffic.spawns, traffic.crash_kills + 1, "{traffic:?}");
+    assert!(traffic.kills > 100, "{traffic:?}");
+    assert_eq!(traffic.spawns, traffic.kills + 1, "{traffic:?}");
     assert!(traffic.calls > 10 * traffic.sessions / 2, "{traffic:?}");
 }
 
@@ -58,7 +58,7 @@ fn a_crash_is_a_real_kill_and_the_fresh_process_recovers_through_state_load() {
         "same report as in process"
     );
     assert_eq!(got["ok"]["crashes"], json!(2));
-    assert_eq!(traffic.crash_kills, 2, "{traffic:?}");
+    assert_eq!(traffic.kills, 2, "{traffic:?}");
     assert_eq!(traffic.spawns, 3, "{traffic:?}");
     assert_eq!(
         got["ok"]["run"]["runId"],
@@ -252,4 +252,44 @@ fn every_message_of_the_transcript_conforms_to_its_schema() {
     .expect("json");
     assert!(conforms(&json!({"type": "idle"}), &idle).is_err());
     assert!(conforms(&json!({"type": "idle", "waiting": [], "x": 1}), &idle).is_err());
+}
+
+#[test]
+fn the_cli_runs_the_suite_through_engine_serve_and_refuses_two_candidates() {
+    let bin = env!("CARGO_BIN_EXE_w6w-sim");
+    let out = std::process::Command::new(bin)
+        .args(["conformance", "--engine", &serve_cmd(), "--clause", "RETRY"])
+        .output()
+        .expect("runs");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains("passed, 0 failed"), "{text}");
+    assert!(
+        text.contains("w6w-sim reference engine"),
+        "the report names the candidate: {text}"
+    );
+    let out = std::process::Command::new(bin)
+        .args(["conformance", "--engine", &serve_cmd(), "--adapter", "x"])
+        .output()
+        .expect("runs");
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "--engine and --adapter conflict"
+    );
+    let out = std::process::Command::new(bin)
+        .args([
+            "conformance",
+            "--engine",
+            "/nonexistent/engine",
+            "--clause",
+            "RETRY",
+        ])
+        .output()
+        .expect("runs");
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "an engine that cannot start is a usage error"
+    );
 }

@@ -137,10 +137,7 @@ fn the_mini_javascript_engine_gets_an_honest_per_clause_report() {
             .all(|c| !(c.not_applicable() && c.passed()))
     );
     let traffic = engine.traffic();
-    assert!(
-        traffic.crash_kills > 0,
-        "crash cases killed node: {traffic:?}"
-    );
+    assert!(traffic.kills > 0, "crash cases killed node: {traffic:?}");
 }
 
 #[test]
@@ -249,4 +246,34 @@ fn the_example_file_host_passes_and_the_broken_hosts_fail_naming_run_3_and_run_4
             );
         }
     }
+}
+
+#[test]
+fn the_cli_checks_a_host_process() {
+    if !node() {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let host = format!(
+        "node {} --dir {}",
+        quoted(&root().join("tests/fixtures/context/buffer-in-memory-host.js")),
+        quoted(dir.path())
+    );
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_w6w-sim"))
+        .args([
+            "conformance",
+            "--host",
+            &host,
+            "--clause",
+            "RUN-3",
+            "--json",
+        ])
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(1), "the broken host fails");
+    let report: Value = serde_json::from_slice(&out.stdout).expect("json report");
+    assert!(
+        report.to_string().contains("RUN-3/RUN-4"),
+        "the report names the clause"
+    );
 }

@@ -34,6 +34,11 @@ fn every_command_in_ci_md_runs_as_written() {
     assert!(cmds.len() >= 6, "{cmds:?}");
     let adapter = format!("'{BIN}' adapter serve");
     for cmd in cmds {
+        // A matrix job's line (`${{ matrix.shard }}`, a 100,000-workflow campaign) runs
+        // only inside GitHub Actions; its flags are the ones the lines below check.
+        if cmd.contains("${{") {
+            continue;
+        }
         let dir = tempfile::tempdir().expect("tempdir");
         let (line, redirect) = match cmd.split_once(" > ") {
             Some((l, file)) => (l.to_owned(), Some(file.trim().to_owned())),

@@ -11,8 +11,9 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use crate::conformance::generate::run_generated;
+use crate::conformance::generate::run_generated_shard;
 use crate::conformance::mutants::{self, AnyMutant};
+use crate::conformance::shard::Shard;
 use crate::conformance::{
     self, Adapter, ProcessAdapter, ProcessOptions, Reference, Selection, Suite, SuiteReport,
 };
@@ -85,6 +86,11 @@ pub(crate) struct ConformanceArgs {
     /// needed) [default: a `w6w-sim-failures` folder in the system's temp directory].
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
+    /// Run only shard K of N (e.g. 2/4) of the selected cases and generated seeds, so a CI
+    /// matrix of N jobs splits one campaign deterministically (a case by a stable hash of
+    /// its id, generated workflow i when i mod N = K-1).
+    #[arg(long, value_name = "K/N")]
+    shard: Option<String>,
     /// Run against a built-in mutant (a deliberately broken engine or host) by name.
     #[arg(long, value_name = "NAME", conflicts_with = "adapter")]
     mutant: Option<String>,
@@ -136,12 +142,22 @@ fn conformance(args: &ConformanceArgs) -> ExitCode {
         Ok(s) => s,
         Err(e) => return usage_error(e),
     };
+    let shard = match args.shard.as_deref().map(Shard::parse).transpose() {
+        Ok(s) => s,
+        Err(e) => return usage_error(e),
+    };
     if !suite.cases().any(|(_, c)| selection.selects(c)) {
         return usage_error(format!(
             "no case in {} matches the selection (--clause / --case)",
             dir.display()
         ));
     }
+    // An empty shard is fine (a matrix may have more jobs than a narrow selection has
+    // cases); only an empty selection is a usage error.
+    let selection = match shard {
+        Some(s) => selection.with_shard(s),
+        None => selection,
+    };
     if args.mutants {
         let rows = mutants::kill_table(&suite, &selection, &AnyMutant::all());
         print!("{}", mutants::kill_table_text(&rows));
@@ -239,7 +255,7 @@ fn conformance(args: &ConformanceArgs) -> ExitCode {
     }
     if generate > 0 {
         progress.tick(0, generate, "generated workflows");
-        let generated = run_generated(adapter.as_mut(), generate, args.seed);
+        let generated = run_generated_shard(adapter.as_mut(), generate, args.seed, shard);
         progress.clear();
         report.add_generated(generated);
     }

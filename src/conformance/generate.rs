@@ -665,7 +665,12 @@ pub struct GeneratedFailure {
 #[derive(Debug, Clone, PartialEq)]
 pub struct GeneratedReport {
     pub seed: u64,
+    /// Workflows checked (this shard's part of `span`).
     pub count: usize,
+    /// The seeds considered: `seed .. seed + span`.
+    pub span: usize,
+    /// `K/N` when only one shard of the seeds ran.
+    pub shard: Option<String>,
     pub failures: Vec<GeneratedFailure>,
     /// Workflows needing a capability the candidate's profile lacks: not run.
     pub not_applicable: usize,
@@ -683,12 +688,28 @@ pub const SHRINK_BUDGET: usize = 2_000;
 
 /// Run `count` generated workflows (seeds `seed`, `seed + 1`, …) against `adapter`.
 pub fn run_generated(adapter: &mut dyn Adapter, count: usize, seed: u64) -> GeneratedReport {
+    run_generated_shard(adapter, count, seed, None)
+}
+
+/// [`run_generated`], only the seeds of `shard` (`--shard K/N`): workflow `i` of `count`
+/// runs in shard `i mod N`.
+pub fn run_generated_shard(
+    adapter: &mut dyn Adapter,
+    count: usize,
+    seed: u64,
+    shard: Option<super::shard::Shard>,
+) -> GeneratedReport {
     #[allow(clippy::disallowed_methods)] // real time: the report states the batch's speed
     let started = Instant::now();
     let mut failures = Vec::new();
     let mut not_applicable = 0;
     let profile = adapter.capabilities();
+    let mut ran = 0;
     for i in 0..count {
+        if shard.is_some_and(|sh| !sh.takes_seed_index(i as u64)) {
+            continue;
+        }
+        ran += 1;
         let s = seed.wrapping_add(i as u64);
         let g = Generated::from_seed(s);
         let request = json!({"op": "run", "workflow": g.workflow(),
@@ -713,7 +734,9 @@ pub fn run_generated(adapter: &mut dyn Adapter, count: usize, seed: u64) -> Gene
     }
     GeneratedReport {
         seed,
-        count,
+        count: ran,
+        span: count,
+        shard: shard.map(|s| s.to_string()),
         failures,
         not_applicable,
         elapsed: started.elapsed(),

@@ -722,9 +722,17 @@ pub struct Selection {
     /// Upper-cased filters: a family (`RETRY`, matching every `RETRY-n`) or one clause ID.
     clauses: Vec<String>,
     case_id: Option<String>,
+    /// `--shard K/N`: only this shard's part of the selection.
+    shard: Option<super::shard::Shard>,
 }
 
 impl Selection {
+    /// Only shard `shard`'s part of this selection.
+    pub fn with_shard(mut self, shard: super::shard::Shard) -> Self {
+        self.shard = Some(shard);
+        self
+    }
+
     /// Every case.
     pub fn all() -> Self {
         Selection::default()
@@ -761,6 +769,7 @@ impl Selection {
         Ok(Selection {
             clauses,
             case_id: case_id.filter(|s| !s.is_empty()).map(str::to_owned),
+            shard: None,
         })
     }
 
@@ -775,6 +784,7 @@ impl Selection {
             .as_deref()
             .is_none_or(|needle| case.id.contains(needle))
             && (self.clauses.is_empty() || case.clauses.iter().any(|c| self.covers_clause(c)))
+            && self.shard.is_none_or(|s| s.takes_case(&case.id))
     }
 }
 

@@ -55,6 +55,7 @@ pub mod mutants;
 mod process;
 pub mod protocol;
 mod report;
+pub mod shard;
 
 pub use adapter::{Adapter, AdapterError, FnAdapter, Reference, WithCapabilities};
 pub use capability::{CAPABILITIES, Capabilities, UnknownCapability};

@@ -452,11 +452,16 @@ impl SuiteReport {
                 0 => String::new(),
                 n => format!(", {n} not applicable"),
             };
+            let shard = g
+                .shard
+                .as_ref()
+                .map(|s| format!(", shard {s}: every seed index i with i mod N = K-1"))
+                .unwrap_or_default();
             let _ = writeln!(
                 out,
-                "\nGenerated workflows (seeds {}..{}): {} passed, {} failed{na}",
+                "\nGenerated workflows (seeds {}..{}{shard}): {} passed, {} failed{na}",
                 g.seed,
-                g.seed.wrapping_add(g.count as u64),
+                g.seed.wrapping_add(g.span as u64),
                 g.passed(),
                 g.failures.len()
             );
@@ -656,6 +661,8 @@ impl SuiteReport {
             "generated": self.generated.as_ref().map(|g| json!({
                 "seed": g.seed,
                 "count": g.count,
+                "span": g.span,
+                "shard": g.shard,
                 "passed": g.passed(),
                 "failed": g.failures.len(),
                 "notApplicable": g.not_applicable,

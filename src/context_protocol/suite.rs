@@ -29,7 +29,7 @@ use serde_json::{Map, Value, json};
 
 use super::wire::{Peer, WireError, clip};
 use crate::conformance::{Adapter, AdapterError};
-use crate::engine::{EngineError, RunResult};
+use crate::engine::{EngineError, RunResult, RunSeed};
 use crate::host::{
     HostError, InvokeRequest, LogLevel, OnExecuted, ScheduleDirective, WorkflowContext,
 };
@@ -41,6 +41,10 @@ use crate::sim::{
     Driver, MemoryStore, Mode, Scenario, SimError, SimOptions, load_scenario, replay_with_driver,
     run_with_driver,
 };
+
+/// At most this many messages (calls, logs, cancels) in one turn: a candidate that never
+/// says `idle` cannot grow the trace without bound before the session deadline.
+pub const MAX_MESSAGES_PER_TURN: usize = 100_000;
 
 /// The code of a session that ended because the candidate broke the protocol.
 pub const PROTOCOL_ERROR: &str = "context_protocol";
@@ -75,8 +79,9 @@ impl Default for EngineOptions {
 pub struct Traffic {
     /// Processes started.
     pub spawns: u64,
-    /// `SIGKILL`s sent at scripted crash points.
-    pub crash_kills: u64,
+    /// `SIGKILL`s sent mid-session: at scripted crash points (and when a simulation halts
+    /// or the candidate breaks the protocol, which a passing suite never sees).
+    pub kills: u64,
     /// Context calls the candidate made (`call` messages).
     pub calls: u64,
     /// Sessions (run / resume / replay messages).
@@ -158,7 +163,7 @@ struct Answer {
 type CallFuture<'s> = Pin<Box<dyn Future<Output = Answer> + 's>>;
 
 /// How a session ended, besides a result.
-enum Ending {
+pub(crate) enum Ending {
     /// The candidate broke the protocol (or died, or timed out): `{code, message}`.
     Broken(String),
     /// The candidate's own refusal (`done` with an `error`).
@@ -167,12 +172,15 @@ enum Ending {
     Crashed,
 }
 
-/// One process life of a run: a future the simulator's executor polls.
-struct Session<'s, 'a> {
+/// One process life of a run: a future the simulator's executor polls. Generic over the
+/// context it serves, so any host (the simulator's, or a Rust seam's) can drive a
+/// candidate process; dropping it before it ended kills the candidate (a crash, a halt).
+pub(crate) struct Session<'s, C: WorkflowContext> {
     cand: &'s RefCell<Candidate>,
-    host: &'s SimHost<'a>,
-    world: &'s RefCell<World>,
+    host: &'s C,
     run_id: String,
+    /// The session ended (done, refused, crashed, broken): nothing to kill on drop.
+    ended: bool,
     outstanding: BTreeMap<u64, CallFuture<'s>>,
     ready: VecDeque<(u64, Value)>,
     /// The suite sent a message and waits for the candidate's `idle` or `done`.
@@ -182,7 +190,7 @@ struct Session<'s, 'a> {
     deadline: Instant,
 }
 
-impl<'s, 'a> Session<'s, 'a> {
+impl<'s, C: WorkflowContext> Session<'s, C> {
     fn recv(&self) -> Result<String, String> {
         let mut cand = self.cand.borrow_mut();
         let line_timeout = cand.options.line_timeout;
@@ -216,8 +224,8 @@ impl<'s, 'a> Session<'s, 'a> {
     }
 
     /// Read the candidate's lines until it is idle (`Ok(None)`) or done.
-    fn read_turn(&mut self) -> Result<Option<Result<RunResult, Ending>>, String> {
-        loop {
+    fn read_turn(&mut self) -> Result<Option<Result<(), Ending>>, String> {
+        for _ in 0..MAX_MESSAGES_PER_TURN {
             let line = self.recv()?;
             let msg: Value = serde_json::from_str(&line)
                 .map_err(|e| format!("a line that is not JSON ({e}): {}", clip(&line)))?;
@@ -258,6 +266,9 @@ impl<'s, 'a> Session<'s, 'a> {
                 }
             }
         }
+        Err(format!(
+            "more than {MAX_MESSAGES_PER_TURN} messages without an idle"
+        ))
     }
 
     fn log(&self, msg: &Value) -> Result<(), String> {
@@ -274,38 +285,19 @@ impl<'s, 'a> Session<'s, 'a> {
         Ok(())
     }
 
-    fn finish(&mut self, msg: &Value) -> Result<RunResult, Ending> {
+    fn finish(&mut self, msg: &Value) -> Result<(), Ending> {
         // Anything still outstanding is abandoned by the engine that returned.
         self.outstanding.clear();
         self.ready.clear();
-        if let Some(error) = msg.get("error") {
-            let code = error.get("code").and_then(Value::as_str);
-            return Err(match code {
-                Some(_) => Ending::Refused(error.clone()),
-                None => Ending::Broken(format!("done's error needs a code: {error}")),
-            });
+        match msg.get("error") {
+            None => Ok(()),
+            Some(error) if error.get("code").and_then(Value::as_str).is_some() => {
+                Err(Ending::Refused(error.clone()))
+            }
+            Some(error) => Err(Ending::Broken(format!(
+                "done's error needs a code: {error}"
+            ))),
         }
-        // The result is what the suite stored, never what the candidate says.
-        let stored = self
-            .host
-            .store
-            .borrow()
-            .load(&self.run_id)
-            .map_err(|e| Ending::Broken(format!("the suite's store: {e}")))?;
-        let Some(stored) = stored else {
-            return Err(Ending::Broken(format!(
-                "the candidate said done, but never checkpointed run {:?}",
-                self.run_id
-            )));
-        };
-        let state: RunState = stored.state;
-        Ok(RunResult {
-            run_id: state.run_id.clone(),
-            status: state.status,
-            output: state.output.clone(),
-            error: state.error.clone(),
-            state,
-        })
     }
 
     fn accept_call(&mut self, msg: &Value) -> Result<(), String> {
@@ -514,16 +506,24 @@ fn ok_null() -> Answer {
     }
 }
 
-impl Future for Session<'_, '_> {
-    type Output = Result<RunResult, Ending>;
+impl<C: WorkflowContext> Future for Session<'_, C> {
+    type Output = Result<(), Ending>;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = &mut *self;
         loop {
             if this.awaiting {
                 match this.read_turn() {
-                    Err(why) => return Poll::Ready(Err(Ending::Broken(why))),
-                    Ok(Some(done)) => return Poll::Ready(done),
+                    Err(why) => {
+                        this.ended = true;
+                        let mut cand = this.cand.borrow_mut();
+                        cand.kill();
+                        return Poll::Ready(Err(Ending::Broken(why)));
+                    }
+                    Ok(Some(done)) => {
+                        this.ended = true;
+                        return Poll::Ready(done);
+                    }
                     Ok(None) => this.awaiting = false,
                 }
             }
@@ -535,6 +535,8 @@ impl Future for Session<'_, '_> {
                 }
                 let message = this.stamped(message);
                 if let Err(why) = this.send(&message) {
+                    this.ended = true;
+                    this.cand.borrow_mut().kill();
                     return Poll::Ready(Err(Ending::Broken(why)));
                 }
                 this.awaiting = true;
@@ -557,30 +559,107 @@ impl Future for Session<'_, '_> {
                         }
                         let message = this.stamped(message);
                         let _ = this.send(&message);
+                        this.ended = true;
                         let mut cand = this.cand.borrow_mut();
-                        cand.traffic.crash_kills += 1;
+                        cand.traffic.kills += 1;
                         cand.kill();
                         return Poll::Ready(Err(Ending::Crashed));
                     }
                     this.ready.push_back((id, answer.message));
                 }
             }
-            let (crash, halted) = {
-                let w = this.world.borrow();
-                (w.crash_pending, w.halt.is_some())
-            };
-            if crash {
-                // crashInInvoke: the action ran, the process dies with the call outstanding.
-                let mut cand = this.cand.borrow_mut();
-                cand.traffic.crash_kills += 1;
-                cand.kill();
-                return Poll::Pending;
-            }
-            if halted || this.ready.is_empty() {
-                // Nothing can happen at this instant: the executor moves virtual time.
+            if this.ready.is_empty() {
+                // Nothing can happen at this instant: the executor moves virtual time — or,
+                // at a crash inside an invoke, drops this session (which kills the process
+                // with the invoke outstanding).
                 return Poll::Pending;
             }
         }
+    }
+}
+
+impl<C: WorkflowContext> Drop for Session<'_, C> {
+    fn drop(&mut self) {
+        if self.ended {
+            return;
+        }
+        // Dropped mid-session: a crash inside an invocation (the action ran, its result was
+        // never delivered), or a halted simulation. The process dies like a crashed host's.
+        self.outstanding.clear();
+        if let Ok(mut cand) = self.cand.try_borrow_mut() {
+            cand.traffic.kills += 1;
+            cand.kill();
+        }
+    }
+}
+
+/// What a session asks the candidate to do.
+pub(crate) enum SessionKind<'k> {
+    Run(&'k RunSeed),
+    /// After a crash (`None`), or a fired wait's token.
+    Resume(Option<&'k str>),
+    Replay(Option<&'k str>),
+}
+
+impl<'s, C: WorkflowContext> Session<'s, C> {
+    /// Start one session of the candidate against `ctx`: the `run` / `resume` / `replay`
+    /// message is sent; the returned future runs the lockstep turns until `done`.
+    pub(crate) fn open(
+        cand: &'s RefCell<Candidate>,
+        workflow: &Value,
+        idempotent: &[String],
+        kind: SessionKind<'_>,
+        ctx: &'s C,
+    ) -> Result<Self, String> {
+        let info = ctx.run();
+        let mut start = json!({
+            "workflow": workflow,
+            "run": {"id": info.id, "workflowId": info.workflow_id,
+                    "trigger": info.trigger, "attempt": info.attempt},
+            "host": {"secrets": ctx.secrets(), "documents": ctx.documents(),
+                     "schedule": ctx.supports_schedule(), "idempotentSteps": idempotent},
+        });
+        let (kind, extra) = match kind {
+            SessionKind::Run(seed) => (
+                "run",
+                json!({"seed": {"runId": seed.run_id, "trigger": seed.trigger,
+                                "variables": seed.variables}}),
+            ),
+            SessionKind::Resume(token) => ("resume", json!({"runId": info.id, "token": token})),
+            SessionKind::Replay(from) => ("replay", json!({"runId": info.id, "from": from})),
+        };
+        if let (Value::Object(m), Value::Object(x)) = (&mut start, extra) {
+            m.insert("type".into(), json!(kind));
+            m.extend(x);
+        }
+        let session_timeout = {
+            let mut cand = cand.borrow_mut();
+            cand.traffic.sessions += 1;
+            cand.running()
+                .map_err(|why| format!("the candidate engine: {why}"))?;
+            cand.options.session_timeout
+        };
+        #[allow(clippy::disallowed_methods)] // real time: a deadline on a real process
+        let deadline = Instant::now() + session_timeout;
+        let mut session = Session {
+            cand,
+            host: ctx,
+            run_id: info.id.clone(),
+            ended: false,
+            outstanding: BTreeMap::new(),
+            ready: VecDeque::new(),
+            awaiting: true,
+            last_id: 0,
+            enqueued: 0,
+            deadline,
+        };
+        let start = session.stamped(start);
+        if let Err(why) = session.send(&start) {
+            session.ended = true;
+            cand.borrow_mut().kill();
+            return Err(why);
+        }
+        Ok(session)
     }
 }
 
@@ -588,6 +667,7 @@ impl Future for Session<'_, '_> {
 pub(crate) struct RemoteEngine<'c> {
     cand: &'c RefCell<Candidate>,
     workflow: &'c Value,
+    idempotent: Vec<String>,
 }
 
 impl Driver for RemoteEngine<'_> {
@@ -598,86 +678,47 @@ impl Driver for RemoteEngine<'_> {
         host: &SimHost<'_>,
         world: &RefCell<World>,
     ) -> Exec<Result<RunResult, EngineError>> {
-        let info = host.run();
-        let idempotent: Vec<&String> = host
-            .scenario
-            .actions
-            .iter()
-            .filter(|(_, a)| a.idempotent)
-            .map(|(id, _)| id)
-            .collect();
-        let mut start = json!({
-            "workflow": self.workflow,
-            "run": {"id": info.id, "workflowId": info.workflow_id,
-                    "trigger": info.trigger, "attempt": info.attempt},
-            "host": {"secrets": host.secrets(), "documents": host.documents(),
-                     "schedule": host.supports_schedule(), "idempotentSteps": idempotent},
-        });
-        let (kind, extra) = match mode {
-            Mode::Start(seed) => (
-                "run",
-                json!({"seed": {"runId": seed.run_id, "trigger": seed.trigger,
-                                "variables": seed.variables}}),
-            ),
-            Mode::Resume => ("resume", json!({"runId": run_id, "token": null})),
-            Mode::ResumeToken(token) => ("resume", json!({"runId": run_id, "token": token})),
-            Mode::Replay(from) => ("replay", json!({"runId": run_id, "from": from})),
+        let kind = match mode {
+            Mode::Start(seed) => SessionKind::Run(seed),
+            Mode::Resume => SessionKind::Resume(None),
+            Mode::ResumeToken(token) => SessionKind::Resume(Some(token)),
+            Mode::Replay(from) => SessionKind::Replay(*from),
         };
-        if let (Value::Object(m), Value::Object(x)) = (&mut start, extra) {
-            m.insert("type".into(), json!(kind));
-            m.extend(x);
-        }
-        let session_timeout = {
-            let mut cand = self.cand.borrow_mut();
-            cand.traffic.sessions += 1;
-            if let Err(why) = cand.running() {
-                return Exec::Refused(
-                    json!({"code": PROTOCOL_ERROR, "message": format!("the candidate engine: {why}")}),
-                );
+        let session = match Session::open(self.cand, self.workflow, &self.idempotent, kind, host) {
+            Ok(s) => s,
+            Err(why) => {
+                return Exec::Refused(json!({"code": PROTOCOL_ERROR, "message": why}));
             }
-            cand.options.session_timeout
         };
-        #[allow(clippy::disallowed_methods)] // real time: a deadline on a real process
-        let deadline = Instant::now() + session_timeout;
-        let session = Session {
-            cand: self.cand,
-            host,
-            world,
-            run_id: run_id.to_owned(),
-            outstanding: BTreeMap::new(),
-            ready: VecDeque::new(),
-            awaiting: true,
-            last_id: 0,
-            enqueued: 0,
-            deadline,
-        };
-        let start = session.stamped(start);
-        if let Err(why) = session.send(&start) {
-            self.cand.borrow_mut().kill();
-            return Exec::Refused(json!({"code": PROTOCOL_ERROR, "message": why}));
-        }
-        let exec = block_on(session, world);
-        match exec {
-            Exec::Done(Ok(result)) => Exec::Done(Ok(result)),
+        match block_on(session, world) {
+            Exec::Done(Ok(())) => {}
             Exec::Done(Err(Ending::Crashed)) => {
-                Exec::Done(Err(EngineError::Host(HostError::Crashed)))
+                return Exec::Done(Err(EngineError::Host(HostError::Crashed)));
             }
-            Exec::Done(Err(Ending::Refused(error))) => Exec::Refused(error),
+            Exec::Done(Err(Ending::Refused(error))) => return Exec::Refused(error),
             Exec::Done(Err(Ending::Broken(why))) => {
-                self.cand.borrow_mut().kill();
-                Exec::Refused(json!({"code": PROTOCOL_ERROR, "message": why}))
+                return Exec::Refused(json!({"code": PROTOCOL_ERROR, "message": why}));
             }
-            Exec::Crashed => {
-                self.cand.borrow_mut().kill();
-                Exec::Crashed
-            }
-            Exec::Halted(why) => {
-                // Mid-session: the candidate's state is unknown; the next run starts fresh.
-                self.cand.borrow_mut().kill();
-                Exec::Halted(why)
-            }
-            Exec::Refused(v) => Exec::Refused(v),
+            Exec::Crashed => return Exec::Crashed,
+            Exec::Halted(why) => return Exec::Halted(why),
+            Exec::Refused(v) => return Exec::Refused(v),
         }
+        // The result is what the suite stored, never what the candidate says.
+        let stored = match host.store.borrow().load(run_id) {
+            Ok(Some(stored)) => stored.state,
+            Ok(None) => {
+                return Exec::Refused(json!({"code": PROTOCOL_ERROR, "message": format!(
+                    "the candidate said done, but never checkpointed run {run_id:?}")}));
+            }
+            Err(e) => return Exec::Halted(format!("the suite's store: {e}")),
+        };
+        Exec::Done(Ok(RunResult {
+            run_id: stored.run_id.clone(),
+            status: stored.status,
+            output: stored.output.clone(),
+            error: stored.error.clone(),
+            state: stored,
+        }))
     }
 }
 
@@ -814,9 +855,16 @@ impl EngineProcess {
             .unwrap_or_default()
             .to_owned();
         let options = SimOptions::default();
+        let idempotent: Vec<String> = scenario
+            .actions
+            .iter()
+            .filter(|(_, a)| a.idempotent)
+            .map(|(id, _)| id.clone())
+            .collect();
         let driver = Box::new(RemoteEngine {
             cand: &self.cand,
             workflow,
+            idempotent,
         });
         let (original_id, salt, result) = if replay {
             let Some(run) = request.get("run") else {

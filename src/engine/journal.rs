@@ -97,7 +97,7 @@ impl Journal {
     ) -> Result<(), EngineError> {
         let _one_in_flight = self.lock.lock().await;
         ctx.checkpoint(&patch).await?;
-        self.state.borrow_mut().apply(&patch);
+        self.state.borrow_mut().apply_owned(patch);
         Ok(())
     }
 
@@ -146,7 +146,7 @@ impl Journal {
         patch.step_errors = extras.step_errors;
         patch.extra.extend(extras.extra);
         ctx.checkpoint(&patch).await?;
-        self.state.borrow_mut().apply(&patch);
+        self.state.borrow_mut().apply_owned(patch);
         Ok(())
     }
 

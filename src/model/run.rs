@@ -259,42 +259,61 @@ impl RunState {
     /// - each entry of `steps` replaces that step's whole record (upsert, order kept);
     /// - `stepErrors` entries are appended; `extra` keys are set (`null` removes).
     pub fn apply(&mut self, patch: &RunStatePatch) {
-        if patch.reset_steps {
+        self.apply_owned(patch.clone());
+    }
+
+    /// [`RunState::apply`] taking the patch by value: its records move into the state
+    /// instead of being copied (the engine folds each checkpoint it made this way).
+    pub fn apply_owned(&mut self, patch: RunStatePatch) {
+        let RunStatePatch {
+            run_id: _,
+            workflow_id,
+            reset_steps,
+            status,
+            variables,
+            output,
+            error,
+            clear,
+            steps,
+            step_errors,
+            extra,
+        } = patch;
+        if reset_steps {
             self.steps.clear();
             self.output = None;
             self.error = None;
         }
-        if let Some(w) = &patch.workflow_id {
-            self.workflow_id.clone_from(w);
+        if let Some(w) = workflow_id {
+            self.workflow_id = w;
         }
-        if let Some(status) = patch.status {
+        if let Some(status) = status {
             self.status = status;
         }
-        if let Some(vars) = &patch.variables {
-            self.variables.clone_from(vars);
+        if let Some(vars) = variables {
+            self.variables = vars;
         }
-        for field in &patch.clear {
+        for field in &clear {
             match field {
                 PatchField::Output => self.output = None,
                 PatchField::Error => self.error = None,
                 PatchField::StepErrors => self.step_errors.clear(),
             }
         }
-        if let Some(output) = &patch.output {
-            self.output = Some(output.clone());
+        if let Some(output) = output {
+            self.output = Some(output);
         }
-        if let Some(error) = &patch.error {
-            self.error = Some(error.clone());
+        if let Some(error) = error {
+            self.error = Some(error);
         }
-        for (id, exec) in &patch.steps {
-            self.steps.insert(id.clone(), exec.clone());
+        for (id, exec) in steps {
+            self.steps.insert(id, exec);
         }
-        self.step_errors.extend(patch.step_errors.iter().cloned());
-        for (k, v) in &patch.extra {
+        self.step_errors.extend(step_errors);
+        for (k, v) in extra {
             if v.is_null() {
-                self.extra.remove(k);
+                self.extra.remove(&k);
             } else {
-                self.extra.insert(k.clone(), v.clone());
+                self.extra.insert(k, v);
             }
         }
     }

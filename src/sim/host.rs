@@ -74,12 +74,15 @@ impl WorkflowContext for SimHost<'_> {
     }
 
     async fn invoke(&self, req: InvokeRequest) -> Result<Value, InvokeError> {
-        let script = self
-            .scenario
-            .actions
-            .get(&req.step_id)
-            .cloned()
-            .unwrap_or_default();
+        // Borrowed, not copied: a script can hold many outcomes.
+        let unscripted;
+        let script = match self.scenario.actions.get(&req.step_id) {
+            Some(s) => s,
+            None => {
+                unscripted = super::scenario::ActionScript::default();
+                &unscripted
+            }
+        };
         let over_budget = {
             let mut w = self.world.borrow_mut();
             let over = w.snap.total_invocations >= INVOCATIONS_MAX;
@@ -224,12 +227,16 @@ impl WorkflowContext for SimHost<'_> {
     }
 
     async fn checkpoint(&self, patch: &RunStatePatch) -> Result<(), HostError> {
-        let mut patch = patch.clone();
-        // SEC-1: nothing secret reaches a store.
-        self.scrub.patch(&mut patch);
-        let bytes = serde_json::to_vec(&patch)
-            .map(|b| b.len() as u64)
-            .unwrap_or(0);
+        // SEC-1: nothing secret reaches a store (a copy only when there is a secret to scrub).
+        let patch: std::borrow::Cow<'_, RunStatePatch> = if self.scrub.is_empty() {
+            std::borrow::Cow::Borrowed(patch)
+        } else {
+            let mut p = patch.clone();
+            self.scrub.patch(&mut p);
+            std::borrow::Cow::Owned(p)
+        };
+        let patch = patch.as_ref();
+        let bytes = serialized_len(patch);
         let n = {
             let mut w = self.world.borrow_mut();
             if self.role == Role::Top {
@@ -243,11 +250,11 @@ impl WorkflowContext for SimHost<'_> {
         let stored = {
             let mut store = self.store.borrow_mut();
             if !store.keeps_world() {
-                store.checkpoint(&patch, &super::world::WorldSnapshot::default())
+                store.checkpoint(patch, &super::world::WorldSnapshot::default())
             } else if self.role == Role::Top {
                 let mut w = self.world.borrow_mut();
                 let changed = std::mem::take(&mut w.counts_changed);
-                let r = store.checkpoint_changes(&patch, &w.snap, &changed);
+                let r = store.checkpoint_changes(patch, &w.snap, &changed);
                 if r.is_err() {
                     // Not durable: the next checkpoint must still carry these.
                     let mut changed = changed;
@@ -256,7 +263,7 @@ impl WorkflowContext for SimHost<'_> {
                 }
                 r
             } else {
-                store.checkpoint(&patch, &self.world.borrow().snap)
+                store.checkpoint(patch, &self.world.borrow().snap)
             }
         };
         if let Err(e) = stored {
@@ -269,17 +276,17 @@ impl WorkflowContext for SimHost<'_> {
             return Err(HostError::Store(e.0));
         }
         if let Some(acked) = self.acked.borrow_mut().as_mut() {
-            acked.checkpoint(&patch, n);
+            acked.checkpoint(patch, n);
         }
-        let keep_patch = self.world.borrow().keep_trace || self.world.borrow().sink.is_some();
-        let mut fields = json!({"n": n, "bytes": bytes});
-        if keep_patch && let Value::Object(m) = &mut fields {
-            m.insert(
-                "patch".into(),
-                serde_json::to_value(&patch).unwrap_or_default(),
-            );
+        let tracing = {
+            let w = self.world.borrow();
+            w.keep_trace || w.sink.is_some()
+        };
+        if tracing {
+            let fields = json!({"n": n, "bytes": bytes,
+                                "patch": serde_json::to_value(patch).unwrap_or_default()});
+            self.event("checkpoint", fields);
         }
-        self.event("checkpoint", fields);
         if self.role == Role::Child {
             return Ok(());
         }
@@ -627,4 +634,23 @@ fn is_wrapped_child_failure(message: &str) -> bool {
     message.starts_with("run ")
         && message.contains(" of workflow ")
         && message.contains(" failed: ")
+}
+
+/// The length of `patch`'s JSON, counted without building it.
+fn serialized_len(patch: &RunStatePatch) -> u64 {
+    struct Count(u64);
+    impl std::io::Write for Count {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += buf.len() as u64;
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    match serde_json::to_writer(&mut count, patch) {
+        Ok(()) => count.0,
+        Err(_) => 0,
+    }
 }
