@@ -2,7 +2,7 @@
 //! installed `w6w-sim` runs the suite from any directory (issue 9 item 7).
 //!
 //! Writes `$OUT_DIR/embedded_cases.rs`: one `(relative path, include_str!)` entry per
-//! `conformance/cases/*.json` and `examples/*.json`. Cargo re-runs this script when
+//! `conformance/cases/*.json` and `examples/*.{json,xml,yaml,yml}`. Cargo re-runs this script when
 //! anything in either folder changes, so an added case file is embedded on the next build.
 
 use std::fmt::Write as _;
@@ -24,7 +24,12 @@ fn main() {
             .filter_map(|e| e.ok())
             .filter(|e| e.path().is_file())
             .filter_map(|e| e.file_name().into_string().ok())
-            .filter(|n| n.ends_with(".json"))
+            // JSON, and the dialect sources a case includes as text (`$text`).
+            .filter(|n| {
+                [".json", ".xml", ".yaml", ".yml"]
+                    .iter()
+                    .any(|ext| n.ends_with(ext))
+            })
             .collect();
         names.sort();
         for name in names {

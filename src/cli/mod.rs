@@ -14,6 +14,7 @@ use clap::{Parser, Subcommand};
 
 mod conformance;
 mod context;
+mod dialect;
 mod input;
 mod matrix;
 mod model;
@@ -45,6 +46,9 @@ enum Command {
     Matrix(matrix::MatrixCommand),
     #[command(flatten)]
     Context(context::ContextCommand),
+    /// `import`: WOML / YAML documents into w6w (issue 10).
+    #[command(flatten)]
+    Dialect(dialect::DialectCommand),
 }
 
 /// Entry point of the `w6w-sim` binary.
@@ -57,6 +61,7 @@ pub fn main() -> ExitCode {
         Command::Sim(cmd) => sim::main(cmd),
         Command::Matrix(cmd) => matrix::main(cmd),
         Command::Context(cmd) => context::main(cmd),
+        Command::Dialect(cmd) => dialect::main(cmd),
     }
 }
 

@@ -199,7 +199,16 @@ impl<H: HostAdapter> Adapter for EngineOnHost<H> {
 
     fn handle(&mut self, request: &Value) -> Result<Value, AdapterError> {
         let op = request.get("op").and_then(Value::as_str);
+        // Issue 10: a WOML / YAML run is imported, then run on the host's store like any.
+        if op == Some("run") && request.get("dialect").is_some() {
+            return Ok(match self.host.storage() {
+                Ok(factory) => crate::dialect::ops::run_on(request, factory),
+                Err(e) => json!({"error": {"code": "store_error",
+                                           "message": format!("the host could not provide a store: {}: {e}", e.code())}}),
+            });
+        }
         Ok(match op {
+            Some("validate") if request.get("dialect").is_some() => crate::service::handle(request),
             Some("run" | "replay") => match self.host.storage() {
                 Ok(factory) if op == Some("run") => crate::sim::ops::run_on_host(request, factory),
                 Ok(factory) => crate::sim::ops::replay_on_host(request, factory),
