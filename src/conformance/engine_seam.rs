@@ -85,10 +85,23 @@ impl<E: EngineAdapter> Adapter for EngineOnSim<E> {
     fn handle(&mut self, request: &Value) -> Result<Value, AdapterError> {
         let factory = self.engine.factory();
         let options = SimOptions::default();
-        Ok(match request.get("op").and_then(Value::as_str) {
-            Some("run") => crate::sim::ops::run_with(request, |workflow, scenario| {
+        let run = |plain: &Value| {
+            crate::sim::ops::run_with(plain, |workflow, scenario| {
                 crate::sim::run_engine(factory, workflow, scenario, &options)
-            }),
+            })
+        };
+        let op = request.get("op").and_then(Value::as_str);
+        // A WOML / YAML run: the suite imports it, the engine runs the plain w6w request.
+        if op == Some("run") && request.get("dialect").is_some() {
+            let answer: Result<Value, std::convert::Infallible> =
+                crate::dialect::ops::run_with(request, |plain| Ok(run(plain)));
+            return Ok(match answer {
+                Ok(v) => v,
+                Err(never) => match never {},
+            });
+        }
+        Ok(match op {
+            Some("run") => run(request),
             Some("replay") => {
                 crate::sim::ops::replay_with(request, |workflow, scenario, original, from| {
                     crate::sim::replay_engine(factory, workflow, scenario, original, from, &options)
