@@ -15,7 +15,7 @@ use super::jsonlogic::{Dialect, ExprCode, ExprError, Logic, lookup_root};
 use super::limits::MAX_NESTING_DEPTH;
 use super::resolve::{ResolveCode, ResolveError, ResolveMode, ResolveOptions, Resolved};
 use super::scope::{DataRoot, RunScope};
-use super::template::{Mode, Part, TemplateTooLarge, parse, part_is_anchored};
+use super::template::{Mode, Part, TemplateTooLarge, parse, root_anchor};
 use super::value::{Val, template_string};
 
 /// A path reference (`$`, a var part, a `{{ path }}` marker), split once.
@@ -288,21 +288,15 @@ fn text_value(raw: &Value) -> Option<String> {
     }
 }
 
-/// TPL-1…8: a string resolves iff it has ≥1 marker, no unterminated `{{`, and every
-/// marker is rooted; otherwise it is the original string, byte-identical.
+/// TPL-1…8: a string resolves iff [`root_anchor`] says so (≥1 marker, no unterminated
+/// `{{`, every marker rooted — the same decision the `parse` op's `rootAnchored` path
+/// uses); otherwise it is the original string, byte-identical.
 fn compile_string(s: &str, dialect: Dialect, pointer: &str) -> Result<CNode, ResolveError> {
-    let literal = || Ok(CNode::Literal(Value::String(s.to_owned())));
-    if !s.contains("{{") {
-        return literal();
-    }
-    let parsed = parse(s, Mode::Editor).map_err(|e| template_error(e, pointer))?;
-    let has_marker = parsed.parts.iter().any(|p| !matches!(p, Part::Text(_)));
-    let anchored = crate::mutants::all_anchored(parsed.parts.iter().all(part_is_anchored));
-    if !has_marker || parsed.unterminated || !anchored {
-        return literal();
-    }
-    let mut out = Vec::with_capacity(parsed.parts.len());
-    for part in parsed.parts {
+    let Some(parts) = root_anchor(s).map_err(|e| template_error(e, pointer))? else {
+        return Ok(CNode::Literal(Value::String(s.to_owned())));
+    };
+    let mut out = Vec::with_capacity(parts.len());
+    for part in parts {
         out.push(match part {
             Part::Text(t) => CPart::Text(t),
             Part::Var(r) => CPart::Var(PathRef::new(&r)),
