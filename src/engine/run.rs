@@ -14,7 +14,7 @@ use super::{EngineError, RunResult, RunSeed, StepKind};
 use crate::expr::{CompiledWith, Dialect, ResolveError, RunScope};
 use crate::host::{LogLevel, WorkflowContext};
 use crate::model::{RunState, RunStatus, StepStatus, ValidationCode, ValidationError, Workflow};
-use crate::plan::Plan;
+use crate::plan::{ControlKind, Plan};
 
 pub(crate) use super::walk::GraphOutcome;
 
@@ -87,7 +87,18 @@ impl<'w> Engine<'w> {
         let compiled = workflow
             .steps
             .iter()
-            .map(|s| CompiledWith::compile_with(s.with.as_ref().unwrap_or(&empty), dialect))
+            .enumerate()
+            .map(|(i, s)| {
+                let with = s.with.as_ref().unwrap_or(&empty);
+                let compiled = CompiledWith::compile_with(with, dialect);
+                // Companion §1.10: a merge entry made of one marker keeps its type (D-71).
+                match plan.controls.control(i).map(|c| c.kind) {
+                    Some(ControlKind::Merge) => {
+                        compiled.map(|c| c.with_single_reference_entries(with))
+                    }
+                    _ => compiled,
+                }
+            })
             .collect();
         Ok(Engine {
             workflow,

@@ -121,6 +121,40 @@ impl CompiledWith {
         Ok(CompiledWith { params, dialect })
     }
 
+    /// Companion §1.10 single-reference rule (CTRL-8, D-71), applied by the engine to a
+    /// `merge` step's with block: an `entries[k].value` that is a template string made of
+    /// exactly one rooted var marker and nothing else (`"{{ steps.a.output.n }}"`) is one
+    /// reference and keeps the referenced value's type, exactly as `{"$": ref}` does.
+    /// Any other string — text around the marker, two markers, a secret, `=` or chain
+    /// marker, an unrooted or unterminated one — resolves as an ordinary with value.
+    pub fn with_single_reference_entries(mut self, with: &Map<String, Value>) -> Self {
+        let Some(Value::Array(sources)) = with.get("entries") else {
+            return self;
+        };
+        for (name, _, node) in &mut self.params {
+            let CNode::Array(items) = node else {
+                continue;
+            };
+            if name != "entries" {
+                continue;
+            }
+            for ((_, item), source) in items.iter_mut().zip(sources) {
+                let (CNode::Object(fields), Some(Value::String(text))) =
+                    (item, source.get("value"))
+                else {
+                    continue;
+                };
+                let Some(path) = single_var_marker(text) else {
+                    continue;
+                };
+                if let Some((_, _, value)) = fields.iter_mut().find(|(k, _, _)| k == "value") {
+                    *value = CNode::Path(path);
+                }
+            }
+        }
+        self
+    }
+
     /// Resolve against a scope in a mode.
     pub fn resolve(&self, scope: &RunScope, mode: ResolveMode) -> Result<Resolved, ResolveError> {
         self.resolve_with_options(
@@ -285,6 +319,14 @@ fn text_value(raw: &Value) -> Option<String> {
     match raw.get("value")? {
         Value::String(_) | Value::Null => None,
         other => template_string(&Val::from_json(other)),
+    }
+}
+
+/// A root-anchored template whose only part is one non-empty var marker.
+fn single_var_marker(text: &str) -> Option<PathRef> {
+    match root_anchor(text).ok()??.as_slice() {
+        [Part::Var(r)] if !r.is_empty() => Some(PathRef::new(r)),
+        _ => None,
     }
 }
 
