@@ -175,7 +175,8 @@ impl<'w> Engine<'w> {
     }
 
     /// Continue a run: after a crash (`token` `None`), or a run suspended by a `wait`
-    /// with the token that wait gave `schedule` (CTRL-7, engine.md invariant 8).
+    /// with the token that wait gave `schedule` (CTRL-7, engine.md invariant 8). A token
+    /// resume runs inside the run-level ladder (D-72); a crash resume never does (RUNERR-4).
     pub async fn resume_with<C: WorkflowContext>(
         &self,
         run_id: &str,
@@ -268,10 +269,23 @@ impl<'w> Engine<'w> {
                     .and_then(|v| v.as_str().map(str::to_owned))
             }
         };
+        // D-72: a run a fired `wait` resumed is the run going on — the authored ladder holds
+        // for it, counting the attempts already made. Only a crash-resumed execution (no
+        // token: a host redelivery) skips the ladder (RUNERR-4).
+        let woken_by_wait = token.is_some();
         let rc = RunCtx {
             call_depth,
             resume_token,
         };
+        if woken_by_wait {
+            let attempt = journal
+                .extra("runAttempt")
+                .and_then(|v| v.as_u64())
+                .unwrap_or(1)
+                .max(1);
+            let carried = super::replay::Carried::default();
+            return self.ladder_from(ctx, journal, &carried, rc, attempt).await;
+        }
         let outcome = self.drive_with(ctx, &journal, &rc).await?;
         self.finalize(ctx, journal, outcome).await
     }
