@@ -9,6 +9,7 @@
 //! - [`host`] — the `WorkflowContext` host contract: the engine's only door to the world.
 //! - [`engine`] — run / resume / replay, retry, routing, checkpoints.
 //! - [`sim`] — the deterministic simulated host (virtual clock, faults, stores, trace).
+//! - [`dialect`] — WOML and YAML front-ends: validated with positions, imported into w6w.
 //! - [`conformance`] — case format, checker, clause coverage.
 //! - [`context_protocol`] — the engine and host seams across a process boundary.
 //! - [`mutants`] — deliberately broken behaviours the conformance suite must catch (inert
@@ -24,6 +25,7 @@
 pub mod cli;
 pub mod conformance;
 pub mod context_protocol;
+pub mod dialect;
 pub mod engine;
 pub mod expr;
 pub mod host;

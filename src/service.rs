@@ -25,6 +25,10 @@ pub fn handle(request: &Value) -> Value {
     let Some(op) = obj.get("op").and_then(Value::as_str) else {
         return bad_request("a request needs a string \"op\" field");
     };
+    // Issue 10: `import`, and `validate` / `run` with a `dialect` (WOML, YAML).
+    if let Some(response) = crate::dialect::ops::handle(op, request) {
+        return response;
+    }
     match op {
         "validate" => crate::model::ops::validate(request),
         "plan" => crate::model::ops::plan(request),
@@ -36,7 +40,7 @@ pub fn handle(request: &Value) -> Value {
         "run" => crate::sim::ops::run(request),
         "replay" => crate::sim::ops::replay(request),
         other => bad_request(format!(
-            "unknown op {other:?}; known ops: validate, plan, saves, logic, resolve, parse, serialize, run, replay"
+            "unknown op {other:?}; known ops: validate, plan, saves, logic, resolve, parse, serialize, run, replay, import"
         )),
     }
 }

@@ -14,6 +14,7 @@ use clap::{Parser, Subcommand};
 
 mod conformance;
 mod context;
+mod dialect;
 mod input;
 mod model;
 mod sim;
@@ -42,6 +43,9 @@ enum Command {
     Sim(sim::SimCommand),
     #[command(flatten)]
     Context(context::ContextCommand),
+    /// `import`: WOML / YAML documents into w6w (issue 10).
+    #[command(flatten)]
+    Dialect(dialect::DialectCommand),
 }
 
 /// Entry point of the `w6w-sim` binary.
@@ -53,6 +57,7 @@ pub fn main() -> ExitCode {
         Command::Conf(c) => conformance::main(c),
         Command::Sim(cmd) => sim::main(cmd),
         Command::Context(cmd) => context::main(cmd),
+        Command::Dialect(cmd) => dialect::main(cmd),
     }
 }
 

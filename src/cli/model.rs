@@ -42,7 +42,14 @@ pub(crate) struct ValidateArgs {
     /// re-checked against the key grammar (MODEL-5). Without it, each file is a first save.
     #[arg(long, value_name = "FILE")]
     previous: Option<PathBuf>,
-    /// Workflow documents (JSON). `-` reads standard input.
+    /// Force the dialect of every file (`w6w`, `woml`, `yaml`); by default `.xml`/`.woml`
+    /// are WOML, `.yaml`/`.yml` YAML, anything else w6w JSON.
+    #[arg(long, value_parser = super::dialect::parse_dialect)]
+    dialect: Option<crate::dialect::Dialect>,
+    /// Action input schemas for YAML documents (YML-3).
+    #[arg(long, value_name = "FILE")]
+    manifest: Option<PathBuf>,
+    /// Workflow documents (JSON, WOML or YAML). `-` reads standard input.
     #[arg(required = true, value_name = "FILE")]
     files: Vec<PathBuf>,
 }
@@ -81,9 +88,47 @@ fn validate(args: &ValidateArgs) -> ExitCode {
     let opts = ValidateOptions {
         runnable: args.runnable,
     };
+    let manifest = match super::dialect::load_manifest(args.manifest.as_deref()) {
+        Ok(m) => m,
+        Err((m, code)) => {
+            eprintln!("w6w-sim validate: {m}");
+            return ExitCode::from(code);
+        }
+    };
     let mut stdout = std::io::stdout().lock();
     let (mut valid, mut invalid, mut unreadable) = (0usize, 0usize, 0usize);
     for path in &args.files {
+        // Issue 10: WOML and YAML documents go to their front-end.
+        let dialect = args
+            .dialect
+            .unwrap_or_else(|| crate::dialect::Dialect::from_path(path));
+        if dialect != crate::dialect::Dialect::W6w {
+            use super::dialect::Checked;
+            let line =
+                match super::dialect::validate_file(path, dialect, manifest.as_ref(), args.json) {
+                    Checked::Valid(l) => {
+                        valid += 1;
+                        l
+                    }
+                    Checked::Invalid(l) => {
+                        invalid += 1;
+                        l
+                    }
+                    Checked::Unreadable(l) if args.json => {
+                        unreadable += 1;
+                        l
+                    }
+                    Checked::Unreadable(l) => {
+                        unreadable += 1;
+                        eprintln!("w6w-sim validate: {l}");
+                        continue;
+                    }
+                };
+            if writeln!(stdout, "{line}").is_err() {
+                return ExitCode::from(2);
+            }
+            continue;
+        }
         let file = display_name(path);
         let outcome = load_json(path).map(|doc| validate_save(&doc, previous.as_ref(), opts));
         let line = match &outcome {

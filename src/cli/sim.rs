@@ -34,8 +34,11 @@ pub(crate) enum SimCommand {
 
 #[derive(Debug, clap::Args)]
 pub(crate) struct RunArgs {
-    /// The workflow document (JSON).
+    /// The workflow document: w6w JSON, or WOML (.xml, .woml) / YAML (.yaml, .yml).
     workflow: PathBuf,
+    /// Force the workflow's dialect (`w6w`, `woml`, `yaml`) instead of its extension.
+    #[arg(long, value_parser = super::dialect::parse_dialect)]
+    dialect: Option<crate::dialect::Dialect>,
     /// The scenario that drives the simulator (JSON).
     #[arg(long)]
     scenario: PathBuf,
@@ -207,14 +210,24 @@ fn run_file_is_journal(path: &Path) -> bool {
 }
 
 fn run_cmd(a: RunArgs) -> Result<(), Fail> {
-    let workflow = sim::load_workflow(&read_json(&a.workflow, "workflow")?)?;
-    let scenario = sim::load_scenario(&read_json(&a.scenario, "scenario")?)?;
     let options = SimOptions {
         store: store_choice(&a.store),
         abort_after_checkpoint: abort_hook(a.abort_after_checkpoint)?,
         keep_trace: false,
         stop_at_suspend: a.stop_at_suspend,
     };
+    let dialect = a
+        .dialect
+        .unwrap_or_else(|| crate::dialect::Dialect::from_path(&a.workflow));
+    if dialect != crate::dialect::Dialect::W6w {
+        // Issue 10: a WOML or YAML document, imported and run on the same engine.
+        let scenario = read_json(&a.scenario, "scenario")?;
+        let sink = trace_sink(a.trace.as_deref())?;
+        return super::dialect::run(&a.workflow, dialect, &scenario, &options, sink)
+            .map_err(|(m, code)| Fail(m, code));
+    }
+    let workflow = sim::load_workflow(&read_json(&a.workflow, "workflow")?)?;
+    let scenario = sim::load_scenario(&read_json(&a.scenario, "scenario")?)?;
     let report = sim::run(
         &workflow,
         &scenario,

@@ -126,7 +126,16 @@ impl<H: HostAdapter> Adapter for EngineOnHost<H> {
 
     fn handle(&mut self, request: &Value) -> Result<Value, AdapterError> {
         let op = request.get("op").and_then(Value::as_str);
+        // Issue 10: a WOML / YAML run is imported, then run on the host's store like any.
+        if op == Some("run") && request.get("dialect").is_some() {
+            return Ok(match self.host.open_store() {
+                Ok(store) => crate::dialect::ops::run_on(request, store),
+                Err(e) => json!({"error": {"code": "store_error",
+                                           "message": format!("the host could not open a store: {e}")}}),
+            });
+        }
         Ok(match op {
+            Some("validate") if request.get("dialect").is_some() => crate::service::handle(request),
             Some("run" | "replay") => match self.host.open_store() {
                 Ok(store) if op == Some("run") => crate::sim::ops::run_on(request, store),
                 Ok(store) => crate::sim::ops::replay_on(request, store),

@@ -212,11 +212,13 @@ fn resolve_includes(path: &Path, value: &mut Value, problems: &mut Vec<LoadProbl
             continue;
         };
         for (field, v) in request.iter_mut() {
-            let Some(target) = v
-                .as_object()
-                .filter(|o| o.len() == 1)
-                .and_then(|o| o.get("$file"))
-            else {
+            // `{"$text": "path"}` (issue 10): the file's text as a string — a WOML or YAML
+            // example's `source`.
+            let Some((as_text, target)) = v.as_object().filter(|o| o.len() == 1).and_then(|o| {
+                o.get("$file")
+                    .map(|t| (false, t))
+                    .or_else(|| o.get("$text").map(|t| (true, t)))
+            }) else {
                 continue;
             };
             let pointer = format!("/cases/{i}/request/{}", escape_token(field));
@@ -229,7 +231,12 @@ fn resolve_includes(path: &Path, value: &mut Value, problems: &mut Vec<LoadProbl
                 });
                 continue;
             };
-            match read_json(&base.join(rel)) {
+            let included = if as_text {
+                read_text(&base.join(rel)).map(Value::String)
+            } else {
+                read_json(&base.join(rel))
+            };
+            match included {
                 Ok(included) => *v = included,
                 Err(e) => problems.push(LoadProblem {
                     code: "include",
@@ -243,6 +250,20 @@ fn resolve_includes(path: &Path, value: &mut Value, problems: &mut Vec<LoadProbl
 }
 
 fn read_json(path: &Path) -> Result<Value, LoadProblem> {
+    let text = read_text(path)?;
+    serde_json::from_str(&text).map_err(|e| LoadProblem {
+        code: "json_syntax",
+        file: Some(path.to_path_buf()),
+        pointer: None,
+        message: format!(
+            "not valid JSON (line {}, column {}): {e}",
+            e.line(),
+            e.column()
+        ),
+    })
+}
+
+fn read_text(path: &Path) -> Result<String, LoadProblem> {
     let problem = |code, message| LoadProblem {
         code,
         file: Some(path.to_path_buf()),
@@ -258,18 +279,7 @@ fn read_json(path: &Path) -> Result<Value, LoadProblem> {
             format!("{len} bytes is larger than the {MAX_CASE_FILE_BYTES}-byte limit"),
         ));
     }
-    let text =
-        std::fs::read_to_string(path).map_err(|e| problem("io", format!("cannot read: {e}")))?;
-    serde_json::from_str(&text).map_err(|e| {
-        problem(
-            "json_syntax",
-            format!(
-                "not valid JSON (line {}, column {}): {e}",
-                e.line(),
-                e.column()
-            ),
-        )
-    })
+    std::fs::read_to_string(path).map_err(|e| problem("io", format!("cannot read: {e}")))
 }
 
 /// Collects problems for one file, each with its pointer.

@@ -31,6 +31,7 @@
 //! A top-level request field written `{"$file": "relative/path.json"}` is replaced at load
 //! time by that file's JSON (relative to the case file), so `conformance/cases/examples.json`
 //! runs the bundled `examples/` without copying them; adapters always receive plain JSON.
+//! `{"$text": "relative/path"}` is replaced by the file's text (a WOML or YAML `source`).
 //!
 //! Loading ([`Suite::load`]) lints every file before any case runs and reports every
 //! problem with its file and JSON Pointer: unknown fields (keys starting with `$`, such as

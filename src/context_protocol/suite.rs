@@ -942,6 +942,11 @@ impl Adapter for EngineProcess {
 
     fn handle(&mut self, request: &Value) -> Result<Value, AdapterError> {
         match request.get("op").and_then(Value::as_str) {
+            // Issue 10: a WOML / YAML document is imported by the suite, then run by the
+            // candidate engine like any w6w workflow.
+            Some("run") if request.get("dialect").is_some() => {
+                crate::dialect::ops::run_with(request, |plain| self.session(plain, false))
+            }
             Some("run") => self.session(request, false),
             Some("replay") => self.session(request, true),
             _ => self.op(request),

@@ -31,7 +31,10 @@ use crate::model::{RunState, RunStatus, StepError, ValidationError};
 
 pub use control::{CALL_DEPTH_MAX, FOREACH_ITEMS_MAX};
 pub use meta::{META_STRING_UTF16_MAX, normalize_meta};
-pub use retry::{WAIT_MS_MAX, retry_allowed, wait_before_attempt_ms};
+pub use retry::{
+    EXT_MAX_DELAY_MS, EXT_RETRY_ON, WAIT_MS_MAX, retry_allowed, retry_allowed_by,
+    wait_before_attempt_ms,
+};
 pub use run::{DIALECT_KEY, Engine, workflow_dialect};
 pub use vars::seed_variables;
 

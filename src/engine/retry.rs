@@ -8,6 +8,21 @@ use crate::model::{Backoff, Phase, RetryPolicy, StepError};
 /// RETRY-5: no single computed wait between two attempts exceeds this (WF 2026-10-04).
 pub const WAIT_MS_MAX: u64 = 300_000;
 
+pub use crate::model::{EXT_MAX_DELAY_MS, EXT_RETRY_ON};
+
+/// [`retry_allowed`] narrowed by the policy's [`EXT_RETRY_ON`] list, when it has one.
+pub fn retry_allowed_by(policy: Option<&RetryPolicy>, error: &StepError, idempotent: bool) -> bool {
+    let listed = match policy.and_then(|p| p.extra.get(EXT_RETRY_ON)) {
+        None => true,
+        Some(serde_json::Value::Array(codes)) => {
+            codes.iter().any(|c| c.as_str() == Some(&error.code))
+        }
+        // A malformed list is refused at save time; if one gets here, fail closed.
+        Some(_) => false,
+    };
+    listed && retry_allowed(error, idempotent)
+}
+
 /// The engine's classification of retry safety (WF § StepError `retryable`; companion §3.4).
 ///
 /// - `auth` is never retried (RETRY-1);
@@ -41,6 +56,15 @@ pub fn wait_before_attempt_ms(policy: Option<&RetryPolicy>, next_attempt: u64) -
             let exponent = next_attempt.saturating_sub(2).min(1023) as i32;
             base * 2f64.powi(exponent)
         }
+    };
+    // D-32 / WOML-10: the policy's own cap, when it declares one, comes first.
+    let raw = match policy
+        .extra
+        .get(EXT_MAX_DELAY_MS)
+        .and_then(serde_json::Value::as_f64)
+    {
+        Some(cap) if cap >= 0.0 => raw.min(cap),
+        _ => raw,
     };
     let capped = crate::mutants::capped_wait(raw, raw.min(WAIT_MS_MAX as f64)); // RETRY-5 mutant
     if capped.is_nan() || capped <= 0.0 {
@@ -95,5 +119,59 @@ mod tests {
         let frac = policy(json!({"maxAttempts": 2, "delayMs": 0.2}));
         assert_eq!(wait_before_attempt_ms(Some(&frac), 2), 1);
         assert_eq!(wait_before_attempt_ms(None, 2), 0);
+    }
+
+    #[test]
+    fn the_max_delay_extension_caps_before_the_ceiling() {
+        let capped = policy(
+            json!({"maxAttempts": 6, "backoff": "exponential", "delayMs": 1000,
+            "x-w6w-maxDelayMs": 3000}),
+        );
+        let waits: Vec<u64> = (2..=6)
+            .map(|n| wait_before_attempt_ms(Some(&capped), n))
+            .collect();
+        assert_eq!(waits, [1000, 2000, 3000, 3000, 3000]);
+        let above = policy(
+            json!({"maxAttempts": 9, "backoff": "exponential", "delayMs": 1000,
+            "x-w6w-maxDelayMs": 3_600_000}),
+        );
+        assert_eq!(wait_before_attempt_ms(Some(&above), 9), 128_000);
+        assert_eq!(
+            wait_before_attempt_ms(Some(&above), 20),
+            300_000,
+            "RETRY-5 still holds"
+        );
+    }
+
+    #[test]
+    fn the_retry_on_extension_only_narrows() {
+        let only = policy(json!({"maxAttempts": 3, "x-w6w-retryOn": ["script_threw"]}));
+        let mut threw = err(Phase::Execute, true);
+        threw.code = "script_threw".into();
+        let mut timeout = err(Phase::Execute, true);
+        timeout.code = "timeout".into();
+        assert!(retry_allowed_by(Some(&only), &threw, false));
+        assert!(
+            !retry_allowed_by(Some(&only), &timeout, true),
+            "unlisted: never retried"
+        );
+        let mut auth = err(Phase::Auth, true);
+        auth.code = "script_threw".into();
+        assert!(
+            !retry_allowed_by(Some(&only), &auth, true),
+            "RETRY-1 still holds"
+        );
+        let mut not_retryable = threw.clone();
+        not_retryable.retryable = false;
+        assert!(
+            !retry_allowed_by(Some(&only), &not_retryable, false),
+            "RETRY-2 still holds"
+        );
+        assert!(retry_allowed_by(None, &timeout, false));
+        let bad = policy(json!({"maxAttempts": 3, "x-w6w-retryOn": "script_threw"}));
+        assert!(
+            !retry_allowed_by(Some(&bad), &threw, true),
+            "malformed: fail closed"
+        );
     }
 }

@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use super::journal::{Extras, Frame, Journal};
 use super::meta::normalize_meta;
-use super::retry::{retry_allowed, wait_before_attempt_ms};
+use super::retry::{retry_allowed_by, wait_before_attempt_ms};
 use super::{EngineError, StepKind};
 use crate::expr::{CompiledWith, ResolveError, ResolveMode, RunScope};
 use crate::host::{InvokeRequest, LogLevel, OnExecuted, WorkflowContext, iso8601_from_ms};
@@ -114,7 +114,7 @@ pub(crate) async fn execute<C: WorkflowContext>(
         };
         // The recorded `retryable` is the engine's classification (WF § StepError).
         error.step_id = None;
-        error.retryable = kind.retries() && retry_allowed(&error, idempotent);
+        error.retryable = kind.retries() && retry_allowed_by(policy, &error, idempotent);
         let more = u64::from(attempt) < max_attempts && attempt < u32::MAX;
         if !(error.retryable && more) {
             let why = if !error.retryable {

@@ -30,6 +30,6 @@ pub use run::{
 };
 pub use validate::{MAX_NESTING_DEPTH, ValidateOptions, validate_workflow};
 pub use workflow::{
-    Backoff, CallableOnError, Edge, ErrorReroute, FanOut, OnError, RetryPolicy, Step, Uses, When,
-    Workflow, WorkflowVariable,
+    Backoff, CallableOnError, EXT_MAX_DELAY_MS, EXT_RETRY_ON, Edge, ErrorReroute, FanOut, OnError,
+    RetryPolicy, Step, Uses, When, Workflow, WorkflowVariable,
 };

@@ -559,6 +559,31 @@ impl Walk {
                 ),
             ),
         }
+        // D-32: the two retry extensions the engine honours (issue 10, WOML-10/11).
+        match policy.get(super::workflow::EXT_MAX_DELAY_MS) {
+            None => {}
+            Some(Value::Number(n)) if n.as_f64().is_some_and(|d| d.is_finite() && d >= 0.0) => {}
+            Some(other) => self.push(
+                Code::InvalidRetryPolicy,
+                child(path, super::workflow::EXT_MAX_DELAY_MS),
+                format!(
+                    "x-w6w-maxDelayMs must be a finite number of milliseconds >= 0 when present, not {}",
+                    show_value(other)
+                ),
+            ),
+        }
+        match policy.get(super::workflow::EXT_RETRY_ON) {
+            None => {}
+            Some(Value::Array(codes)) if codes.iter().all(Value::is_string) => {}
+            Some(other) => self.push(
+                Code::InvalidRetryPolicy,
+                child(path, super::workflow::EXT_RETRY_ON),
+                format!(
+                    "x-w6w-retryOn must be an array of error codes (strings) when present, not {}",
+                    show_value(other)
+                ),
+            ),
+        }
     }
 
     /// RUNERR: the run-level onError is the narrower CallableOnError.

@@ -1,0 +1,114 @@
+//! Dialect ops of the request service (README's eval table):
+//!
+//! - `{"op":"validate","dialect":"woml"|"yaml","source":TEXT,"manifest"?:M}` → `true`, or
+//!   `invalid_workflow` with `errors` (each `{status, code, clause, path, line, column,
+//!   message}` — the w6w shape plus a position);
+//! - `{"op":"import","dialect":D,"source":TEXT,"manifest"?:M}` → `{dialect, workflow,
+//!   notes}` (the w6w workflow), or `invalid_workflow` with `errors`;
+//! - `{"op":"run","dialect":D,"source":TEXT,"scenario":S}` → the run report with the
+//!   dialect's additions (`run.rs`); the scenario's `manifest` key supplies YML-3 schemas.
+//!
+//! A `validate` or `run` request without `dialect` is not ours (the w6w ops answer it).
+
+use serde_json::{Value, json};
+
+use super::run::split_manifest;
+use super::{Dialect, Manifest, Problem, import};
+use crate::service::{bad_request, ok};
+use crate::sim::Store;
+
+/// Answer `request` if it is a dialect request; `None` leaves it to the w6w ops.
+pub fn handle(op: &str, request: &Value) -> Option<Value> {
+    let has_dialect = request.get("dialect").is_some();
+    match op {
+        "import" => Some(answer(op, request, None)),
+        "validate" | "run" if has_dialect => Some(answer(op, request, None)),
+        _ => None,
+    }
+}
+
+/// The dialect `run` op on a caller-supplied store (a `conformance::HostAdapter`'s).
+pub fn run_on(request: &Value, store: Box<dyn Store>) -> Value {
+    answer("run", request, Some(store))
+}
+
+/// The dialect `run` op on any w6w engine: the document is imported here, `run` answers
+/// the plain w6w request `{"op": "run", "workflow", "scenario"}` (a candidate engine
+/// behind a protocol, say), and its report gets the dialect's additions.
+pub fn run_with<E>(
+    request: &Value,
+    run: impl FnOnce(&Value) -> Result<Value, E>,
+) -> Result<Value, E> {
+    let imported = match imported(request) {
+        Ok(i) => i,
+        Err(response) => return Ok(response),
+    };
+    let (scenario, _) = split_manifest(request.get("scenario").unwrap_or(&json!({})));
+    let scenario = match super::prepare_scenario(&imported, &scenario) {
+        Ok(s) => s,
+        Err(e) => return Ok(json!({"error": e.to_json()})),
+    };
+    let plain = json!({"op": "run", "workflow": imported.workflow, "scenario": scenario});
+    let mut response = run(&plain)?;
+    if let Some(report) = response.get_mut("ok") {
+        super::decorate_report(&imported, report);
+    }
+    Ok(response)
+}
+
+/// The imported document of a dialect request, or the error response.
+fn imported(request: &Value) -> Result<super::Imported, Value> {
+    let dialect = match request.get("dialect").and_then(Value::as_str) {
+        Some(name) => match Dialect::from_name(name) {
+            Some(Dialect::W6w) | None => {
+                return Err(bad_request(format!(
+                    "\"dialect\" is \"woml\" or \"yaml\" for a dialect request, not {name:?}"
+                )));
+            }
+            Some(d) => d,
+        },
+        None => return Err(bad_request("missing \"dialect\" (\"woml\" or \"yaml\")")),
+    };
+    let Some(source) = request.get("source").and_then(Value::as_str) else {
+        return Err(bad_request("missing \"source\" (the document's text)"));
+    };
+    let (_, scenario_manifest) = split_manifest(request.get("scenario").unwrap_or(&json!({})));
+    let manifest_doc = request.get("manifest").cloned().or(scenario_manifest);
+    let manifest = match manifest_doc.as_ref().map(Manifest::from_json) {
+        None => None,
+        Some(Ok(m)) => Some(m),
+        Some(Err(problems)) => {
+            return Err(json!({"error": {"code": "invalid_manifest",
+                "message": "the manifest is not valid", "errors": problems}}));
+        }
+    };
+    import(dialect, source.as_bytes(), manifest.as_ref()).map_err(|p| invalid(&p))
+}
+
+fn answer(op: &str, request: &Value, store: Option<Box<dyn Store>>) -> Value {
+    if op == "run" {
+        let on_sim = |plain: &Value| -> Result<Value, std::convert::Infallible> {
+            Ok(match store {
+                Some(store) => crate::sim::ops::run_on(plain, store),
+                None => crate::sim::ops::run(plain),
+            })
+        };
+        return match run_with(request, on_sim) {
+            Ok(v) => v,
+            Err(never) => match never {},
+        };
+    }
+    match imported(request) {
+        Ok(_) if op == "validate" => ok(Value::Bool(true)),
+        Ok(i) => ok(i.to_json()),
+        Err(response) => response,
+    }
+}
+
+fn invalid(problems: &[Problem]) -> Value {
+    json!({"error": {
+        "code": "invalid_workflow",
+        "message": format!("the document is not valid: {} problem(s)", problems.len()),
+        "errors": problems.iter().map(Problem::to_json).collect::<Vec<_>>(),
+    }})
+}

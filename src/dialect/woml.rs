@@ -1,0 +1,692 @@
+//! The WOML front-end (`woml-steps.txt`; clauses WOML-1…16).
+//!
+//! Owns: parsing a WOML document with roxmltree (a real XML parser: well-formedness,
+//! duplicate attributes, entity bombs and a node budget are its job), checking every MUST
+//! of the text with a stable code at `line:column` and an XPath-like path
+//! (`/workflow/steps/step[2]/@retry`), and the import into w6w:
+//! document order → implicit chain (WOML-3); each `<step>` → one app step
+//! `{app: "woml", action: "script"}` whose `with` is the script's `context` binding
+//! (`payload` and the outputs visible at its position, WOML-3/12/14); retry attributes →
+//! a RetryPolicy with exact durations, `x-w6w-retryOn: ["script_threw"]` (WOML-11) and, for
+//! an exponential cap, `x-w6w-maxDelayMs` (WOML-10); the body, display text and the literal
+//! secret names (never values, WOML-16) under the step's `x-woml` extension.
+//! Invariant: the walk visits only the fixed shape `workflow > steps > step > script`; an
+//! unsupported construct is refused at its line without looking inside it.
+
+use roxmltree::{Document, Node, NodeType, ParsingOptions};
+use serde_json::{Map, Value, json};
+
+use super::script::secret_reads;
+use super::{
+    DURATION_MS_MAX, Dialect, Imported, NODES_MAX, Note, Pos, Problem, StepInfo, StepKind,
+    parse_duration_ms, pos_at,
+};
+use crate::engine::{EXT_MAX_DELAY_MS, EXT_RETRY_ON, WAIT_MS_MAX};
+
+/// The app every imported script step names; its outcome is scripted by step id.
+pub const SCRIPT_APP: &str = "woml";
+pub const SCRIPT_ACTION: &str = "script";
+/// The one failure kind WOML retries automatically (WOML-11).
+pub const RETRIED_FAILURE: &str = "script_threw";
+
+/// Direct flow items the text lists (WOML-2) whose runtime meaning it does not define.
+const UNSUPPORTED_FLOW_ITEMS: [&str; 5] = ["parallel", "choose", "switch", "fork", "approval"];
+const STEP_ATTRIBUTES: [&str; 7] = [
+    "id",
+    "name",
+    "description",
+    "retry",
+    "retry-backoff",
+    "retry-delay",
+    "retry-max-delay",
+];
+const WORKFLOW_ATTRIBUTES: [&str; 3] = ["id", "name", "description"];
+
+struct Walk<'a, 'input> {
+    doc: &'a Document<'input>,
+    text: &'input str,
+    problems: Vec<Problem>,
+    notes: Vec<Note>,
+}
+
+impl<'input> Walk<'_, 'input> {
+    fn pos(&self, node: Node<'_, 'input>) -> Pos {
+        let p = self.doc.text_pos_at(node.range().start);
+        Pos {
+            line: p.row as usize,
+            column: p.col as usize,
+        }
+    }
+
+    fn attr_pos(&self, node: Node<'_, 'input>, name: &str) -> Pos {
+        match node.attributes().find(|a| a.name() == name) {
+            Some(a) => pos_at(self.text, a.range().start),
+            None => self.pos(node),
+        }
+    }
+
+    fn problem(
+        &mut self,
+        code: &'static str,
+        clause: &'static str,
+        path: impl Into<String>,
+        pos: Pos,
+        message: impl Into<String>,
+    ) {
+        self.problems
+            .push(Problem::new(code, Some(clause), path, pos, message));
+    }
+
+    /// Stray text (not whitespace) directly inside a structural element is an error.
+    fn no_text(&mut self, node: Node<'_, 'input>, path: &str, clause: &'static str) {
+        for child in node.children() {
+            if child.is_text() && child.text().is_some_and(|t| !t.trim().is_empty()) {
+                let pos = self.pos(child);
+                self.problem(
+                    "unexpected_text",
+                    clause,
+                    path.to_owned(),
+                    pos,
+                    format!("<{}> holds elements only, not text", node.tag_name().name()),
+                );
+            }
+        }
+    }
+}
+
+/// Parse, check and import a WOML document.
+pub fn import(text: &str) -> Result<Imported, Vec<Problem>> {
+    let options = ParsingOptions {
+        allow_dtd: false,
+        nodes_limit: u32::try_from(NODES_MAX).unwrap_or(u32::MAX),
+        ..ParsingOptions::default()
+    };
+    let doc = Document::parse_with_options(text, options).map_err(|e| {
+        let p = e.pos();
+        let code = match e {
+            roxmltree::Error::NodesLimitReached => "limit_exceeded",
+            _ => "syntax_error",
+        };
+        vec![Problem::new(
+            code,
+            Some(if code == "limit_exceeded" {
+                "SEC-2"
+            } else {
+                "WOML-1"
+            }),
+            "",
+            Pos {
+                line: p.row as usize,
+                column: p.col as usize,
+            },
+            format!("not well-formed XML: {e}"),
+        )]
+    })?;
+    let mut w = Walk {
+        doc: &doc,
+        text,
+        problems: Vec::new(),
+        notes: Vec::new(),
+    };
+    let root = doc.root_element();
+    if root.tag_name().name() != "workflow" || root.tag_name().namespace().is_some() {
+        let pos = w.pos(root);
+        w.problem(
+            "invalid_root",
+            "WOML-1",
+            format!("/{}", root.tag_name().name()),
+            pos,
+            format!(
+                "a WOML document's root is <workflow> (holding <steps> and optionally <config>), not <{}>",
+                root.tag_name().name()
+            ),
+        );
+        return Err(w.problems);
+    }
+    let mut meta = Map::new();
+    for a in root.attributes() {
+        if WORKFLOW_ATTRIBUTES.contains(&a.name()) && a.namespace().is_none() {
+            meta.insert(a.name().to_owned(), json!(a.value()));
+        } else {
+            let pos = pos_at(text, a.range().start);
+            w.problem(
+                "unknown_attribute",
+                "WOML-1",
+                format!("/workflow/@{}", a.name()),
+                pos,
+                format!(
+                    "<workflow> takes only {}; {:?} would be dropped",
+                    WORKFLOW_ATTRIBUTES.join(", "),
+                    a.name()
+                ),
+            );
+        }
+    }
+    w.no_text(root, "/workflow", "WOML-1");
+    let mut steps_el = None;
+    let mut config = None;
+    for child in root.children().filter(Node::is_element) {
+        let name = child.tag_name().name();
+        let pos = w.pos(child);
+        match name {
+            "steps" if steps_el.is_none() => steps_el = Some(child),
+            "config" if config.is_none() => config = Some(child),
+            "steps" | "config" => w.problem(
+                "duplicate_element",
+                "WOML-1",
+                format!("/workflow/{name}"),
+                pos,
+                format!("<workflow> holds at most one <{name}>"),
+            ),
+            other => w.problem(
+                "unknown_element",
+                "WOML-1",
+                format!("/workflow/{other}"),
+                pos,
+                format!("<workflow> holds <steps> and optionally <config>, not <{other}>"),
+            ),
+        }
+    }
+    let Some(steps_el) = steps_el else {
+        let pos = w.pos(root);
+        w.problem(
+            "missing_steps",
+            "WOML-1",
+            "/workflow/steps",
+            pos,
+            "<steps> is required",
+        );
+        return Err(w.problems);
+    };
+    let config_json = config.map(|c| config_value(&mut w, c));
+    let steps = walk_steps(&mut w, steps_el);
+    if !w.problems.is_empty() {
+        return Err(w.problems);
+    }
+    let id = meta
+        .get("id")
+        .and_then(Value::as_str)
+        .unwrap_or("woml_workflow")
+        .to_owned();
+    let name = meta
+        .get("name")
+        .and_then(Value::as_str)
+        .unwrap_or("woml-workflow")
+        .to_owned();
+    let mut workflow = json!({
+        "manifestVersion": "2",
+        "id": id,
+        "name": name,
+        "steps": steps.iter().map(|s| s.json.clone()).collect::<Vec<_>>(),
+        "x-w6w-source": {"dialect": "woml"},
+    });
+    if let Value::Object(m) = &mut workflow {
+        if let Some(d) = meta.get("description") {
+            m.insert("description".into(), d.clone());
+        }
+        if let Some(c) = config_json {
+            m.insert("x-woml-config".into(), c);
+        }
+    }
+    Ok(Imported {
+        dialect: Dialect::Woml,
+        workflow,
+        notes: w.notes,
+        steps: steps.into_iter().map(|s| s.info).collect(),
+    })
+}
+
+/// `<config>` is carried under `x-woml-config` (its contents as text), with a note: the
+/// simulator does not enforce a script timeout — a timeout is scripted as a `timeout`
+/// failure of the step (docs/decisions.md D-35).
+fn config_value<'i>(w: &mut Walk<'_, 'i>, config: Node<'_, 'i>) -> Value {
+    let mut out = Map::new();
+    for a in config.attributes() {
+        out.insert(format!("@{}", a.name()), json!(a.value()));
+    }
+    for child in config.children().filter(Node::is_element) {
+        let text: String = child
+            .descendants()
+            .filter(Node::is_text)
+            .filter_map(|t| t.text())
+            .collect();
+        out.insert(child.tag_name().name().to_owned(), json!(text.trim()));
+    }
+    if !out.is_empty() {
+        let pos = w.pos(config);
+        w.notes.push(Note::new(
+            "/workflow/config",
+            pos,
+            "<config> is carried as x-woml-config; scripts are not executed, so a timeout is \
+             not enforced: script a `timeout` failure for the step instead",
+        ));
+    }
+    Value::Object(out)
+}
+
+struct ImportedStep {
+    json: Value,
+    info: StepInfo,
+}
+
+fn walk_steps<'i>(w: &mut Walk<'_, 'i>, steps: Node<'_, 'i>) -> Vec<ImportedStep> {
+    for a in steps.attributes() {
+        let pos = pos_at(w.text, a.range().start);
+        w.problem(
+            "unknown_attribute",
+            "WOML-1",
+            format!("/workflow/steps/@{}", a.name()),
+            pos,
+            format!("<steps> accepts no attributes ({:?})", a.name()),
+        );
+    }
+    w.no_text(steps, "/workflow/steps", "WOML-2");
+    let items: Vec<Node<'_, 'i>> = steps.children().filter(Node::is_element).collect();
+    if items.is_empty() {
+        let pos = w.pos(steps);
+        w.problem(
+            "empty_steps",
+            "WOML-1",
+            "/workflow/steps",
+            pos,
+            "<steps> holds one or more flow items; an empty root <steps> is invalid",
+        );
+    }
+    let mut out: Vec<ImportedStep> = Vec::new();
+    let mut seen: Vec<String> = Vec::new();
+    let mut ordinal = std::collections::BTreeMap::<&str, usize>::new();
+    for item in items {
+        let name = item.tag_name().name();
+        let n = ordinal.entry(name).or_insert(0);
+        *n += 1;
+        let path = format!("/workflow/steps/{name}[{n}]");
+        let pos = w.pos(item);
+        if name == "step" && item.tag_name().namespace().is_none() {
+            if let Some(step) = walk_step(w, item, &path, &seen) {
+                seen.push(step.info.id.clone());
+                out.push(step);
+            }
+        } else if UNSUPPORTED_FLOW_ITEMS.contains(&name) {
+            w.problem(
+                "unsupported_construct",
+                "WOML-2",
+                path,
+                pos,
+                format!(
+                    "<{name}> at line {}: its runtime meaning is not defined by woml-steps.txt, \
+                     so it cannot be imported or run (nothing is dropped silently)",
+                    pos.line
+                ),
+            );
+        } else {
+            w.problem(
+                "invalid_flow_item",
+                "WOML-2",
+                path,
+                pos,
+                format!(
+                    "<{name}> is not a flow item; <steps> holds <step>, <parallel>, <choose>, \
+                     <switch>, <fork> and <approval>"
+                ),
+            );
+        }
+    }
+    out
+}
+
+/// The parsed retry attributes of one step.
+struct Retry {
+    attempts: u64,
+    backoff: Option<&'static str>,
+    delay_ms: Option<u64>,
+    max_delay_ms: Option<u64>,
+}
+
+fn walk_step<'i>(
+    w: &mut Walk<'_, 'i>,
+    step: Node<'_, 'i>,
+    path: &str,
+    seen: &[String],
+) -> Option<ImportedStep> {
+    let before = w.problems.len();
+    let pos = w.pos(step);
+    for a in step.attributes() {
+        if !STEP_ATTRIBUTES.contains(&a.name()) || a.namespace().is_some() {
+            let apos = pos_at(w.text, a.range().start);
+            w.problem(
+                "unknown_attribute",
+                "WOML-4",
+                format!("{path}/@{}", a.name()),
+                apos,
+                format!(
+                    "<step> takes {}; {:?} is not one of them",
+                    STEP_ATTRIBUTES.join(", "),
+                    a.name()
+                ),
+            );
+        }
+    }
+    let id = match step.attribute("id") {
+        None => {
+            w.problem(
+                "missing_id",
+                "WOML-4",
+                format!("{path}/@id"),
+                pos,
+                "<step> requires id: its DAG node and context.steps.<id> identity",
+            );
+            None
+        }
+        Some(id) if id.trim().is_empty() || id.contains('.') || id != id.trim() => {
+            let apos = w.attr_pos(step, "id");
+            w.problem(
+                "invalid_id",
+                "WOML-4",
+                format!("{path}/@id"),
+                apos,
+                format!(
+                    "step id {id:?} cannot be addressed as context.steps.<id>: it must be \
+                     non-empty, without dots or surrounding spaces"
+                ),
+            );
+            None
+        }
+        Some(id) if seen.iter().any(|s| s == id) => {
+            let apos = w.attr_pos(step, "id");
+            w.problem(
+                "duplicate_id",
+                "WOML-4",
+                format!("{path}/@id"),
+                apos,
+                format!("step id {id:?} is already used: context.steps.<id> must name one step"),
+            );
+            None
+        }
+        Some(id) => Some(id.to_owned()),
+    };
+    let retry = retry_attributes(w, step, path);
+    let body = script_body(w, step, path);
+    if w.problems.len() > before {
+        return None;
+    }
+    let (id, retry, (body, body_offset)) = (id?, retry?, body?);
+    let (secrets, refused) = secret_reads(&body);
+    for r in refused {
+        let at = pos_at(w.text, body_offset + r.offset.min(body.len()));
+        w.problem(
+            "dynamic_secret",
+            "WOML-16",
+            format!("{path}/script"),
+            at,
+            r.message,
+        );
+    }
+    if !w.problems.is_empty() && w.problems.len() > before {
+        return None;
+    }
+    for (attr, ms) in [
+        ("retry-delay", retry.delay_ms),
+        ("retry-max-delay", retry.max_delay_ms),
+    ] {
+        if let Some(ms) = ms
+            && ms > WAIT_MS_MAX
+            && retry.attempts > 1
+        {
+            let apos = w.attr_pos(step, attr);
+            w.notes.push(Note::new(
+                format!("{path}/@{attr}"),
+                apos,
+                format!(
+                    "{attr} is {ms} ms; w6w caps every wait between two attempts at {WAIT_MS_MAX} ms \
+                     (RETRY-5), so waits above 5 minutes become 5 minutes after the move"
+                ),
+            ));
+        }
+    }
+    let mut x = Map::new();
+    x.insert("script".into(), json!(body));
+    x.insert("secrets".into(), json!(secrets));
+    for k in ["name", "description"] {
+        if let Some(v) = step.attribute(k) {
+            x.insert(k.into(), json!(v));
+        }
+    }
+    x.insert("line".into(), json!(pos.line));
+    let mut s = json!({
+        "id": id,
+        "uses": {"app": SCRIPT_APP, "action": SCRIPT_ACTION},
+        "with": {"context": context_binding(seen)},
+        "x-woml": Value::Object(x),
+    });
+    if let Some(policy) = retry_policy(&retry)
+        && let Value::Object(m) = &mut s
+    {
+        m.insert("retry".into(), policy);
+    }
+    Some(ImportedStep {
+        json: s,
+        info: StepInfo {
+            id,
+            kind: StepKind::Script,
+            max_attempts: retry.attempts,
+            line: pos.line,
+        },
+    })
+}
+
+/// WOML-3/12/14: `context.payload` is the workflow input (the trigger's event) and
+/// `context.steps` holds exactly the outputs visible at this position — every earlier step.
+fn context_binding(earlier: &[String]) -> Value {
+    let steps: Map<String, Value> = earlier
+        .iter()
+        .map(|id| (id.clone(), json!({"$": format!("steps.{id}.output")})))
+        .collect();
+    json!({"payload": {"$": "trigger.event"}, "steps": steps})
+}
+
+/// WOML-5…8 → RetryPolicy (None for a single attempt). Durations are exact: `delayMs` is
+/// the attribute's value in ms (default 1s, WOML-7); the cap is `x-w6w-maxDelayMs`.
+fn retry_policy(r: &Retry) -> Option<Value> {
+    if r.attempts <= 1 && r.backoff.is_none() {
+        return None;
+    }
+    let mut p = json!({
+        "maxAttempts": r.attempts,
+        "backoff": r.backoff.unwrap_or("fixed"),
+        "delayMs": r.delay_ms.unwrap_or(1000),
+        EXT_RETRY_ON: [RETRIED_FAILURE],
+    });
+    if let (Some(cap), Value::Object(m)) = (r.max_delay_ms, &mut p) {
+        m.insert(EXT_MAX_DELAY_MS.into(), json!(cap));
+    }
+    Some(p)
+}
+
+fn retry_attributes<'i>(w: &mut Walk<'_, 'i>, step: Node<'_, 'i>, path: &str) -> Option<Retry> {
+    let before = w.problems.len();
+    let attempts = match step.attribute("retry") {
+        None => 1,
+        Some(v) => {
+            match v.trim().parse::<u64>() {
+                Ok(n) if (1..=10).contains(&n) && v.trim().bytes().all(|b| b.is_ascii_digit()) => n,
+                _ => {
+                    let apos = w.attr_pos(step, "retry");
+                    w.problem(
+                    "invalid_retry",
+                    "WOML-5",
+                    format!("{path}/@retry"),
+                    apos,
+                    format!("retry is the total number of attempts, an integer from 1 to 10, not {v:?}"),
+                );
+                    1
+                }
+            }
+        }
+    };
+    let backoff = match step.attribute("retry-backoff") {
+        None => None,
+        Some("fixed") => Some("fixed"),
+        Some("exponential") => Some("exponential"),
+        Some(v) => {
+            let apos = w.attr_pos(step, "retry-backoff");
+            w.problem(
+                "invalid_backoff",
+                "WOML-6",
+                format!("{path}/@retry-backoff"),
+                apos,
+                format!("retry-backoff is \"fixed\" or \"exponential\", not {v:?}"),
+            );
+            None
+        }
+    };
+    if step.attribute("retry-backoff").is_some() && attempts <= 1 && w.problems.len() == before {
+        let apos = w.attr_pos(step, "retry-backoff");
+        w.problem(
+            "backoff_requires_retry",
+            "WOML-6",
+            format!("{path}/@retry-backoff"),
+            apos,
+            "retry-backoff requires retry greater than one",
+        );
+    }
+    let duration = |w: &mut Walk<'_, 'i>, attr: &str, clause: &'static str| -> Option<u64> {
+        let v = step.attribute(attr)?;
+        match parse_duration_ms(v) {
+            Some(ms) if (1..=DURATION_MS_MAX).contains(&ms) => Some(ms),
+            _ => {
+                let apos = w.attr_pos(step, attr);
+                w.problem(
+                    "invalid_duration",
+                    clause,
+                    format!("{path}/@{attr}"),
+                    apos,
+                    format!(
+                        "{attr} is a duration from 1ms through 24h (an integer with ms, s, m or h), not {v:?}"
+                    ),
+                );
+                None
+            }
+        }
+    };
+    let delay_ms = duration(w, "retry-delay", "WOML-7");
+    let max_delay_ms = duration(w, "retry-max-delay", "WOML-8");
+    if step.attribute("retry-max-delay").is_some() && backoff != Some("exponential") {
+        let apos = w.attr_pos(step, "retry-max-delay");
+        w.problem(
+            "max_delay_requires_exponential",
+            "WOML-8",
+            format!("{path}/@retry-max-delay"),
+            apos,
+            "retry-max-delay caps exponential backoff; it is invalid with fixed backoff \
+             (and without retry-backoff=\"exponential\")",
+        );
+    }
+    (w.problems.len() == before).then_some(Retry {
+        attempts,
+        backoff,
+        delay_ms,
+        max_delay_ms,
+    })
+}
+
+/// WOML-9: exactly one attribute-free `<script>` and nothing else; its body text and the
+/// byte offset of the body in the source (for positions inside it).
+fn script_body<'i>(
+    w: &mut Walk<'_, 'i>,
+    step: Node<'_, 'i>,
+    path: &str,
+) -> Option<(String, usize)> {
+    let before = w.problems.len();
+    let mut scripts = Vec::new();
+    for child in step.children() {
+        match child.node_type() {
+            NodeType::Element if child.tag_name().name() == "script" => scripts.push(child),
+            NodeType::Element => {
+                let pos = w.pos(child);
+                let name = child.tag_name().name();
+                w.problem(
+                    "unknown_element",
+                    "WOML-9",
+                    format!("{path}/{name}"),
+                    pos,
+                    format!("a fundamental <step> holds exactly one <script>, not <{name}>"),
+                );
+            }
+            NodeType::Text if child.text().is_some_and(|t| !t.trim().is_empty()) => {
+                let pos = w.pos(child);
+                w.problem(
+                    "unexpected_text",
+                    "WOML-9",
+                    path.to_owned(),
+                    pos,
+                    "text belongs inside <script>, not directly in <step>",
+                );
+            }
+            _ => {}
+        }
+    }
+    if scripts.len() != 1 {
+        let pos = scripts.get(1).map_or_else(|| w.pos(step), |s| w.pos(*s));
+        w.problem(
+            "script_count",
+            "WOML-9",
+            format!("{path}/script"),
+            pos,
+            format!(
+                "a fundamental step contains exactly one <script>; found {}",
+                scripts.len()
+            ),
+        );
+        return None;
+    }
+    let script = scripts[0];
+    for a in script.attributes() {
+        let apos = pos_at(w.text, a.range().start);
+        w.problem(
+            "script_attribute",
+            "WOML-9",
+            format!("{path}/script/@{}", a.name()),
+            apos,
+            format!(
+                "<script> accepts no attributes ({:?}); a timeout belongs to the workflow <config>",
+                a.name()
+            ),
+        );
+    }
+    let mut body = String::new();
+    let mut offset = None;
+    for child in script.children() {
+        match child.node_type() {
+            NodeType::Text => {
+                offset.get_or_insert(child.range().start);
+                body.push_str(child.text().unwrap_or_default());
+            }
+            NodeType::Element => {
+                let pos = w.pos(child);
+                w.problem(
+                    "unknown_element",
+                    "WOML-9",
+                    format!("{path}/script/{}", child.tag_name().name()),
+                    pos,
+                    "a <script> body is text (escape < or use CDATA), not elements",
+                );
+            }
+            _ => {}
+        }
+    }
+    if body.trim().is_empty() {
+        let pos = w.pos(script);
+        w.problem(
+            "empty_script",
+            "WOML-9",
+            format!("{path}/script"),
+            pos,
+            "a <script> body is the body of an async function; it is empty",
+        );
+    }
+    let offset = offset.unwrap_or_else(|| script.range().start);
+    (w.problems.len() == before).then_some((body, offset))
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,238 @@
+//! Unit tests of the YAML front-end: every MUST with its code and clause, YML-3 schemas
+//! at argument positions, the import of bodies, modifiers and `when` guards.
+
+use serde_json::json;
+
+use super::import;
+use crate::dialect::{Manifest, Problem};
+
+fn problems(text: &str) -> Vec<Problem> {
+    import(text, None).expect_err("invalid")
+}
+
+fn has(text: &str, code: &str, clause: &str) -> bool {
+    problems(text)
+        .iter()
+        .any(|p| p.code == code && p.clause == Some(clause))
+}
+
+fn manifest() -> Manifest {
+    Manifest::from_json(&json!({"actions": {"helpdesk.new_ticket": {
+        "input": {"type": "object", "required": ["queue", "subject"],
+                  "properties": {"queue": {"enum": ["tier1", "tier2"]}, "subject": {"type": "string"}}},
+        "retry": {"maxAttempts": 2}
+    }, "chat.post": {"input": {"type": "object"}}}}))
+    .expect("manifest")
+}
+
+#[test]
+fn an_action_call_imports_as_uses_with_arguments_in_list_order() {
+    let i = import(
+        "steps:\n  - ticket:\n      helpdesk.new_ticket:\n        queue: tier1\n        subject: hi\n      connection: conn_1\n  - done:\n      chat.post:\n        text: ok\n      optional: true\n",
+        Some(&manifest()),
+    )
+    .expect("valid");
+    let steps = i.workflow["steps"].as_array().expect("steps");
+    assert_eq!(steps[0]["id"], "ticket");
+    assert_eq!(
+        steps[0]["uses"],
+        json!({"app": "helpdesk", "action": "new_ticket", "connection": "conn_1"})
+    );
+    assert_eq!(steps[0]["with"], json!({"queue": "tier1", "subject": "hi"}));
+    assert_eq!(
+        steps[0]["retry"],
+        json!({"maxAttempts": 2}),
+        "YML-12: manifest default"
+    );
+    assert_eq!(steps[1]["onError"], "continue-record", "YML-11");
+    assert!(
+        i.workflow.get("edges").is_none(),
+        "YML-4: the list is the chain"
+    );
+}
+
+#[test]
+fn yml3_arguments_are_checked_against_the_schema_at_their_position() {
+    let text =
+        "steps:\n  - t:\n      helpdesk.new_ticket:\n        queue: tier9\n        extra: 1\n";
+    let ps = import(text, Some(&manifest())).expect_err("invalid");
+    let enum_err = ps
+        .iter()
+        .find(|p| p.path == "/steps/0/t/helpdesk.new_ticket/queue")
+        .expect("enum");
+    assert_eq!(
+        (enum_err.code, enum_err.line, enum_err.column),
+        ("param_invalid", 4, 16)
+    );
+    assert!(
+        ps.iter().any(|p| p.message.contains("subject")),
+        "required: {ps:?}"
+    );
+    assert!(
+        ps.iter().any(|p| p.message.contains("extra")),
+        "unknown field: {ps:?}"
+    );
+    let unknown =
+        import("steps:\n  - t:\n      other.act: {}\n", Some(&manifest())).expect_err("x");
+    assert_eq!(unknown[0].code, "unknown_action");
+}
+
+#[test]
+fn every_must_has_its_code_and_clause() {
+    let cases = [
+        ("steps: {}\n", "invalid_steps", "YML-1"),
+        ("name: x\n", "missing_steps", "YML-1"),
+        (
+            "steps:\n  - a: {x.y: {}}\n    b: {x.y: {}}\n",
+            "invalid_step",
+            "YML-1",
+        ),
+        ("steps:\n  - just-a-string\n", "invalid_step", "YML-1"),
+        ("steps:\n  - a:\n      nobody: 1\n", "invalid_body", "YML-2"),
+        (
+            "steps:\n  - a:\n      x.y.z: {}\n",
+            "invalid_action",
+            "YML-2",
+        ),
+        (
+            "steps:\n  - a:\n      x.y: [1]\n",
+            "invalid_arguments",
+            "YML-2",
+        ),
+        (
+            "steps:\n  - a:\n      run: 'return 1'\n      connection: c\n",
+            "modifier_not_permitted",
+            "YML-7",
+        ),
+        (
+            "steps:\n  - a:\n      x.y: {}\n      recovery: r\n",
+            "modifier_not_permitted",
+            "YML-7",
+        ),
+        (
+            "steps:\n  - a:\n      x.y: {}\n      optional: true\n      must_succeed: true\n",
+            "optional_and_must_succeed",
+            "YML-8",
+        ),
+        (
+            "steps:\n  - a:\n      x.y: {}\n      colour: red\n",
+            "unknown_key",
+            "YML-9",
+        ),
+        (
+            "steps:\n  - a:\n      wait: 5s\n      timeout: 10s\n",
+            "modifier_not_permitted",
+            "YML-10",
+        ),
+        (
+            "steps:\n  - a:\n      wait_for: e\n      timeout: 10s\n",
+            "modifier_not_permitted",
+            "YML-10",
+        ),
+        (
+            "steps:\n  - a:\n      x.y: {}\n      timeout: soon\n",
+            "invalid_modifier",
+            "YML-10",
+        ),
+        (
+            "steps:\n  - w:\n      stop: done\n  - b:\n      x.y:\n        v: '{{ w.reason }}'\n",
+            "unreadable_step",
+            "YML-6",
+        ),
+        (
+            "steps:\n  - w:\n      wait: 5s\n  - b:\n      x.y:\n        v: '{{ steps.w }}'\n",
+            "unreadable_step",
+            "YML-6",
+        ),
+        (
+            "steps:\n  - a:\n      choose: {}\n",
+            "unsupported_construct",
+            "YML-5",
+        ),
+        (
+            "steps:\n  - a:\n      x.y: {}\n      undo: {x.z: {}}\n",
+            "unsupported_construct",
+            "YML-7",
+        ),
+        (
+            "steps:\n  - a:\n      x.y: {}\n      retry: many\n",
+            "invalid_modifier",
+            "YML-12",
+        ),
+        (
+            "steps:\n  - a:\n      x.y: {}\n      retry: {maxAttempts: 0}\n",
+            "invalid_modifier",
+            "YML-12",
+        ),
+    ];
+    for (text, code, clause) in cases {
+        assert!(
+            has(text, code, clause),
+            "{text}\n expected {code} ({clause}), got {:?}",
+            problems(text)
+        );
+    }
+}
+
+#[test]
+fn construct_keys_are_not_modifiers() {
+    let i = import(
+        "steps:\n  - r:\n      run: python\n      code: 'return 1'\n      network: false\n      retry: 2\n      timeout: 30s\n",
+        None,
+    )
+    .expect("YML-9: code and network are construct keys of run");
+    let s = &i.workflow["steps"][0];
+    assert_eq!(s["uses"], json!({"app": "yaml", "action": "run"}));
+    assert_eq!(s["x-yaml"]["code"], "return 1");
+    assert_eq!(s["retry"], json!({"maxAttempts": 2}));
+    assert!(i.notes.iter().any(|n| n.path.ends_with("/timeout")));
+}
+
+#[test]
+fn when_guards_keep_list_order_and_never_skip_what_follows() {
+    let i = import(
+        "steps:\n  - a:\n      x.y: {}\n      when: '{{ vars.go }}'\n  - b:\n      x.z: {}\n  - c:\n      x.w: {}\n      when: false\n  - d:\n      x.v: {}\n",
+        None,
+    )
+    .expect("valid");
+    let ids: Vec<&str> = i.workflow["steps"]
+        .as_array()
+        .expect("steps")
+        .iter()
+        .filter_map(|s| s["id"].as_str())
+        .collect();
+    assert_eq!(
+        ids,
+        ["when__start", "when__a", "a", "b", "when__c", "c", "d"]
+    );
+    let edges = &i.workflow["edges"];
+    for (from, to) in [
+        ("when__start", "when__a"),
+        ("when__a", "a"),
+        ("when__start", "b"),
+        ("a", "b"),
+        ("b", "when__c"),
+        ("when__c", "c"),
+        ("b", "d"),
+        ("c", "d"),
+    ] {
+        assert!(
+            edges
+                .as_array()
+                .is_some_and(|e| e.contains(&json!({"from": from, "to": to}))),
+            "{from} -> {to} in {edges}"
+        );
+    }
+}
+
+#[test]
+fn positions_and_duplicate_keys() {
+    let p = problems("steps:\n  - a:\n      x.y: {}\n      optional: yes-please\n");
+    assert_eq!((p[0].line, p[0].column), (4, 17));
+    assert_eq!(p[0].path, "/steps/0/a/optional");
+    let d = problems("steps:\n  - a:\n      x.y: {}\n      x.y: {}\n");
+    assert_eq!(d[0].code, "duplicate_key");
+    assert_eq!((d[0].line, d[0].column), (4, 7));
+    let s = problems("steps: [\n");
+    assert_eq!(s[0].code, "syntax_error");
+}

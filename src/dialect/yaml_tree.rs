@@ -1,0 +1,468 @@
+//! A YAML document as a tree that remembers where every node came from.
+//!
+//! Owns: turning saphyr-parser's event stream (YAML 1.2; docs/decisions.md D-30) into
+//! [`Y`] nodes with 1-based positions, with the checks the parser leaves to its caller:
+//! duplicate keys, non-scalar keys, one document per stream, nesting depth
+//! ([`DEPTH_MAX`]) and a node budget that counts alias expansion ([`NODES_MAX`], the
+//! billion-laughs guard). Plain scalars resolve by the YAML 1.2 core schema.
+//! Invariant: the builder is iterative (an explicit stack), so no document can overflow
+//! the Rust stack while it is built; conversions recurse at most [`DEPTH_MAX`] deep.
+
+use std::collections::HashMap;
+
+use saphyr_parser::{Event, Parser, ScalarStyle, Span};
+use serde_json::{Map, Number, Value};
+
+use super::{DEPTH_MAX, NODES_MAX, Pos, Problem};
+
+/// A node and where it starts.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Y {
+    pub node: N,
+    pub pos: Pos,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum N {
+    Null,
+    Bool(bool),
+    Number(Number),
+    Str(String),
+    Seq(Vec<Y>),
+    /// Keys in document order; keys are unique (checked while building).
+    Map(Vec<(String, Pos, Y)>),
+}
+
+impl Y {
+    pub(crate) fn kind(&self) -> &'static str {
+        match self.node {
+            N::Null => "null",
+            N::Bool(_) => "a boolean",
+            N::Number(_) => "a number",
+            N::Str(_) => "a string",
+            N::Seq(_) => "a list",
+            N::Map(_) => "a map",
+        }
+    }
+
+    pub(crate) fn as_str(&self) -> Option<&str> {
+        match &self.node {
+            N::Str(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// The JSON value (recursion bounded by the depth checked at build time).
+    pub(crate) fn to_json(&self) -> Value {
+        match &self.node {
+            N::Null => Value::Null,
+            N::Bool(b) => Value::Bool(*b),
+            N::Number(n) => Value::Number(n.clone()),
+            N::Str(s) => Value::String(s.clone()),
+            N::Seq(items) => Value::Array(items.iter().map(Y::to_json).collect()),
+            N::Map(entries) => Value::Object(
+                entries
+                    .iter()
+                    .map(|(k, _, v)| (k.clone(), v.to_json()))
+                    .collect::<Map<String, Value>>(),
+            ),
+        }
+    }
+
+    fn size(&self) -> usize {
+        // Iterative, so a huge alias target costs no stack.
+        let mut n = 0;
+        let mut stack = vec![self];
+        while let Some(y) = stack.pop() {
+            n += 1;
+            match &y.node {
+                N::Seq(items) => stack.extend(items.iter()),
+                N::Map(entries) => stack.extend(entries.iter().map(|(_, _, v)| v)),
+                _ => {}
+            }
+        }
+        n
+    }
+}
+
+fn pos(span: &Span) -> Pos {
+    Pos {
+        line: span.start.line(),
+        column: span.start.col() + 1,
+    }
+}
+
+enum Frame {
+    Seq {
+        items: Vec<Y>,
+        pos: Pos,
+        anchor: usize,
+    },
+    Map {
+        entries: Vec<(String, Pos, Y)>,
+        key: Option<(String, Pos)>,
+        pos: Pos,
+        anchor: usize,
+    },
+}
+
+fn err(code: &'static str, path: &str, at: Pos, message: impl Into<String>) -> Problem {
+    Problem::new(code, Some("SEC-2"), path, at, message)
+}
+
+/// The JSON Pointer of the node about to be added under the current stack.
+fn path_of(stack: &[Frame]) -> String {
+    let mut p = String::new();
+    for f in stack {
+        match f {
+            Frame::Seq { items, .. } => p.push_str(&format!("/{}", items.len())),
+            Frame::Map {
+                key: Some((k, _)), ..
+            } => {
+                p.push('/');
+                p.push_str(&crate::model::pointer_token(k));
+            }
+            Frame::Map { key: None, .. } => {}
+        }
+    }
+    p
+}
+
+/// Parse one YAML document into a positioned tree.
+pub(crate) fn parse(text: &str) -> Result<Y, Problem> {
+    let mut parser = Parser::new_from_str(text);
+    let mut stack: Vec<Frame> = Vec::new();
+    let mut anchors: HashMap<usize, Y> = HashMap::new();
+    let mut nodes = 0usize;
+    let mut root: Option<Y> = None;
+    let mut documents = 0usize;
+    while let Some(next) = parser.next_event() {
+        let (event, span) = next.map_err(|e| {
+            let m = e.marker();
+            // The scanner's own flow-nesting bound is our depth limit too.
+            let code = if e.info().contains("recursion limit") {
+                "limit_exceeded"
+            } else {
+                "syntax_error"
+            };
+            err(
+                code,
+                "",
+                Pos {
+                    line: m.line(),
+                    column: m.col() + 1,
+                },
+                format!("not well-formed YAML: {}", e.info()),
+            )
+        })?;
+        let at = pos(&span);
+        let done: Option<(Y, usize)> = match event {
+            Event::StreamStart | Event::StreamEnd | Event::Nothing | Event::DocumentEnd => None,
+            Event::DocumentStart(_) => {
+                documents += 1;
+                if documents > 1 {
+                    return Err(err(
+                        "syntax_error",
+                        "",
+                        at,
+                        "a workflow is one YAML document; found a second one",
+                    ));
+                }
+                None
+            }
+            Event::Alias(id) => {
+                let target = anchors.get(&id).cloned().ok_or_else(|| {
+                    err(
+                        "syntax_error",
+                        &path_of(&stack),
+                        at,
+                        "an alias must refer to an anchor defined (and closed) before it",
+                    )
+                })?;
+                nodes = nodes.saturating_add(target.size());
+                Some((
+                    Y {
+                        node: target.node,
+                        pos: at,
+                    },
+                    0,
+                ))
+            }
+            Event::Scalar(value, style, anchor, tag) => {
+                nodes += 1;
+                let is_str_tag = tag.as_ref().is_some_and(|t| {
+                    t.suffix == "str" && (t.handle == "tag:yaml.org,2002:" || t.handle == "!!")
+                });
+                let node = if style != ScalarStyle::Plain || is_str_tag {
+                    N::Str(value.into_owned())
+                } else {
+                    resolve_plain(&value)
+                        .map_err(|m| err("syntax_error", &path_of(&stack), at, m))?
+                };
+                Some((Y { node, pos: at }, anchor))
+            }
+            Event::SequenceStart(anchor, _) | Event::MappingStart(anchor, _) => {
+                nodes += 1;
+                if stack.len() >= DEPTH_MAX {
+                    return Err(err(
+                        "limit_exceeded",
+                        &path_of(&stack),
+                        at,
+                        format!("the document nests deeper than {DEPTH_MAX} levels"),
+                    ));
+                }
+                if let Some(Frame::Map { key: None, .. }) = stack.last() {
+                    return Err(err(
+                        "invalid_key",
+                        &path_of(&stack),
+                        at,
+                        "a map key must be a scalar (a string), not a list or a map",
+                    ));
+                }
+                stack.push(if matches!(event, Event::SequenceStart(..)) {
+                    Frame::Seq {
+                        items: Vec::new(),
+                        pos: at,
+                        anchor,
+                    }
+                } else {
+                    Frame::Map {
+                        entries: Vec::new(),
+                        key: None,
+                        pos: at,
+                        anchor,
+                    }
+                });
+                None
+            }
+            Event::SequenceEnd | Event::MappingEnd => match stack.pop() {
+                Some(Frame::Seq { items, pos, anchor }) => Some((
+                    Y {
+                        node: N::Seq(items),
+                        pos,
+                    },
+                    anchor,
+                )),
+                Some(Frame::Map {
+                    entries,
+                    pos,
+                    anchor,
+                    ..
+                }) => Some((
+                    Y {
+                        node: N::Map(entries),
+                        pos,
+                    },
+                    anchor,
+                )),
+                None => None,
+            },
+        };
+        if nodes > NODES_MAX {
+            return Err(err(
+                "limit_exceeded",
+                &path_of(&stack),
+                at,
+                format!("the document has more than {NODES_MAX} nodes (aliases expanded)"),
+            ));
+        }
+        let Some((y, anchor)) = done else {
+            continue;
+        };
+        if anchor != 0 {
+            anchors.insert(anchor, y.clone());
+        }
+        match stack.last_mut() {
+            None => root = Some(y),
+            Some(Frame::Seq { items, .. }) => items.push(y),
+            Some(Frame::Map { entries, key, .. }) => match key.take() {
+                Some((k, kpos)) => entries.push((k, kpos, y)),
+                None => {
+                    let k = match &y.node {
+                        N::Str(s) => s.clone(),
+                        N::Null => "null".to_owned(),
+                        N::Bool(b) => b.to_string(),
+                        N::Number(n) => n.to_string(),
+                        N::Seq(_) | N::Map(_) => {
+                            return Err(err(
+                                "invalid_key",
+                                "",
+                                y.pos,
+                                "a map key must be a scalar (a string), not a list or a map",
+                            ));
+                        }
+                    };
+                    if let Some((_, first, _)) = entries.iter().find(|(e, _, _)| *e == k) {
+                        let first = *first;
+                        let mut p = path_of(&stack);
+                        p.push('/');
+                        p.push_str(&crate::model::pointer_token(&k));
+                        return Err(Problem::new(
+                            "duplicate_key",
+                            Some("YML-1"),
+                            p,
+                            y.pos,
+                            format!(
+                                "duplicate key {k:?} (first at line {}, column {}): YAML map keys are unique",
+                                first.line, first.column
+                            ),
+                        ));
+                    }
+                    if let Some(Frame::Map { key, .. }) = stack.last_mut() {
+                        *key = Some((k, y.pos));
+                    }
+                }
+            },
+        }
+    }
+    Ok(root.unwrap_or(Y {
+        node: N::Null,
+        pos: Pos::START,
+    }))
+}
+
+/// YAML 1.2 core schema for a plain scalar.
+fn resolve_plain(s: &str) -> Result<N, String> {
+    match s {
+        "" | "~" | "null" | "Null" | "NULL" => return Ok(N::Null),
+        "true" | "True" | "TRUE" => return Ok(N::Bool(true)),
+        "false" | "False" | "FALSE" => return Ok(N::Bool(false)),
+        ".inf" | ".Inf" | ".INF" | "+.inf" | "+.Inf" | "+.INF" | "-.inf" | "-.Inf" | "-.INF"
+        | ".nan" | ".NaN" | ".NAN" => {
+            return Err(format!(
+                "{s} is not representable in JSON; quote it if it is meant as text"
+            ));
+        }
+        _ => {}
+    }
+    let int_body = s.strip_prefix(['-', '+']).unwrap_or(s);
+    if !int_body.is_empty() && int_body.bytes().all(|b| b.is_ascii_digit()) {
+        if let Ok(i) = s.parse::<i64>() {
+            return Ok(N::Number(i.into()));
+        }
+        if let Ok(u) = int_body.parse::<u64>()
+            && !s.starts_with('-')
+        {
+            return Ok(N::Number(u.into()));
+        }
+    }
+    for (prefix, radix) in [("0o", 8), ("0x", 16)] {
+        if let Some(digits) = s.strip_prefix(prefix)
+            && !digits.is_empty()
+            && let Ok(u) = u64::from_str_radix(digits, radix)
+        {
+            return Ok(N::Number(u.into()));
+        }
+    }
+    if is_core_float(s)
+        && let Ok(f) = s.parse::<f64>()
+    {
+        return Number::from_f64(f)
+            .map(N::Number)
+            .ok_or_else(|| format!("{s} is out of range"));
+    }
+    Ok(N::Str(s.to_owned()))
+}
+
+/// `[-+]? ( \. [0-9]+ | [0-9]+ ( \. [0-9]* )? ) ( [eE] [-+]? [0-9]+ )?`
+fn is_core_float(s: &str) -> bool {
+    let b = s.strip_prefix(['-', '+']).unwrap_or(s).as_bytes();
+    let mut i = 0;
+    let int_digits = b.iter().take_while(|c| c.is_ascii_digit()).count();
+    i += int_digits;
+    let mut frac_digits = 0;
+    if b.get(i) == Some(&b'.') {
+        i += 1;
+        frac_digits = b[i..].iter().take_while(|c| c.is_ascii_digit()).count();
+        i += frac_digits;
+    }
+    if int_digits == 0 && frac_digits == 0 {
+        return false;
+    }
+    if matches!(b.get(i), Some(b'e' | b'E')) {
+        i += 1;
+        if matches!(b.get(i), Some(b'-' | b'+')) {
+            i += 1;
+        }
+        let exp = b[i..].iter().take_while(|c| c.is_ascii_digit()).count();
+        if exp == 0 {
+            return false;
+        }
+        i += exp;
+    }
+    i == b.len()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn scalars_resolve_by_the_core_schema() {
+        let y = parse(
+            "a: 1\nb: -2.5\nc: true\nd: ~\ne: '1'\nf: 0x1F\ng: hello world\nh: 1e3\ni: !!str 12\n",
+        )
+        .expect("parses");
+        assert_eq!(
+            y.to_json(),
+            json!({"a": 1, "b": -2.5, "c": true, "d": null, "e": "1", "f": 31,
+                   "g": "hello world", "h": 1000.0, "i": "12"})
+        );
+    }
+
+    #[test]
+    fn positions_are_one_based() {
+        let y = parse("steps:\n  - a:\n      x: 1\n").expect("parses");
+        let N::Map(e) = &y.node else { panic!("map") };
+        assert_eq!(e[0].1, Pos { line: 1, column: 1 });
+        let N::Seq(items) = &e[0].2.node else {
+            panic!("seq")
+        };
+        assert_eq!(items[0].pos.line, 2);
+    }
+
+    #[test]
+    fn duplicate_keys_are_refused_with_both_positions() {
+        let e = parse("steps:\n  - a: {x: 1}\nsteps: []\n").expect_err("duplicate");
+        assert_eq!(e.code, "duplicate_key");
+        assert_eq!(e.path, "/steps");
+        assert_eq!((e.line, e.column), (3, 1));
+        assert!(
+            e.message.contains("first at line 1, column 1"),
+            "{}",
+            e.message
+        );
+        let nested = parse("a:\n  b: 1\n  b: 2\n").expect_err("duplicate");
+        assert_eq!(nested.path, "/a/b");
+    }
+
+    #[test]
+    fn malformed_deep_and_explosive_documents_get_clear_errors() {
+        let e = parse("a: [1, 2\nb: 3\n").expect_err("unclosed");
+        assert_eq!(e.code, "syntax_error");
+        assert!(e.line >= 1);
+        let deep = "[".repeat(10_000) + &"]".repeat(10_000);
+        assert_eq!(parse(&deep).expect_err("deep").code, "limit_exceeded");
+        let mut bomb = String::from("a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n");
+        for i in 1..9 {
+            bomb.push_str(&format!(
+                "a{i}: &a{i} [*a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}]\n",
+                p = i - 1
+            ));
+        }
+        assert_eq!(parse(&bomb).expect_err("bomb").code, "limit_exceeded");
+        assert_eq!(
+            parse("a: 1\n---\nb: 2\n").expect_err("two").code,
+            "syntax_error"
+        );
+        assert_eq!(parse("? [a]\n: 1\n").expect_err("key").code, "invalid_key");
+        assert_eq!(parse("a: .nan\n").expect_err("nan").code, "syntax_error");
+    }
+
+    #[test]
+    fn aliases_expand() {
+        let y = parse("base: &b {q: 1}\ncopy: *b\n").expect("parses");
+        assert_eq!(y.to_json(), json!({"base": {"q": 1}, "copy": {"q": 1}}));
+    }
+}

@@ -1,0 +1,160 @@
+//! `w6w-sim validate | import | run` on WOML and YAML documents, end to end: output, the
+//! `--json` shape (the w6w one plus `line`, `column`, `clause`) and exit codes (0 valid,
+//! 1 invalid, 2 usage / I/O).
+
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+const BIN: &str = env!("CARGO_BIN_EXE_w6w-sim");
+const ROOT: &str = env!("CARGO_MANIFEST_DIR");
+
+fn run(args: &[&str]) -> Output {
+    Command::new(BIN)
+        .args(args)
+        .current_dir(ROOT)
+        .output()
+        .expect("the binary runs")
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8(b.to_vec()).expect("UTF-8")
+}
+
+fn write(dir: &tempfile::TempDir, name: &str, body: &[u8]) -> String {
+    let p = dir.path().join(name);
+    std::fs::write(&p, body).expect("write");
+    p.to_string_lossy().into_owned()
+}
+
+#[test]
+fn validate_recognises_dialects_by_extension_and_reports_positions() {
+    let out = run(&[
+        "validate",
+        "examples/order.woml.xml",
+        "examples/helpdesk.yaml",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("examples/order.woml.xml: valid (woml)"));
+
+    let dir = tempfile::tempdir().expect("tmp");
+    let bad = write(
+        &dir,
+        "bad.xml",
+        b"<workflow>\n  <steps>\n    <step id=\"a\" retry=\"12\"><script>1</script></step>\n  </steps>\n</workflow>\n",
+    );
+    let out = run(&["validate", "--json", &bad]);
+    assert_eq!(out.status.code(), Some(1));
+    let line: Value = serde_json::from_str(text(&out.stdout).trim()).expect("one JSON line");
+    assert_eq!(line["ok"], false);
+    let e = &line["errors"][0];
+    assert_eq!(e["status"], 400);
+    assert_eq!(e["code"], "invalid_retry");
+    assert_eq!(e["clause"], "WOML-5");
+    assert_eq!(e["path"], "/workflow/steps/step[1]/@retry");
+    assert_eq!(
+        (e["line"].as_u64(), e["column"].as_u64()),
+        (Some(3), Some(18))
+    );
+
+    let human = run(&["validate", &bad]);
+    assert!(
+        text(&human.stdout).contains("bad.xml:3:18:"),
+        "{}",
+        text(&human.stdout)
+    );
+
+    // --dialect forces a dialect whatever the extension.
+    let yaml_as_txt = write(&dir, "w.txt", b"steps:\n  - a:\n      x.y: {}\n");
+    assert_eq!(
+        run(&["validate", "--dialect", "yaml", &yaml_as_txt])
+            .status
+            .code(),
+        Some(0)
+    );
+}
+
+#[test]
+fn invalid_utf8_and_missing_files_are_clear_errors() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let bad = write(
+        &dir,
+        "b.yaml",
+        b"steps:\n  - a:\n      x.y: {q: \"\xff\"}\n",
+    );
+    let out = run(&["validate", "--json", &bad]);
+    assert_eq!(out.status.code(), Some(1));
+    let line: Value = serde_json::from_str(text(&out.stdout).trim()).expect("JSON");
+    assert_eq!(line["errors"][0]["code"], "invalid_utf8");
+    assert_eq!(line["errors"][0]["line"], 3);
+    assert_eq!(run(&["validate", "missing.yaml"]).status.code(), Some(2));
+    assert_eq!(run(&["import", "missing.xml"]).status.code(), Some(2));
+    assert_eq!(
+        run(&["import", "--dialect", "toml", "x.xml"]).status.code(),
+        Some(2)
+    );
+}
+
+#[test]
+fn import_prints_the_w6w_workflow_and_refuses_unsupported_constructs_by_line() {
+    let out = run(&["import", "examples/order.woml.xml"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let wf: Value = serde_json::from_str(&text(&out.stdout)).expect("workflow JSON");
+    assert_eq!(wf["manifestVersion"], "2");
+    assert_eq!(wf["steps"][1]["retry"]["x-w6w-maxDelayMs"], 1500);
+    assert!(text(&out.stderr).contains("note:"), "notes on stderr");
+
+    let dir = tempfile::tempdir().expect("tmp");
+    let doc = write(
+        &dir,
+        "c.woml",
+        b"<workflow>\n  <steps>\n    <step id=\"a\"><script>1</script></step>\n    <switch/>\n  </steps>\n</workflow>\n",
+    );
+    let out = run(&["import", &doc]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("c.woml:4:5:")
+            && err.contains("unsupported_construct")
+            && err.contains("<switch>"),
+        "{err}"
+    );
+}
+
+#[test]
+fn run_takes_a_dialect_document_and_the_scenario_manifest() {
+    let out = run(&[
+        "run",
+        "examples/helpdesk.yaml",
+        "--scenario",
+        "examples/helpdesk.scenario.json",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let report: Value = serde_json::from_str(&text(&out.stdout)).expect("report");
+    assert_eq!(report["dialect"], "yaml");
+    assert_eq!(report["run"]["steps"]["notify"]["status"], "failed");
+    assert_eq!(report["run"]["status"], "succeeded");
+
+    let dir = tempfile::tempdir().expect("tmp");
+    let scenario = write(
+        &dir,
+        "s.json",
+        br#"{"manifest": {"actions": {"helpdesk.new_ticket": {"input": {"type": "object", "properties": {}}}}}}"#,
+    );
+    let doc = write(
+        &dir,
+        "t.yaml",
+        b"steps:\n  - t:\n      helpdesk.new_ticket:\n        queue: tier1\n",
+    );
+    let out = run(&["run", &doc, "--scenario", &scenario]);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "the manifest refuses the unknown argument"
+    );
+    assert!(
+        text(&out.stderr).contains("param_invalid"),
+        "{}",
+        text(&out.stderr)
+    );
+}
