@@ -52,11 +52,11 @@ pub(crate) struct ConformanceArgs {
     /// Check a candidate ENGINE: spawn 'CMD ARGS' and speak the context protocol
     /// (docs/context-protocol.md); the suite is its WorkflowContext and builds every report
     /// from what it observed.
-    #[arg(long, value_name = "'CMD ARGS'", conflicts_with_all = ["adapter", "host"])]
+    #[arg(long, value_name = "'CMD ARGS'", conflicts_with_all = ["adapter", "host", "mutant", "mutants"])]
     engine: Option<String>,
     /// Check a candidate HOST: spawn 'CMD ARGS' and run our engine on its durable state over
     /// the context protocol; the suite SIGKILLs it at every crash point (RUN-3/RUN-4).
-    #[arg(long, value_name = "'CMD ARGS'", conflicts_with = "adapter")]
+    #[arg(long, value_name = "'CMD ARGS'", conflicts_with_all = ["adapter", "mutant", "mutants"])]
     host: Option<String>,
     /// Per-request timeout for --adapter, in milliseconds.
     #[arg(long, value_name = "MS", default_value_t = 10_000)]
