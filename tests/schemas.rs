@@ -40,8 +40,12 @@ fn every_example_scenario_and_its_report_validate() {
         let bad = errors(&scenario, &doc);
         assert!(bad.is_empty(), "{name}: {bad:?}");
         let wf_path = name.replace(".scenario.json", ".workflow.json");
-        let workflow: Value =
-            serde_json::from_slice(&std::fs::read(&wf_path).expect("workflow")).expect("json");
+        // A dialect example's workflow is its WOML / YAML source: its run is a case, checked
+        // by the test below.
+        let Ok(bytes) = std::fs::read(&wf_path) else {
+            continue;
+        };
+        let workflow: Value = serde_json::from_slice(&bytes).expect("json");
         let answer =
             w6w_sim::service::handle(&json!({"op": "run", "workflow": workflow, "scenario": doc}));
         let ok = answer
@@ -75,8 +79,10 @@ fn every_scenario_and_report_of_the_suite_validates() {
             continue;
         }
         let answer = w6w_sim::service::handle(&case.request);
-        let rejected_scenario =
-            answer.pointer("/error/code").and_then(Value::as_str) == Some("invalid_scenario");
+        // A WOML / YAML run adds its dialect's own scenario rules on top of the schema.
+        let rejected_scenario = answer.pointer("/error/code").and_then(Value::as_str)
+            == Some("invalid_scenario")
+            && case.request.get("dialect").is_none();
         if let Some(s) = case.request.get("scenario") {
             let bad = errors(&scenario, s);
             // The schema and the parser agree: what one refuses, so does the other.
