@@ -17,6 +17,11 @@ use serde_json::{Map, Value};
 
 use crate::model::{RunState, RunStatePatch, StepError};
 
+pub mod engine;
+pub mod store;
+pub use engine::{EngineFactory, ReferenceEngine, WorkflowEngine};
+pub use store::{RunStore, StoreError, StoreFactory};
+
 /// How a run was started (`RunTrigger`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]

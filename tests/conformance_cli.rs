@@ -98,7 +98,7 @@ fn the_process_adapter_gives_the_same_results_as_the_in_process_reference() {
     assert_eq!(code, 1, "a failing case makes the exit status 1");
     assert_eq!(
         fixture["totals"],
-        json!({"cases": 3, "passed": 2, "failed": 1})
+        json!({"cases": 3, "passed": 2, "failed": 1, "notApplicable": 0})
     );
 }
 
@@ -246,7 +246,7 @@ fn assert_all_red(adapter: &str, extra: &[&str], needles: &[&str]) {
     assert_eq!(code, 1, "{adapter}");
     assert_eq!(
         v["totals"],
-        json!({"cases": 3, "passed": 0, "failed": 3}),
+        json!({"cases": 3, "passed": 0, "failed": 3, "notApplicable": 0}),
         "{adapter}"
     );
     for c in v["cases"].as_array().expect("cases") {
@@ -493,6 +493,8 @@ fn a_generated_failure_prints_its_seed_and_writes_shrunk_files_that_run_replays(
     let out = Command::new(BIN)
         .current_dir(dir.path())
         .args(["conformance", "--mutant", "skip-error-edge-routing"])
+        .arg("--out")
+        .arg(dir.path().join("out"))
         .args([
             "--case",
             "err-error-edge-overrides-onerror",
@@ -513,15 +515,37 @@ fn a_generated_failure_prints_its_seed_and_writes_shrunk_files_that_run_replays(
         .next()
         .and_then(|s| s.parse().ok())
         .expect("a numeric seed");
+    // The regeneration command names the candidate that failed.
     assert!(
-        text.contains(&format!("--generate 1 --seed {seed}")),
+        text.contains(&format!(
+            "regenerate: w6w-sim conformance --mutant skip-error-edge-routing --generate 1 --seed {seed}"
+        )),
         "{text}"
     );
-    let workflow = dir.path().join(format!("w6w-failure-{seed}.workflow.json"));
-    let scenario = dir.path().join(format!("w6w-failure-{seed}.scenario.json"));
-    assert!(text.contains(&format!(
-        "reproduce: w6w-sim run w6w-failure-{seed}.workflow.json --scenario w6w-failure-{seed}.scenario.json"
-    )));
+    let workflow = dir
+        .path()
+        .join("out")
+        .join(format!("w6w-failure-{seed}.workflow.json"));
+    let scenario = dir
+        .path()
+        .join("out")
+        .join(format!("w6w-failure-{seed}.scenario.json"));
+    assert!(
+        text.contains(&format!(
+            "the reference on them: w6w-sim run {} --scenario {}",
+            workflow.display(),
+            scenario.display()
+        )),
+        "{text}"
+    );
+    // Nothing lands in the working directory.
+    let litter: Vec<_> = std::fs::read_dir(dir.path())
+        .expect("readable")
+        .filter_map(Result::ok)
+        .map(|e| e.file_name())
+        .filter(|n| n != "out")
+        .collect();
+    assert!(litter.is_empty(), "{litter:?}");
     // Shrunk: the mutant needs one failing step with an error edge to one handler.
     let doc: Value =
         serde_json::from_slice(&std::fs::read(&workflow).expect("written")).expect("workflow JSON");
@@ -575,9 +599,14 @@ fn generated_workflows_are_counted_and_a_selection_turns_them_off() {
     assert_eq!(v["generated"]["count"], 5);
     assert_eq!(v["generated"]["failed"], 0);
     let out = conformance(&["--case", "retry-auth"]);
+    let text = stdout(&out);
     assert!(
-        !stdout(&out).contains("Generated workflows"),
+        !text.contains("Generated workflows (seeds"),
         "a --case selection runs no generated workflows unless asked"
+    );
+    assert!(
+        text.contains("No generated workflows: --case selects cases only"),
+        "and says so: {text}"
     );
 }
 

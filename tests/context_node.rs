@@ -127,6 +127,15 @@ fn the_mini_javascript_engine_gets_an_honest_per_clause_report() {
             );
         }
     }
+    // It declares no capability beyond the core (`"capabilities": []`): controls, strands
+    // and pure ops are not applicable — never counted as passed.
+    assert!(report.not_applicable() > 0, "{}", report.to_text());
+    assert!(
+        report
+            .cases
+            .iter()
+            .all(|c| !(c.not_applicable() && c.passed()))
+    );
     let traffic = engine.traffic();
     assert!(traffic.kills > 0, "crash cases killed node: {traffic:?}");
 }
@@ -180,7 +189,12 @@ fn a_caching_engine_fails_every_effectful_case() {
             // A refusal has no effect to observe: a recorded one may pass.
             Some("run" | "replay") => {}
             // Pure ops are request/response: a recorded answer is an answer.
-            _ => assert!(case.outcome.passed(), "{}", case.outcome.id),
+            _ => assert!(
+                case.outcome.passed(),
+                "{} {:?}",
+                case.outcome.id,
+                case.outcome.failures
+            ),
         }
     }
     assert!(effectful > 40, "{effectful} effectful cases");

@@ -267,6 +267,35 @@ proptest! {
         }
     }
 
+    /// D-70 (TPL-1…3, issue 14 item 11): the `parse` op with `rootAnchored: true` and the
+    /// `resolve` op make ONE root-anchoring decision. Through the public request service,
+    /// for any string T: when the anchored parse says "literal" (one text part holding T,
+    /// or `[]` for ""), resolving T gives T byte-identical; when it yields parts, resolving
+    /// T equals resolving the ExprValue envelope of exactly those parts (an independent
+    /// rendering path), unless resolving T fails (a missing secret, a non-JSON `=`).
+    #[test]
+    fn anchored_parse_and_resolve_agree(t in any_text(), s in scope_json()) {
+        let parsed = w6w_sim::service::handle(
+            &json!({"op": "parse", "text": t, "mode": "editor", "rootAnchored": true}),
+        );
+        let parts = parsed["ok"].as_array().cloned().expect("small texts parse");
+        let resolved = w6w_sim::service::handle(
+            &json!({"op": "resolve", "with": {"v": t}, "scope": s}),
+        );
+        let literal = parts.is_empty()
+            || (parts.len() == 1 && parts[0] == json!({"kind": "text", "value": t}));
+        if literal {
+            prop_assert_eq!(&resolved["ok"]["v"], &Value::String(t.clone()), "parse said literal");
+        } else if resolved.get("ok").is_some() {
+            let via_parts = w6w_sim::service::handle(&json!({
+                "op": "resolve",
+                "with": {"v": {"type": "expr", "parts": parts}},
+                "scope": s,
+            }));
+            prop_assert_eq!(&resolved["ok"]["v"], &via_parts["ok"]["v"], "parse gave parts");
+        }
+    }
+
     /// Compiling once and resolving many times equals resolving from scratch.
     #[test]
     fn compiled_equals_uncompiled(s in scope_json(), with in with_block()) {

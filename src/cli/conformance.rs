@@ -30,7 +30,7 @@ pub(crate) enum ConformanceCommand {
 
 #[derive(Debug, clap::Args)]
 pub(crate) struct ConformanceArgs {
-    /// Directory of case files (*.json) [default: the suite bundled with w6w-sim].
+    /// Directory of case files (*.json) [default: the suite embedded in w6w-sim].
     #[arg(long, value_name = "DIR")]
     cases: Option<PathBuf>,
     /// Only cases naming this clause (RETRY-2) or family (RETRY, every RETRY-n); repeatable.
@@ -80,6 +80,16 @@ pub(crate) struct ConformanceArgs {
     /// Seed of the first generated workflow; workflow i uses SEED + i.
     #[arg(long, value_name = "SEED", default_value_t = conformance::generate::DEFAULT_SEED)]
     seed: u64,
+    /// The candidate's capability profile, comma-separated (`*` everything, `-NAME` all
+    /// but, or names such as `op.run,op.replay,strands`; see docs/capabilities.md): cases
+    /// needing anything else are reported not applicable. [default: what the adapter's
+    /// ack declares, else everything]
+    #[arg(long, value_name = "LIST")]
+    capabilities: Option<String>,
+    /// Directory for generated failures' shrunk workflow and scenario files (created if
+    /// needed) [default: a `w6w-sim-failures` folder in the system's temp directory].
+    #[arg(long, value_name = "DIR")]
+    out: Option<PathBuf>,
     /// Run only shard K of N (e.g. 2/4) of the selected cases and generated seeds, so a CI
     /// matrix of N jobs splits one campaign deterministically (a case by a stable hash of
     /// its id, generated workflow i when i mod N = K-1).
@@ -113,21 +123,21 @@ fn usage_error(message: impl std::fmt::Display) -> ExitCode {
 }
 
 fn conformance(args: &ConformanceArgs) -> ExitCode {
+    // Without --cases: the suite embedded in this binary, from any directory.
+    let loaded = match &args.cases {
+        Some(dir) => Suite::load(dir),
+        None => Suite::load_embedded(),
+    };
     let dir = args
         .cases
         .clone()
-        .unwrap_or_else(conformance::default_cases_dir);
-    let suite = match Suite::load(&dir) {
+        .unwrap_or_else(|| PathBuf::from("the bundled suite"));
+    let suite = match loaded {
         Ok(s) => s,
         Err(e) => {
-            let hint = if args.cases.is_none() {
-                "\n(the bundled cases were not found; pass --cases DIR)"
-            } else {
-                ""
-            };
             let n = e.problems.len();
             return usage_error(format!(
-                "cannot load the cases ({n} problem{}):\n{e}{hint}",
+                "cannot load the cases ({n} problem{}):\n{e}",
                 if n == 1 { "" } else { "s" }
             ));
         }
@@ -168,6 +178,13 @@ fn conformance(args: &ConformanceArgs) -> ExitCode {
     } else {
         conformance::generate::DEFAULT_GENERATE
     });
+    let profile = match args.capabilities.as_deref().map(|list| {
+        conformance::Capabilities::from_names(list.split(',').filter(|n| !n.trim().is_empty()))
+    }) {
+        None => None,
+        Some(Ok(p)) => Some(p),
+        Some(Err(e)) => return usage_error(format!("--capabilities: {e}")),
+    };
     let mut adapter: Box<dyn Adapter> = match (&args.adapter, &args.mutant) {
         (None, Some(name)) => match AnyMutant::by_name(name) {
             Some(m) => m.adapter(),
@@ -199,6 +216,26 @@ fn conformance(args: &ConformanceArgs) -> ExitCode {
             }
         }
     };
+    if let Some(p) = profile {
+        adapter = Box::new(conformance::WithCapabilities::new(adapter, p));
+    }
+    // Every printed repro command names the candidate that was tested.
+    let mut candidate_args = String::new();
+    if let Some(command) = &args.adapter {
+        candidate_args.push_str(&format!(" --adapter {}", shell_quote(command)));
+    }
+    if let Some(name) = &args.mutant {
+        candidate_args.push_str(&format!(" --mutant {}", shell_quote(name)));
+    }
+    if let Some(list) = &args.capabilities {
+        candidate_args.push_str(&format!(" --capabilities {}", shell_quote(list)));
+    }
+    if let Some(dir) = &args.cases {
+        candidate_args.push_str(&format!(
+            " --cases {}",
+            shell_quote(&dir.display().to_string())
+        ));
+    }
     let mut progress = Progress::new();
     let mut report = conformance::run_suite(
         adapter.as_mut(),
@@ -208,6 +245,19 @@ fn conformance(args: &ConformanceArgs) -> ExitCode {
         &mut |done, total, id| progress.tick(done, total, id),
     );
     progress.clear();
+    report.candidate_args = candidate_args;
+    if generate == 0 && args.generate.is_none() && filtered {
+        report.generated_note = Some(format!(
+            "No generated workflows: {} selects cases only; add --generate N to also run N of them",
+            if args.cases.is_some() {
+                "--cases"
+            } else if !args.clauses.is_empty() {
+                "--clause"
+            } else {
+                "--case"
+            }
+        ));
+    }
     if generate > 0 {
         progress.tick(0, generate, "generated workflows");
         let generated = run_generated_shard(adapter.as_mut(), generate, args.seed, shard);
@@ -221,16 +271,29 @@ fn conformance(args: &ConformanceArgs) -> ExitCode {
     } else {
         ExitCode::from(1)
     };
-    // Every generated failure replays from one command: write its shrunk inputs.
-    for f in report.generated.iter().flat_map(|g| &g.failures) {
-        let (w, s) = SuiteReport::failure_files(f.seed);
-        for (path, doc) in [(&w, &f.workflow), (&s, &f.scenario)] {
-            let text = serde_json::to_string_pretty(doc).unwrap_or_default();
-            if let Err(e) = std::fs::write(path, text + "\n") {
-                eprintln!("w6w-sim conformance: cannot write {path}: {e}");
-                status = ExitCode::from(2);
+    // Every generated failure replays from one command: write its shrunk inputs to the
+    // output directory (never the working directory unless asked to).
+    if report.generated_failed() > 0 {
+        let dir = args
+            .out
+            .clone()
+            .unwrap_or_else(|| std::env::temp_dir().join("w6w-sim-failures"));
+        if let Err(e) = std::fs::create_dir_all(&dir) {
+            eprintln!("w6w-sim conformance: cannot create {}: {e}", dir.display());
+            status = ExitCode::from(2);
+        }
+        for f in report.generated.iter().flat_map(|g| &g.failures) {
+            let (w, s) = SuiteReport::failure_files(f.seed);
+            for (name, doc) in [(&w, &f.workflow), (&s, &f.scenario)] {
+                let path = dir.join(name);
+                let text = serde_json::to_string_pretty(doc).unwrap_or_default();
+                if let Err(e) = std::fs::write(&path, text + "\n") {
+                    eprintln!("w6w-sim conformance: cannot write {}: {e}", path.display());
+                    status = ExitCode::from(2);
+                }
             }
         }
+        report.failure_dir = Some(dir);
     }
     if let Some(path) = &args.junit
         && let Err(e) = std::fs::write(path, report.to_junit())
@@ -256,6 +319,19 @@ fn conformance(args: &ConformanceArgs) -> ExitCode {
         return ExitCode::from(2);
     }
     status
+}
+
+/// Quote a word for a POSIX shell (and for `--adapter`'s own splitter): bare when safe.
+fn shell_quote(word: &str) -> String {
+    let safe = !word.is_empty()
+        && word
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./=:,@+".contains(c));
+    if safe {
+        word.to_owned()
+    } else {
+        format!("'{}'", word.replace('\'', "'\\''"))
+    }
 }
 
 /// `--engine` / `--host`: a candidate behind the context protocol.

@@ -16,6 +16,7 @@ mod conformance;
 mod context;
 mod dialect;
 mod input;
+mod matrix;
 mod model;
 mod sim;
 
@@ -42,6 +43,8 @@ enum Command {
     #[command(flatten)]
     Sim(sim::SimCommand),
     #[command(flatten)]
+    Matrix(matrix::MatrixCommand),
+    #[command(flatten)]
     Context(context::ContextCommand),
     /// `import`: WOML / YAML documents into w6w (issue 10).
     #[command(flatten)]
@@ -56,6 +59,7 @@ pub fn main() -> ExitCode {
         Command::Eval => eval(),
         Command::Conf(c) => conformance::main(c),
         Command::Sim(cmd) => sim::main(cmd),
+        Command::Matrix(cmd) => matrix::main(cmd),
         Command::Context(cmd) => context::main(cmd),
         Command::Dialect(cmd) => dialect::main(cmd),
     }

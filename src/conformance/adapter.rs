@@ -20,6 +20,12 @@ pub trait Adapter {
 
     /// Answer one request.
     fn handle(&mut self, request: &Value) -> Result<Value, AdapterError>;
+
+    /// What this candidate supports; cases needing anything else are reported not
+    /// applicable (never passed). Default: everything.
+    fn capabilities(&self) -> super::Capabilities {
+        super::Capabilities::all()
+    }
 }
 
 /// Why an adapter produced no response. Codes are stable.
@@ -109,5 +115,45 @@ impl<F: FnMut(&Value) -> Value> Adapter for FnAdapter<F> {
 
     fn handle(&mut self, request: &Value) -> Result<Value, AdapterError> {
         Ok((self.f)(request))
+    }
+}
+
+/// An adapter with a declared profile: cases needing anything else are not applicable.
+pub struct WithCapabilities<A> {
+    inner: A,
+    profile: super::Capabilities,
+}
+
+impl<A: Adapter> WithCapabilities<A> {
+    pub fn new(inner: A, profile: super::Capabilities) -> Self {
+        WithCapabilities { inner, profile }
+    }
+}
+
+impl<A: Adapter> Adapter for WithCapabilities<A> {
+    fn name(&self) -> String {
+        self.inner.name()
+    }
+
+    fn handle(&mut self, request: &Value) -> Result<Value, AdapterError> {
+        self.inner.handle(request)
+    }
+
+    fn capabilities(&self) -> super::Capabilities {
+        self.profile.clone()
+    }
+}
+
+impl Adapter for Box<dyn Adapter> {
+    fn name(&self) -> String {
+        (**self).name()
+    }
+
+    fn handle(&mut self, request: &Value) -> Result<Value, AdapterError> {
+        (**self).handle(request)
+    }
+
+    fn capabilities(&self) -> super::Capabilities {
+        (**self).capabilities()
     }
 }

@@ -672,12 +672,14 @@ pub struct GeneratedReport {
     /// `K/N` when only one shard of the seeds ran.
     pub shard: Option<String>,
     pub failures: Vec<GeneratedFailure>,
+    /// Workflows needing a capability the candidate's profile lacks: not run.
+    pub not_applicable: usize,
     pub elapsed: Duration,
 }
 
 impl GeneratedReport {
     pub fn passed(&self) -> usize {
-        self.count - self.failures.len()
+        self.count - self.failures.len() - self.not_applicable
     }
 }
 
@@ -700,6 +702,8 @@ pub fn run_generated_shard(
     #[allow(clippy::disallowed_methods)] // real time: the report states the batch's speed
     let started = Instant::now();
     let mut failures = Vec::new();
+    let mut not_applicable = 0;
+    let profile = adapter.capabilities();
     let mut ran = 0;
     for i in 0..count {
         if shard.is_some_and(|sh| !sh.takes_seed_index(i as u64)) {
@@ -708,6 +712,14 @@ pub fn run_generated_shard(
         ran += 1;
         let s = seed.wrapping_add(i as u64);
         let g = Generated::from_seed(s);
+        let request = json!({"op": "run", "workflow": g.workflow(),
+                             "scenario": g.scenario(json!({}))});
+        let mut needs = super::capability::required_by_request(&request);
+        needs.insert("op.replay".into());
+        if !profile.missing(&needs).is_empty() {
+            not_applicable += 1;
+            continue;
+        }
         if let Err(v) = check(adapter, &g) {
             let (small, v) = shrink(adapter, &g, &v, SHRINK_BUDGET);
             failures.push(GeneratedFailure {
@@ -726,6 +738,7 @@ pub fn run_generated_shard(
         span: count,
         shard: shard.map(|s| s.to_string()),
         failures,
+        not_applicable,
         elapsed: started.elapsed(),
     }
 }

@@ -1,36 +1,44 @@
 //! The host-contract adapter seam: a Rust host plugs in its durable store and save-time
 //! validation, and the suite runs *our* engine on them.
 //!
-//! Owns: the [`HostAdapter`] trait, the reference [`SimulatedHost`], [`EngineOnHost`]
+//! Owns: the [`HostAdapter`] trait, the reference [`SimulatedHost`] (with [`MemoryDisk`],
+//! an in-memory medium that outlives the store objects opened on it), [`EngineOnHost`]
 //! (which turns any `HostAdapter` into an op-level [`Adapter`]) and [`run_host`], the one
 //! line a host crate's `#[test]` calls. Refuses to know how a host stores things: the
-//! contract is the simulator's [`Store`] trait (fold a `RunStatePatch` durably, load a
-//! `RunState`, and the `crash`/`restart` hooks).
+//! contract is [`crate::host::RunStore`] (fold a `RunStatePatch` durably, load a
+//! `RunState`) opened from a [`StoreFactory`].
 //!
 //! What the suite still owns when a `HostAdapter` is under test: the scripted actions
-//! (invocations answer as the case's scenario says), the virtual clock and the fault plan.
-//! A crash fault calls the store's `crash` then `restart`; from then on `load` must return
-//! exactly the state of the last `checkpoint` that returned (RUN-3), and the engine resumes
-//! from it (RUN-4).
+//! (invocations answer as the case's scenario says), the virtual clock, the fault plan and
+//! its own world state (counters, schedules — never written to the host's store). A crash
+//! fault drops the host's store object — its destructor does not run before the run is
+//! over, like a killed process — and opens a fresh one from the factory; the suite then
+//! checks that the fresh store loads exactly the state of the last acknowledged
+//! checkpoint (RUN-3) before the engine resumes from it (RUN-4). The report of every run
+//! is read from a store reopened once more after the run ended.
+
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::rc::Rc;
 
 use serde_json::{Value, json};
 
 use super::{Adapter, AdapterError, LoadError, RunOptions, SuiteReport};
-use crate::model::{ValidateOptions, ValidationError, validate_save};
+use crate::host::{RunStore, StoreError, StoreFactory};
+use crate::model::{RunState, RunStatePatch, ValidateOptions, ValidationError, validate_save};
 use crate::service::{bad_request, ok};
-use crate::sim::{MemoryStore, Store, StoreError};
 
 /// What a host must provide for the suite to run the reference engine on it.
 ///
 /// ```no_run
-/// use w6w_sim::conformance::{self, HostAdapter, RunOptions};
-/// use w6w_sim::sim::{MemoryStore, Store, StoreError};
+/// use w6w_sim::conformance::{self, HostAdapter, MemoryDisk, RunOptions};
+/// use w6w_sim::host::{StoreError, StoreFactory};
 ///
 /// struct MyHost;
 /// impl HostAdapter for MyHost {
 ///     fn name(&self) -> String { "my-host 0.1".into() }
-///     fn open_store(&mut self) -> Result<Box<dyn Store>, StoreError> {
-///         Ok(Box::new(MemoryStore::default())) // your durable store here
+///     fn storage(&mut self) -> Result<Box<dyn StoreFactory>, StoreError> {
+///         Ok(MemoryDisk::new().factory()) // a fresh medium; your durable store here
 ///     }
 /// }
 ///
@@ -43,11 +51,13 @@ pub trait HostAdapter {
     /// A human-readable name for reports, e.g. `my-host 1.4.0`.
     fn name(&self) -> String;
 
-    /// A fresh, empty durable store for one `run` or `replay` request (each case gets its
-    /// own, so cases never see each other's runs). The store's `checkpoint` must return
-    /// only once the folded state is durable; its `crash` hook must drop whatever is not,
-    /// and `restart` must come back with exactly the durable state (RUN-3).
-    fn open_store(&mut self) -> Result<Box<dyn Store>, StoreError>;
+    /// A fresh, empty durable medium for one `run` or `replay` request (each case gets its
+    /// own, so cases never see each other's runs), as a factory that opens a store on it.
+    /// The suite opens one store when the run starts and a fresh one after every simulated
+    /// crash (the old object is dropped unflushed); each must load what the earlier ones
+    /// acknowledged. A store's `checkpoint` must return only once the folded state is
+    /// durable (RUN-3).
+    fn storage(&mut self) -> Result<Box<dyn StoreFactory>, StoreError>;
 
     /// Save-time validation (the `validate` op, MODEL-*/PLAN-*): `previous` is the stored
     /// document a save replaces. Default: this crate's validator.
@@ -61,7 +71,68 @@ pub trait HostAdapter {
     }
 }
 
-/// The reference host: the simulator's in-memory store, this crate's validator.
+/// An in-memory durable medium: what a [`MemoryDisk`] store writes survives the store
+/// object (a crash drops the object, not the medium). Every store opened from
+/// [`MemoryDisk::factory`] writes through at once, so it is durable by construction; it is
+/// the reference host's medium and a template for a host crate's tests.
+#[derive(Debug, Clone, Default)]
+pub struct MemoryDisk {
+    runs: Rc<RefCell<BTreeMap<String, RunState>>>,
+}
+
+impl MemoryDisk {
+    pub fn new() -> Self {
+        MemoryDisk::default()
+    }
+
+    /// A factory opening write-through stores on this medium.
+    pub fn factory(&self) -> Box<dyn StoreFactory> {
+        let disk = self.clone();
+        Box::new(move || -> Result<Box<dyn RunStore>, StoreError> {
+            Ok(Box::new(MemoryDiskStore { disk: disk.clone() }))
+        })
+    }
+
+    /// What the medium holds for a run.
+    pub fn get(&self, run_id: &str) -> Option<RunState> {
+        self.runs.borrow().get(run_id).cloned()
+    }
+
+    /// Write a run's state to the medium.
+    pub fn set(&self, state: RunState) {
+        self.runs.borrow_mut().insert(state.run_id.clone(), state);
+    }
+}
+
+/// A write-through store on a [`MemoryDisk`].
+struct MemoryDiskStore {
+    disk: MemoryDisk,
+}
+
+impl RunStore for MemoryDiskStore {
+    fn checkpoint(&mut self, patch: &RunStatePatch) -> Result<(), StoreError> {
+        let mut state = self.disk.get(&patch.run_id).unwrap_or_else(|| {
+            RunState::new(
+                &patch.run_id,
+                patch.workflow_id.as_deref().unwrap_or_default(),
+            )
+        });
+        state.apply(patch);
+        self.disk.set(state);
+        Ok(())
+    }
+
+    fn put(&mut self, state: &RunState) -> Result<(), StoreError> {
+        self.disk.set(state.clone());
+        Ok(())
+    }
+
+    fn load(&self, run_id: &str) -> Result<Option<RunState>, StoreError> {
+        Ok(self.disk.get(run_id))
+    }
+}
+
+/// The reference host: a [`MemoryDisk`] per run, this crate's validator.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct SimulatedHost;
 
@@ -70,8 +141,8 @@ impl HostAdapter for SimulatedHost {
         format!("w6w-sim simulated host {}", env!("CARGO_PKG_VERSION"))
     }
 
-    fn open_store(&mut self) -> Result<Box<dyn Store>, StoreError> {
-        Ok(Box::new(MemoryStore::default()))
+    fn storage(&mut self) -> Result<Box<dyn StoreFactory>, StoreError> {
+        Ok(MemoryDisk::new().factory())
     }
 }
 
@@ -127,19 +198,19 @@ impl<H: HostAdapter> Adapter for EngineOnHost<H> {
         let op = request.get("op").and_then(Value::as_str);
         // Issue 10: a WOML / YAML run is imported, then run on the host's store like any.
         if op == Some("run") && request.get("dialect").is_some() {
-            return Ok(match self.host.open_store() {
-                Ok(store) => crate::dialect::ops::run_on(request, store),
+            return Ok(match self.host.storage() {
+                Ok(factory) => crate::dialect::ops::run_on(request, factory),
                 Err(e) => json!({"error": {"code": "store_error",
-                                           "message": format!("the host could not open a store: {e}")}}),
+                                           "message": format!("the host could not provide a store: {}: {e}", e.code())}}),
             });
         }
         Ok(match op {
             Some("validate") if request.get("dialect").is_some() => crate::service::handle(request),
-            Some("run" | "replay") => match self.host.open_store() {
-                Ok(store) if op == Some("run") => crate::sim::ops::run_on(request, store),
-                Ok(store) => crate::sim::ops::replay_on(request, store),
+            Some("run" | "replay") => match self.host.storage() {
+                Ok(factory) if op == Some("run") => crate::sim::ops::run_on_host(request, factory),
+                Ok(factory) => crate::sim::ops::replay_on_host(request, factory),
                 Err(e) => json!({"error": {"code": "store_error",
-                                           "message": format!("the host could not open a store: {e}")}}),
+                                           "message": format!("the host could not provide a store: {}: {e}", e.code())}}),
             },
             Some("validate") => self.validate(request),
             Some(_) => crate::service::handle(request),
@@ -182,8 +253,8 @@ mod tests {
         fn name(&self) -> String {
             "broken".into()
         }
-        fn open_store(&mut self) -> Result<Box<dyn Store>, StoreError> {
-            Err(StoreError("disk on fire".into()))
+        fn storage(&mut self) -> Result<Box<dyn StoreFactory>, StoreError> {
+            Err(StoreError::Io("disk on fire".into()))
         }
         fn validate(
             &mut self,

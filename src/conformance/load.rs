@@ -30,9 +30,71 @@ pub const EXPECTATION_KINDS: &[&str] = &[
     "notContainsText",
 ];
 
-/// The directory the suite reads when none is given: `conformance/cases` of this crate.
+/// The source tree's case directory, `conformance/cases` of this crate. The suite itself
+/// reads the copy embedded in the binary ([`Suite::load_default`]); this path is for tools
+/// that want the files on disk.
 pub fn default_cases_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("conformance/cases")
+}
+
+mod embedded {
+    include!(concat!(env!("OUT_DIR"), "/embedded_cases.rs"));
+}
+
+/// Where the embedded case files appear to live (their `path` in reports and problems).
+pub(crate) const EMBEDDED_CASES_DIR: &str = "conformance/cases";
+
+/// Where case files are read from.
+#[derive(Debug, Clone, Copy)]
+enum Source {
+    Disk,
+    /// The files embedded at build time (`build.rs`), by path relative to the crate root.
+    Embedded,
+}
+
+impl Source {
+    fn len(self, path: &Path) -> std::io::Result<u64> {
+        match self {
+            Source::Disk => std::fs::metadata(path).map(|m| m.len()),
+            Source::Embedded => Self::embedded(path).map(|t| t.len() as u64),
+        }
+    }
+
+    fn read(self, path: &Path) -> std::io::Result<String> {
+        match self {
+            Source::Disk => std::fs::read_to_string(path),
+            Source::Embedded => Self::embedded(path).map(str::to_owned),
+        }
+    }
+
+    fn embedded(path: &Path) -> std::io::Result<&'static str> {
+        // Lexical normalisation: `conformance/cases/../../examples/x.json`.
+        let mut parts: Vec<&std::ffi::OsStr> = Vec::new();
+        for c in path.components() {
+            match c {
+                std::path::Component::Normal(p) => parts.push(p),
+                std::path::Component::ParentDir => {
+                    parts.pop();
+                }
+                _ => {}
+            }
+        }
+        let key: Vec<String> = parts
+            .iter()
+            .map(|p| p.to_string_lossy().into_owned())
+            .collect();
+        let key = key.join("/");
+        embedded::EMBEDDED
+            .iter()
+            .find(|(p, _)| *p == key)
+            .map(|(_, text)| *text)
+            .ok_or_else(|| {
+                std::io::Error::new(
+                    std::io::ErrorKind::NotFound,
+                    format!("{key} is not among the files embedded in w6w-sim"),
+                )
+            })
+    }
 }
 
 /// One problem that stops the suite from starting.
@@ -135,6 +197,25 @@ impl Suite {
             .filter(|p| p.extension().is_some_and(|x| x == "json") && p.is_file())
             .collect();
         paths.sort();
+        Suite::load_paths(Source::Disk, dir, paths)
+    }
+
+    /// The suite embedded in this build (`conformance/cases` when it was compiled, with
+    /// the examples they include): needs no file at run time, from any directory.
+    pub fn load_embedded() -> Result<Suite, LoadError> {
+        let prefix = format!("{EMBEDDED_CASES_DIR}/");
+        let paths: Vec<PathBuf> = embedded::EMBEDDED
+            .iter()
+            .filter(|(p, _)| {
+                p.strip_prefix(&prefix)
+                    .is_some_and(|rest| !rest.contains('/'))
+            })
+            .map(|(p, _)| PathBuf::from(p))
+            .collect();
+        Suite::load_paths(Source::Embedded, Path::new(EMBEDDED_CASES_DIR), paths)
+    }
+
+    fn load_paths(source: Source, dir: &Path, paths: Vec<PathBuf>) -> Result<Suite, LoadError> {
         if paths.is_empty() {
             return Err(LoadError::one(
                 "no_case_files",
@@ -145,9 +226,9 @@ impl Suite {
         let mut problems = Vec::new();
         let mut files = Vec::new();
         for path in paths {
-            match read_json(&path) {
+            match read_json(source, &path) {
                 Ok(mut value) => {
-                    resolve_includes(&path, &mut value, &mut problems);
+                    resolve_includes(source, &path, &mut value, &mut problems);
                     if let Some(file) = lint_file(&path, &value, &mut problems) {
                         files.push(LoadedFile { path, file });
                     }
@@ -164,9 +245,9 @@ impl Suite {
         }
     }
 
-    /// Load [`default_cases_dir`].
+    /// The bundled suite: [`Suite::load_embedded`].
     pub fn load_default() -> Result<Suite, LoadError> {
-        Suite::load(&default_cases_dir())
+        Suite::load_embedded()
     }
 
     /// Every case with the file it came from, in file order then case order.
@@ -202,7 +283,12 @@ impl Suite {
 /// the parsed contents of that file, relative to the case file's folder. Resolved at load
 /// time, so an adapter (in process or over the protocol) still receives plain JSON; it lets
 /// the bundled `examples/` double as cases without copying them.
-fn resolve_includes(path: &Path, value: &mut Value, problems: &mut Vec<LoadProblem>) {
+fn resolve_includes(
+    source: Source,
+    path: &Path,
+    value: &mut Value,
+    problems: &mut Vec<LoadProblem>,
+) {
     let base = path.parent().unwrap_or_else(|| Path::new("."));
     let Some(cases) = value.get_mut("cases").and_then(Value::as_array_mut) else {
         return;
@@ -232,9 +318,9 @@ fn resolve_includes(path: &Path, value: &mut Value, problems: &mut Vec<LoadProbl
                 continue;
             };
             let included = if as_text {
-                read_text(&base.join(rel)).map(Value::String)
+                read_text(source, &base.join(rel)).map(Value::String)
             } else {
-                read_json(&base.join(rel))
+                read_json(source, &base.join(rel))
             };
             match included {
                 Ok(included) => *v = included,
@@ -249,8 +335,8 @@ fn resolve_includes(path: &Path, value: &mut Value, problems: &mut Vec<LoadProbl
     }
 }
 
-fn read_json(path: &Path) -> Result<Value, LoadProblem> {
-    let text = read_text(path)?;
+fn read_json(source: Source, path: &Path) -> Result<Value, LoadProblem> {
+    let text = read_text(source, path)?;
     // Strict: a duplicate key is refused with its pointer (docs/decisions.md D-47).
     crate::json::parse(&text).map_err(|e| LoadProblem {
         code: if e.duplicate.is_some() {
@@ -270,23 +356,25 @@ fn read_json(path: &Path) -> Result<Value, LoadProblem> {
     })
 }
 
-fn read_text(path: &Path) -> Result<String, LoadProblem> {
+fn read_text(source: Source, path: &Path) -> Result<String, LoadProblem> {
     let problem = |code, message| LoadProblem {
         code,
         file: Some(path.to_path_buf()),
         pointer: None,
         message,
     };
-    let len = std::fs::metadata(path)
-        .map_err(|e| problem("io", format!("cannot read: {e}")))?
-        .len();
+    let len = source
+        .len(path)
+        .map_err(|e| problem("io", format!("cannot read: {e}")))?;
     if len > MAX_CASE_FILE_BYTES {
         return Err(problem(
             "io",
             format!("{len} bytes is larger than the {MAX_CASE_FILE_BYTES}-byte limit"),
         ));
     }
-    std::fs::read_to_string(path).map_err(|e| problem("io", format!("cannot read: {e}")))
+    source
+        .read(path)
+        .map_err(|e| problem("io", format!("cannot read: {e}")))
 }
 
 /// Collects problems for one file, each with its pointer.
@@ -419,14 +507,14 @@ fn lint_case(l: &mut Linter<'_>, at: &str, case: &Value, known: &[String]) {
     for key in obj.keys() {
         if !matches!(
             key.as_str(),
-            "id" | "clauses" | "description" | "request" | "expect"
+            "id" | "clauses" | "description" | "request" | "expect" | "requires"
         ) && !key.starts_with('$')
         {
             l.bad(
                 format!("{at}/{}", escape_token(key)),
                 format!(
                     "unknown field {key:?} (a case has id, clauses, description, request, \
-                     expect; annotations start with \"$\")"
+                     expect, requires; annotations start with \"$\")"
                 ),
             );
         }
@@ -476,6 +564,31 @@ fn lint_case(l: &mut Linter<'_>, at: &str, case: &Value, known: &[String]) {
             ),
         ),
         None => l.bad(at.to_owned(), "missing field \"clauses\""),
+    }
+    match obj.get("requires") {
+        None => {}
+        Some(Value::Array(list)) => {
+            for (j, c) in list.iter().enumerate() {
+                match c.as_str() {
+                    Some(name) if super::capability::is_capability(name) => {}
+                    Some(name) => l.bad(
+                        format!("{at}/requires/{j}"),
+                        super::UnknownCapability(name.to_owned()).to_string(),
+                    ),
+                    None => l.bad(
+                        format!("{at}/requires/{j}"),
+                        format!("a capability is a string, not {}", json_kind(c)),
+                    ),
+                }
+            }
+        }
+        Some(v) => l.bad(
+            format!("{at}/requires"),
+            format!(
+                "requires must be an array of capability names, not {}",
+                json_kind(v)
+            ),
+        ),
     }
     if !obj.contains_key("request") {
         l.bad(at.to_owned(), "missing field \"request\"");
@@ -786,7 +899,7 @@ mod tests {
             {"request": {"op": "run", "workflow": {"$file": "/etc/passwd"}}}
         ]});
         let mut problems = Vec::new();
-        resolve_includes(&case_file, &mut value, &mut problems);
+        resolve_includes(Source::Disk, &case_file, &mut value, &mut problems);
         assert_eq!(
             value["cases"][0]["request"]["workflow"],
             json!({"id": "from-file"})
@@ -834,6 +947,7 @@ mod tests {
             description: String::new(),
             request: Value::Null,
             expect: Map::new(),
+            requires: Vec::new(),
         }
     }
 

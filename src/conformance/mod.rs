@@ -45,24 +45,30 @@
 //! returns a [`SuiteReport`] (text, JSON, JUnit).
 
 mod adapter;
+pub mod capability;
 pub mod child;
 mod diff;
+mod engine_seam;
 pub mod generate;
 mod host;
 mod load;
+pub mod matrix;
 pub mod mutants;
 mod process;
 pub mod protocol;
 mod report;
 pub mod shard;
 
-pub use adapter::{Adapter, AdapterError, FnAdapter, Reference};
+pub use adapter::{Adapter, AdapterError, FnAdapter, Reference, WithCapabilities};
+pub use capability::{CAPABILITIES, Capabilities, UnknownCapability};
 pub use diff::{DiffEntry, MAX_DIFF_ENTRIES, json_diff};
-pub use host::{EngineOnHost, HostAdapter, SimulatedHost, run_host};
+pub use engine_seam::{EngineAdapter, EngineOnSim, ReferenceEngineAdapter, run_engine};
+pub use host::{EngineOnHost, HostAdapter, MemoryDisk, SimulatedHost, run_host};
 pub use load::{
     EXPECTATION_KINDS, LoadError, LoadProblem, LoadedFile, MAX_CASE_FILE_BYTES, Selection, Suite,
     default_cases_dir,
 };
+pub use matrix::{CandidateKind, CandidateSpec, Matrix};
 pub use process::{DEFAULT_DEADLINE, ProcessAdapter, ProcessOptions, split_command};
 pub use report::{
     CaseResult, ClauseRow, RunOptions, SuiteReport, check_with, run, run_suite, xml_escape,
@@ -113,6 +119,10 @@ pub struct Case {
     pub request: Value,
     #[serde(default)]
     pub expect: Map<String, Value>,
+    /// Capabilities the case needs beyond what its content shows
+    /// ([`capability::required`] derives the rest).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub requires: Vec<String>,
 }
 
 /// The result of checking one case.

@@ -11,10 +11,11 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
+use super::MemoryDisk;
 use super::load::{Selection, Suite};
 use super::{Adapter, AdapterError, EngineOnHost, HostAdapter, run_suite};
+use crate::host::{RunStore, StoreError, StoreFactory};
 use crate::model::{RunState, RunStatePatch, ValidateOptions, ValidationError, validate_save};
-use crate::sim::{MemoryStore, Store, StoreError, StoredRun, WorldSnapshot};
 
 pub use crate::mutants::Mutant;
 
@@ -135,12 +136,18 @@ impl HostAdapter for BrokenHost {
         format!("mutant {} ({})", self.0.name(), self.0.clause())
     }
 
-    fn open_store(&mut self) -> Result<Box<dyn Store>, StoreError> {
-        Ok(Box::new(BrokenStore {
-            mutant: self.0,
-            durable: MemoryStore::default(),
-            pending: Vec::new(),
-        }))
+    fn storage(&mut self) -> Result<Box<dyn StoreFactory>, StoreError> {
+        let disk = MemoryDisk::new();
+        let mutant = self.0;
+        Ok(Box::new(
+            move || -> Result<Box<dyn RunStore>, StoreError> {
+                Ok(Box::new(BrokenStore {
+                    mutant,
+                    disk: disk.clone(),
+                    pending: Vec::new(),
+                }))
+            },
+        ))
     }
 
     fn validate(
@@ -159,73 +166,63 @@ impl HostAdapter for BrokenHost {
 }
 
 /// A store that lies about durability. `pending` is what the process holds but the disk
-/// does not: reads in the same process see it (like a page cache), a crash loses it.
+/// does not: reads in the same process see it (like a page cache); a crash drops the
+/// object, and with it everything pending.
 struct BrokenStore {
     mutant: HostMutant,
-    durable: MemoryStore,
+    disk: MemoryDisk,
     pending: Vec<RunStatePatch>,
 }
 
 impl BrokenStore {
-    fn flush(&mut self) -> Result<(), StoreError> {
-        let none = WorldSnapshot::default();
+    fn fold(state: Option<RunState>, patch: &RunStatePatch) -> RunState {
+        let mut state = state.unwrap_or_else(|| {
+            RunState::new(
+                &patch.run_id,
+                patch.workflow_id.as_deref().unwrap_or_default(),
+            )
+        });
+        state.apply(patch);
+        state
+    }
+
+    fn flush(&mut self) {
         for patch in std::mem::take(&mut self.pending) {
-            self.durable.checkpoint(&patch, &none)?;
+            let state = Self::fold(self.disk.get(&patch.run_id), &patch);
+            self.disk.set(state);
         }
-        Ok(())
     }
 }
 
-impl Store for BrokenStore {
-    fn checkpoint(&mut self, patch: &RunStatePatch, _: &WorldSnapshot) -> Result<(), StoreError> {
+impl RunStore for BrokenStore {
+    fn checkpoint(&mut self, patch: &RunStatePatch) -> Result<(), StoreError> {
         match self.mutant {
             // Write-back: the previous write lands now, this one "later".
-            HostMutant::CheckpointBeforeDurable => self.flush()?,
-            // Memory only: nothing lands before a clean restart.
+            HostMutant::CheckpointBeforeDurable => self.flush(),
+            // Memory only: nothing lands before a clean shutdown.
             HostMutant::CheckpointsDroppedOnCrash => {}
             HostMutant::KeyNeverChecked => {
-                return self.durable.checkpoint(patch, &WorldSnapshot::default());
+                let state = Self::fold(self.disk.get(&patch.run_id), patch);
+                self.disk.set(state);
+                return Ok(());
             }
         }
         self.pending.push(patch.clone());
         Ok(())
     }
 
-    fn put(&mut self, state: &RunState, world: &WorldSnapshot) -> Result<(), StoreError> {
-        self.flush()?;
-        self.durable.put(state, world)
+    fn put(&mut self, state: &RunState) -> Result<(), StoreError> {
+        self.flush();
+        self.disk.set(state.clone());
+        Ok(())
     }
 
-    fn load(&self, run_id: &str) -> Result<Option<StoredRun>, StoreError> {
-        let mut stored = self.durable.load(run_id)?;
+    fn load(&self, run_id: &str) -> Result<Option<RunState>, StoreError> {
+        let mut state = self.disk.get(run_id);
         for patch in self.pending.iter().filter(|p| p.run_id == run_id) {
-            let state = match &mut stored {
-                Some(s) => &mut s.state,
-                None => {
-                    let fresh = RunState::new(
-                        &patch.run_id,
-                        patch.workflow_id.as_deref().unwrap_or_default(),
-                    );
-                    &mut stored
-                        .insert(StoredRun {
-                            format: crate::sim::STORE_FORMAT.into(),
-                            state: fresh,
-                            world: None,
-                        })
-                        .state
-                }
-            };
-            state.apply(patch);
+            state = Some(Self::fold(state, patch));
         }
-        Ok(stored)
-    }
-
-    fn keeps_world(&self) -> bool {
-        false
-    }
-
-    fn crash(&mut self) {
-        self.pending.clear();
+        Ok(state)
     }
 }
 

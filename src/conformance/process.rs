@@ -343,6 +343,8 @@ pub struct ProcessAdapter {
     consecutive_failures: u32,
     next_id: u64,
     deadline: Deadline,
+    /// The profile the ack declared (`capabilities`), if any.
+    declared: Option<super::Capabilities>,
 }
 
 impl ProcessAdapter {
@@ -362,6 +364,7 @@ impl ProcessAdapter {
             broken: None,
             consecutive_failures: 0,
             next_id: 0,
+            declared: None,
         };
         let running = Running::spawn(&adapter.argv)?;
         adapter.handshake(running);
@@ -375,7 +378,12 @@ impl ProcessAdapter {
                     self.deadline.clamp(self.options.startup_timeout),
                     "waiting for the ack to the hello",
                 )
-                .and_then(|line| protocol::parse_ack(&line).map_err(AdapterError::Handshake))
+                .and_then(|line| {
+                    let name = protocol::parse_ack(&line).map_err(AdapterError::Handshake)?;
+                    let profile =
+                        protocol::ack_capabilities(&line).map_err(AdapterError::Handshake)?;
+                    Ok((name, profile))
+                })
         } else {
             Err(AdapterError::Exited(format!(
                 "the adapter closed its stdin before the hello{}",
@@ -383,8 +391,11 @@ impl ProcessAdapter {
             )))
         };
         match result {
-            Ok(name) => {
+            Ok((name, profile)) => {
                 self.name = Some(name);
+                if let Some(p) = profile {
+                    self.declared = Some(p);
+                }
                 self.next_id = 0;
                 self.running = Some(running);
             }
@@ -466,6 +477,11 @@ impl ProcessAdapter {
 impl Adapter for ProcessAdapter {
     fn name(&self) -> String {
         self.name.clone().unwrap_or_else(|| self.command.clone())
+    }
+
+    /// What the ack declared (`capabilities`); everything when it declared nothing.
+    fn capabilities(&self) -> super::Capabilities {
+        self.declared.clone().unwrap_or_default()
     }
 
     fn handle(&mut self, request: &Value) -> Result<Value, AdapterError> {

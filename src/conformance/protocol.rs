@@ -80,6 +80,18 @@ pub fn parse_ack(line: &str) -> Result<String, String> {
     )
 }
 
+/// The optional `capabilities` of an ack (a JSON array of names, see
+/// [`super::Capabilities`]): `None` when absent (the adapter claims everything).
+pub fn ack_capabilities(line: &str) -> Result<Option<super::Capabilities>, String> {
+    let v: Value = serde_json::from_str(line).map_err(|e| format!("the ack is not JSON: {e}"))?;
+    match v.get("capabilities") {
+        None | Some(Value::Null) => Ok(None),
+        Some(c) => serde_json::from_value(c.clone()).map(Some).map_err(|e| {
+            format!("the ack's \"capabilities\" are not a list of capability names: {e}")
+        }),
+    }
+}
+
 /// Shorten a peer's line for an error message.
 pub(crate) fn clip(line: &str) -> String {
     const MAX: usize = 300;

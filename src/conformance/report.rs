@@ -4,6 +4,7 @@
 //! catalogue — zero-case clauses included — totals and timing) and its three renderings.
 //! Refuses to know how an adapter is reached.
 
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -13,7 +14,7 @@ use serde_json::{Value, json};
 use super::diff::{self, DiffEntry};
 use super::generate::{DEFAULT_GENERATE, DEFAULT_SEED, GeneratedReport, run_generated};
 use super::load::{LoadError, Selection, Suite};
-use super::{Adapter, Case, CaseOutcome, check_expectations, clause_catalogue, coverage};
+use super::{Adapter, Case, CaseOutcome, check_expectations, clause_catalogue};
 
 /// What to run: where the cases are, which to select, whether to diff failures against
 /// the reference, and how many generated workflows to check.
@@ -64,6 +65,39 @@ pub struct CaseResult {
     /// With `diff_reference`, for a failing case the adapter answered: reference vs
     /// candidate, field by field (empty: they agree, so the case disagrees with both).
     pub reference_diff: Option<Vec<DiffEntry>>,
+    /// What the case needs ([`super::capability::required`]).
+    pub requires: Vec<String>,
+    /// The needs the candidate's profile lacks: non-empty means *not applicable* — the
+    /// case did not run and counts neither as passed nor as failed.
+    pub missing: Vec<String>,
+}
+
+impl CaseResult {
+    /// Not applicable to the candidate's profile.
+    pub fn not_applicable(&self) -> bool {
+        !self.missing.is_empty()
+    }
+
+    /// Ran and passed.
+    pub fn passed(&self) -> bool {
+        !self.not_applicable() && self.outcome.passed()
+    }
+
+    /// Ran and failed.
+    pub fn failed(&self) -> bool {
+        !self.not_applicable() && !self.outcome.passed()
+    }
+
+    /// `passed`, `failed` or `notApplicable`.
+    pub fn status(&self) -> &'static str {
+        if self.not_applicable() {
+            "notApplicable"
+        } else if self.outcome.passed() {
+            "passed"
+        } else {
+            "failed"
+        }
+    }
 }
 
 /// One row of the per-clause table.
@@ -75,6 +109,8 @@ pub struct ClauseRow {
     pub cases: usize,
     pub passed: usize,
     pub failed: usize,
+    /// Selected cases naming this clause that the candidate's profile excludes.
+    pub not_applicable: usize,
     /// Cases in the loaded suite naming this clause, selected or not.
     pub in_suite: usize,
 }
@@ -83,6 +119,8 @@ pub struct ClauseRow {
 #[derive(Debug, Clone, PartialEq)]
 pub struct SuiteReport {
     pub implementation: String,
+    /// The candidate's capability profile.
+    pub capabilities: super::Capabilities,
     pub cases: Vec<CaseResult>,
     /// One row per catalogue clause in scope of the `--clause` filters, catalogue order.
     pub clauses: Vec<ClauseRow>,
@@ -90,6 +128,13 @@ pub struct SuiteReport {
     pub generated: Option<GeneratedReport>,
     /// Cases and generated workflows together.
     pub elapsed: Duration,
+    /// The candidate flag of a repro command (` --adapter '…'`, empty for the reference),
+    /// so every printed command names what was tested.
+    pub candidate_args: String,
+    /// Where generated failures' files were written (`--out`).
+    pub failure_dir: Option<PathBuf>,
+    /// Why no generated workflows ran, when that is worth saying (`--clause`/`--case`).
+    pub generated_note: Option<String>,
 }
 
 /// Load the cases `options` names and run them against `adapter`: the entry point a host
@@ -102,6 +147,14 @@ pub struct SuiteReport {
 /// report.assert_all_passed();
 /// ```
 pub fn run(adapter: &mut dyn Adapter, options: &RunOptions) -> Result<SuiteReport, LoadError> {
+    // Whatever stack the caller has (a `cargo test` thread: 2 MiB), the suite has enough.
+    crate::sim::with_stack(|| run_on_this_stack(adapter, options))
+}
+
+fn run_on_this_stack(
+    adapter: &mut dyn Adapter,
+    options: &RunOptions,
+) -> Result<SuiteReport, LoadError> {
     let suite = match &options.cases_dir {
         Some(dir) => Suite::load(dir)?,
         None => Suite::load_default()?,
@@ -134,11 +187,26 @@ pub fn run_suite(
         .filter(|(_, c)| selection.selects(c))
         .collect();
     let total = selected.len();
+    let profile = adapter.capabilities();
     let mut cases = Vec::with_capacity(total);
     for (done, (file, case)) in selected.into_iter().enumerate() {
         #[allow(clippy::disallowed_methods)] // real time: per-case duration for JUnit
         let case_started = Instant::now();
-        let (outcome, adapter_failed) = check_with(case, adapter);
+        let requires = super::capability::required(case);
+        let missing = profile.missing(&requires);
+        let (outcome, adapter_failed) = if missing.is_empty() {
+            check_with(case, adapter)
+        } else {
+            // Not run: the outcome is not a pass (code reading `outcome.passed()` must not
+            // count it), and the report counts it as neither passed nor failed.
+            let outcome = CaseOutcome {
+                id: case.id.clone(),
+                clauses: case.clauses.clone(),
+                failures: vec![format!("not applicable: needs {}", missing.join(", "))],
+                response: Value::Null,
+            };
+            (outcome, false)
+        };
         let elapsed = case_started.elapsed();
         let reference_diff = (diff_reference && !outcome.passed() && !adapter_failed).then(|| {
             // SEC-1: both sides through the case's redaction sink before they are compared.
@@ -157,12 +225,25 @@ pub fn run_suite(
             adapter_failed,
             elapsed,
             reference_diff,
+            requires: requires.into_iter().collect(),
+            missing,
         });
         progress(done + 1, total, &case.id);
     }
     let elapsed = started.elapsed();
-    let outcomes: Vec<CaseOutcome> = cases.iter().map(|c| c.outcome.clone()).collect();
-    let tally = coverage(&outcomes);
+    let mut tally: std::collections::HashMap<&str, (usize, usize, usize)> =
+        std::collections::HashMap::new();
+    for c in &cases {
+        for clause in &c.outcome.clauses {
+            let t = tally.entry(clause.as_str()).or_default();
+            if c.not_applicable() {
+                t.2 += 1;
+            } else {
+                t.0 += 1;
+                t.1 += usize::from(c.passed());
+            }
+        }
+    }
     let mut in_suite = std::collections::HashMap::<&str, usize>::new();
     for (_, case) in suite.cases() {
         for c in &case.clauses {
@@ -173,7 +254,8 @@ pub fn run_suite(
         .into_iter()
         .filter(|(id, _)| selection.covers_clause(id))
         .map(|(clause, text)| {
-            let (cases, passed) = tally.get(&clause).copied().unwrap_or_default();
+            let (cases, passed, not_applicable) =
+                tally.get(clause.as_str()).copied().unwrap_or_default();
             ClauseRow {
                 in_suite: in_suite.get(clause.as_str()).copied().unwrap_or_default(),
                 clause,
@@ -181,15 +263,20 @@ pub fn run_suite(
                 cases,
                 passed,
                 failed: cases - passed,
+                not_applicable,
             }
         })
         .collect();
     SuiteReport {
         implementation: adapter.name(),
+        capabilities: profile,
         cases,
         clauses,
         generated: None,
         elapsed,
+        candidate_args: String::new(),
+        failure_dir: None,
+        generated_note: None,
     }
 }
 
@@ -214,7 +301,15 @@ pub(crate) fn bounded_response(response: Value) -> Value {
 pub fn check_with(case: &Case, adapter: &mut dyn Adapter) -> (CaseOutcome, bool) {
     let (response, failures, adapter_failed) = match adapter.handle(&case.request) {
         Ok(response) => {
-            let failures = check_expectations(&case.expect, &response);
+            let mut failures = check_expectations(&case.expect, &response);
+            // An unexpected error answer: say what it was, not only what is missing.
+            if !failures.is_empty()
+                && !case.expect.contains_key("error")
+                && !case.expect.contains_key("response")
+                && let Some(error) = response.get("error")
+            {
+                failures.push(format!("the answer was an error: {error}"));
+            }
             (response, failures, false)
         }
         Err(e) => (Value::Null, vec![e.to_string()], true),
@@ -234,14 +329,24 @@ pub fn check_with(case: &Case, adapter: &mut dyn Adapter) -> (CaseOutcome, bool)
 }
 
 impl SuiteReport {
-    /// Cases that passed.
+    /// Cases that ran and passed.
     pub fn passed(&self) -> usize {
-        self.cases.iter().filter(|c| c.outcome.passed()).count()
+        self.cases.iter().filter(|c| c.passed()).count()
     }
 
-    /// Cases that failed.
+    /// Cases that ran and failed.
     pub fn failed(&self) -> usize {
-        self.cases.len() - self.passed()
+        self.cases.iter().filter(|c| c.failed()).count()
+    }
+
+    /// Cases outside the candidate's profile (not run, never counted as passed).
+    pub fn not_applicable(&self) -> usize {
+        self.cases.iter().filter(|c| c.not_applicable()).count()
+    }
+
+    /// Generated workflows outside the candidate's profile.
+    pub fn generated_not_applicable(&self) -> usize {
+        self.generated.as_ref().map_or(0, |g| g.not_applicable)
     }
 
     /// Generated workflows that failed a property.
@@ -310,14 +415,23 @@ impl SuiteReport {
             .max()
             .unwrap_or(6)
             .max(6);
+        // The third column exists only for a candidate with a profile: the reference's
+        // table stays as it was.
+        let profiled = !self.capabilities.is_all();
+        if profiled {
+            let _ = writeln!(out, "capabilities: {}\n", self.capabilities);
+        }
+        let na_head = if profiled { "     n/a" } else { "" };
         let _ = writeln!(
             out,
-            "{:<width$}  {:>5}  {:>6}  {:>6}",
+            "{:<width$}  {:>5}  {:>6}  {:>6}{na_head}",
             "clause", "cases", "passed", "failed"
         );
         for r in &self.clauses {
             let note = if r.in_suite == 0 {
                 "  no cases"
+            } else if r.cases == 0 && r.not_applicable > 0 {
+                "  not applicable"
             } else if r.cases == 0 {
                 "  none selected"
             } else if r.failed > 0 {
@@ -325,9 +439,14 @@ impl SuiteReport {
             } else {
                 ""
             };
+            let na = if profiled {
+                format!("  {:>6}", r.not_applicable)
+            } else {
+                String::new()
+            };
             let _ = writeln!(
                 out,
-                "{:<width$}  {:>5}  {:>6}  {:>6}{note}",
+                "{:<width$}  {:>5}  {:>6}  {:>6}{na}{note}",
                 r.clause, r.cases, r.passed, r.failed
             );
         }
@@ -342,7 +461,26 @@ impl SuiteReport {
             let _ = writeln!(out, "\nFailures:");
             self.write_failures(&mut out);
         }
+        if self.not_applicable() > 0 {
+            let mut missing: BTreeMap<&str, usize> = BTreeMap::new();
+            for c in &self.cases {
+                for m in &c.missing {
+                    *missing.entry(m.as_str()).or_default() += 1;
+                }
+            }
+            let list: Vec<String> = missing.iter().map(|(m, n)| format!("{m} ({n})")).collect();
+            let _ = writeln!(
+                out,
+                "\nNot applicable: {} cases need a capability outside the profile: {}",
+                self.not_applicable(),
+                list.join(", ")
+            );
+        }
         if let Some(g) = &self.generated {
+            let na = match g.not_applicable {
+                0 => String::new(),
+                n => format!(", {n} not applicable"),
+            };
             let shard = g
                 .shard
                 .as_ref()
@@ -350,13 +488,15 @@ impl SuiteReport {
                 .unwrap_or_default();
             let _ = writeln!(
                 out,
-                "\nGenerated workflows (seeds {}..{}{shard}): {} passed, {} failed",
+                "\nGenerated workflows (seeds {}..{}{shard}): {} passed, {} failed{na}",
                 g.seed,
                 g.seed.wrapping_add(g.span as u64),
                 g.passed(),
                 g.failures.len()
             );
             self.write_generated_failures(&mut out, false);
+        } else if let Some(note) = &self.generated_note {
+            let _ = writeln!(out, "\n{note}");
         }
         let generated = match self.generated_count() {
             0 => String::new(),
@@ -369,10 +509,15 @@ impl SuiteReport {
             self.elapsed.as_secs_f64(),
             self.cases_per_second()
         );
-        let generated_passed = self.generated_count() - self.generated_failed();
+        let generated_passed = self.generated.as_ref().map_or(0, GeneratedReport::passed);
+        let not_applicable = self.not_applicable() + self.generated_not_applicable();
+        let na = match not_applicable {
+            0 => String::new(),
+            n => format!(", {n} not applicable"),
+        };
         let _ = writeln!(
             out,
-            "{} passed, {} failed",
+            "{} passed, {} failed{na}",
             self.passed() + generated_passed,
             self.failed() + self.generated_failed()
         );
@@ -385,6 +530,18 @@ impl SuiteReport {
             format!("w6w-failure-{seed}.workflow.json"),
             format!("w6w-failure-{seed}.scenario.json"),
         )
+    }
+
+    /// Where a generated failure's files are (in [`SuiteReport::failure_dir`]), as printed.
+    fn failure_paths(&self, seed: u64) -> (String, String) {
+        let (w, s) = Self::failure_files(seed);
+        match &self.failure_dir {
+            Some(dir) => (
+                dir.join(w).display().to_string(),
+                dir.join(s).display().to_string(),
+            ),
+            None => (w, s),
+        }
     }
 
     /// Each generated failure: seed, property, message, and how to reproduce it — with
@@ -402,8 +559,8 @@ impl SuiteReport {
             );
             let _ = writeln!(
                 out,
-                "    regenerate: w6w-sim conformance --generate 1 --seed {}",
-                f.seed
+                "    regenerate: w6w-sim conformance{} --generate 1 --seed {}",
+                self.candidate_args, f.seed
             );
             if inline {
                 let _ = writeln!(
@@ -413,22 +570,25 @@ impl SuiteReport {
                 );
                 continue;
             }
-            let (w, s) = Self::failure_files(f.seed);
+            let (w, s) = self.failure_paths(f.seed);
             let _ = writeln!(out, "    shrunk workflow and scenario: {w} {s}");
             if v.replay {
                 let _ = writeln!(
                     out,
-                    "    reproduce: w6w-sim run {w} --scenario {s} > w6w-failure-{seed}.report.json && w6w-sim replay {w} --run w6w-failure-{seed}.report.json --scenario {s}",
+                    "    the reference on them: w6w-sim run {w} --scenario {s} > w6w-failure-{seed}.report.json && w6w-sim replay {w} --run w6w-failure-{seed}.report.json --scenario {s}",
                     seed = f.seed
                 );
             } else {
-                let _ = writeln!(out, "    reproduce: w6w-sim run {w} --scenario {s}");
+                let _ = writeln!(
+                    out,
+                    "    the reference on them: w6w-sim run {w} --scenario {s}"
+                );
             }
         }
     }
 
     fn write_failures(&self, out: &mut String) {
-        for c in self.cases.iter().filter(|c| !c.outcome.passed()) {
+        for c in self.cases.iter().filter(|c| c.failed()) {
             let _ = writeln!(
                 out,
                 "  {} [{}] ({}.json)",
@@ -442,6 +602,12 @@ impl SuiteReport {
             for f in &c.outcome.failures {
                 let _ = writeln!(out, "    - {f}");
             }
+            let _ = writeln!(
+                out,
+                "    rerun: w6w-sim conformance{} --case '{}'",
+                self.candidate_args,
+                c.outcome.id.replace('\'', "'\\''")
+            );
             match &c.reference_diff {
                 Some(d) if d.is_empty() => {
                     let _ = writeln!(
@@ -474,11 +640,18 @@ impl SuiteReport {
                     "file": c.file,
                     "family": c.family,
                     "clauses": c.outcome.clauses,
-                    "passed": c.outcome.passed(),
+                    "status": c.status(),
+                    "passed": c.passed(),
                     "failures": c.outcome.failures,
+                    "requires": c.requires,
                     "elapsedMs": c.elapsed.as_secs_f64() * 1000.0,
                 });
-                if !c.outcome.passed()
+                if c.not_applicable()
+                    && let Some(obj) = v.as_object_mut()
+                {
+                    obj.insert("missing".into(), json!(c.missing));
+                }
+                if c.failed()
                     && let Some(obj) = v.as_object_mut()
                 {
                     obj.insert("adapterFailed".into(), c.adapter_failed.into());
@@ -496,7 +669,8 @@ impl SuiteReport {
             .iter()
             .map(|r| {
                 json!({"clause": r.clause, "text": r.text, "cases": r.cases, "passed": r.passed,
-                       "failed": r.failed, "casesInSuite": r.in_suite})
+                       "failed": r.failed, "notApplicable": r.not_applicable,
+                       "casesInSuite": r.in_suite})
             })
             .collect();
         let uncovered: Vec<&str> = self
@@ -507,10 +681,12 @@ impl SuiteReport {
             .collect();
         json!({
             "implementation": self.implementation,
+            "capabilities": self.capabilities,
             "cases": cases,
             "clauses": clauses,
             "clausesWithoutCases": uncovered,
-            "totals": {"cases": self.cases.len(), "passed": self.passed(), "failed": self.failed()},
+            "totals": {"cases": self.cases.len(), "passed": self.passed(), "failed": self.failed(),
+                       "notApplicable": self.not_applicable()},
             "generated": self.generated.as_ref().map(|g| json!({
                 "seed": g.seed,
                 "count": g.count,
@@ -518,6 +694,7 @@ impl SuiteReport {
                 "shard": g.shard,
                 "passed": g.passed(),
                 "failed": g.failures.len(),
+                "notApplicable": g.not_applicable,
                 "elapsedMs": g.elapsed.as_secs_f64() * 1000.0,
                 "failures": g.failures.iter().map(|f| json!({
                     "seed": f.seed,
@@ -539,10 +716,11 @@ impl SuiteReport {
         let mut out = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
         let _ = writeln!(
             out,
-            "<testsuites name=\"{}\" tests=\"{}\" failures=\"{}\" errors=\"0\" time=\"{:.3}\">",
+            "<testsuites name=\"{}\" tests=\"{}\" failures=\"{}\" errors=\"0\" skipped=\"{}\" time=\"{:.3}\">",
             xml_escape(&format!("w6w conformance: {}", self.implementation)),
             self.cases.len() + self.generated_count(),
             self.failed() + self.generated_failed(),
+            self.not_applicable() + self.generated_not_applicable(),
             self.elapsed.as_secs_f64()
         );
         let mut files: Vec<&str> = Vec::new();
@@ -553,11 +731,12 @@ impl SuiteReport {
         }
         for file in files {
             let group: Vec<&CaseResult> = self.cases.iter().filter(|c| c.file == file).collect();
-            let failures = group.iter().filter(|c| !c.outcome.passed()).count();
+            let failures = group.iter().filter(|c| c.failed()).count();
+            let skipped = group.iter().filter(|c| c.not_applicable()).count();
             let time: f64 = group.iter().map(|c| c.elapsed.as_secs_f64()).sum();
             let _ = writeln!(
                 out,
-                "  <testsuite name=\"{}\" tests=\"{}\" failures=\"{failures}\" errors=\"0\" skipped=\"0\" time=\"{time:.3}\">",
+                "  <testsuite name=\"{}\" tests=\"{}\" failures=\"{failures}\" errors=\"0\" skipped=\"{skipped}\" time=\"{time:.3}\">",
                 xml_escape(file),
                 group.len()
             );
@@ -578,7 +757,14 @@ impl SuiteReport {
                     );
                 }
                 out.push_str("      </properties>\n");
-                if !c.outcome.passed() {
+                if c.not_applicable() {
+                    let _ = writeln!(
+                        out,
+                        "      <skipped message=\"not applicable: needs {}\"/>",
+                        xml_escape(&c.missing.join(", "))
+                    );
+                }
+                if c.failed() {
                     let mut body = format!("clauses: {}\n", c.outcome.clauses.join(", "));
                     for f in &c.outcome.failures {
                         let _ = writeln!(body, "- {f}");
@@ -740,7 +926,10 @@ mod tests {
             "{text}"
         );
         let v = report.to_json();
-        assert_eq!(v["totals"], json!({"cases": 2, "passed": 1, "failed": 1}));
+        assert_eq!(
+            v["totals"],
+            json!({"cases": 2, "passed": 1, "failed": 1, "notApplicable": 0})
+        );
         assert_eq!(v["cases"][1]["response"], json!({"ok": "\u{1}wrong"}));
         assert!(
             v["clausesWithoutCases"]

@@ -22,8 +22,9 @@ use serde_json::{Value, json};
 
 use super::wire::{Peer, clip};
 use crate::conformance::{HostAdapter, json_eq};
+use crate::host::{RunStore, StoreError as HostStoreError, StoreFactory};
 use crate::model::{PatchField, RunState, RunStatePatch};
-use crate::sim::{STORE_FORMAT, Store, StoreError, StoredRun, WorldSnapshot};
+use crate::sim::StoreError;
 
 /// The live host process, shared by the stores of one suite run.
 struct Conn {
@@ -106,8 +107,14 @@ impl Conn {
 struct ProcessStore {
     conn: Rc<RefCell<Conn>>,
     namespace: String,
-    /// The suite's fold of every checkpoint the host acknowledged, per run.
-    acked: BTreeMap<String, RunState>,
+    /// The suite's fold of every checkpoint the host acknowledged, per run (shared by every
+    /// store opened on this namespace, across kills).
+    acked: Rc<RefCell<BTreeMap<String, RunState>>>,
+}
+
+/// The host process failed to answer: the host contract's error.
+fn unavailable(e: StoreError) -> HostStoreError {
+    HostStoreError::Unavailable(e.0)
 }
 
 /// The whole state as one patch (a replay seeds its store with the original run).
@@ -131,13 +138,17 @@ fn whole(state: &RunState) -> RunStatePatch {
     }
 }
 
-impl Store for ProcessStore {
-    fn checkpoint(&mut self, patch: &RunStatePatch, _: &WorldSnapshot) -> Result<(), StoreError> {
-        self.conn.borrow_mut().call(
-            "state.checkpoint",
-            json!({"namespace": self.namespace, "patch": patch}),
-        )?;
+impl RunStore for ProcessStore {
+    fn checkpoint(&mut self, patch: &RunStatePatch) -> Result<(), HostStoreError> {
+        self.conn
+            .borrow_mut()
+            .call(
+                "state.checkpoint",
+                json!({"namespace": self.namespace, "patch": patch}),
+            )
+            .map_err(unavailable)?;
         self.acked
+            .borrow_mut()
             .entry(patch.run_id.clone())
             .or_insert_with(|| {
                 RunState::new(
@@ -149,23 +160,27 @@ impl Store for ProcessStore {
         Ok(())
     }
 
-    fn put(&mut self, state: &RunState, world: &WorldSnapshot) -> Result<(), StoreError> {
-        self.acked.remove(&state.run_id);
-        self.checkpoint(&whole(state), world)
+    fn put(&mut self, state: &RunState) -> Result<(), HostStoreError> {
+        self.acked.borrow_mut().remove(&state.run_id);
+        self.checkpoint(&whole(state))
     }
 
-    fn load(&self, run_id: &str) -> Result<Option<StoredRun>, StoreError> {
-        let got = self.conn.borrow_mut().call(
-            "state.load",
-            json!({"namespace": self.namespace, "runId": run_id}),
-        )?;
+    fn load(&self, run_id: &str) -> Result<Option<RunState>, HostStoreError> {
+        let got = self
+            .conn
+            .borrow_mut()
+            .call(
+                "state.load",
+                json!({"namespace": self.namespace, "runId": run_id}),
+            )
+            .map_err(unavailable)?;
         let loaded: Option<RunState> = match got {
             Value::Null => None,
             v => Some(serde_json::from_value(v).map_err(|e| {
-                StoreError(format!("the host's state.load answered no RunState: {e}"))
+                HostStoreError::Corrupt(format!("the host's state.load answered no RunState: {e}"))
             })?),
         };
-        if let Some(acked) = self.acked.get(run_id) {
+        if let Some(acked) = self.acked.borrow().get(run_id) {
             let want = serde_json::to_value(acked).unwrap_or(Value::Null);
             let got = loaded
                 .as_ref()
@@ -177,7 +192,7 @@ impl Store for ProcessStore {
                         .and_then(Value::as_object)
                         .map_or(0, serde_json::Map::len)
                 };
-                return Err(StoreError(format!(
+                return Err(HostStoreError::Corrupt(format!(
                     "RUN-3/RUN-4: the host loaded a state that is not the last one it acknowledged \
                      (acknowledged: status {} with {} step records; loaded: {}) — a checkpoint must \
                      be durable before state.checkpoint returns, and survive a SIGKILL",
@@ -195,27 +210,7 @@ impl Store for ProcessStore {
                 )));
             }
         }
-        Ok(loaded.map(|state| StoredRun {
-            format: STORE_FORMAT.into(),
-            state,
-            world: None,
-        }))
-    }
-
-    fn keeps_world(&self) -> bool {
-        false
-    }
-
-    /// A real crash: the host's process group gets `SIGKILL`.
-    fn crash(&mut self) {
-        let mut conn = self.conn.borrow_mut();
-        conn.kills += 1;
-        conn.kill();
-    }
-
-    /// A fresh host process; from here `load` must return what was acknowledged.
-    fn restart(&mut self) -> Result<(), StoreError> {
-        self.conn.borrow_mut().peer().map(|_| ())
+        Ok(loaded)
     }
 }
 
@@ -271,12 +266,31 @@ impl HostAdapter for HostProcess {
             .unwrap_or_else(|| self.command.clone())
     }
 
-    fn open_store(&mut self) -> Result<Box<dyn Store>, StoreError> {
+    /// One namespace per run. The suite reopens the store after every crash point (and
+    /// once more before it reads the report): a reopen is a real crash — the host's process
+    /// group gets `SIGKILL` and a fresh process starts, which must load what was
+    /// acknowledged.
+    fn storage(&mut self) -> Result<Box<dyn StoreFactory>, HostStoreError> {
         self.stores += 1;
-        Ok(Box::new(ProcessStore {
-            conn: Rc::clone(&self.conn),
-            namespace: format!("s{}-{}", self.stores, self.salt),
-            acked: BTreeMap::new(),
-        }))
+        let conn = Rc::clone(&self.conn);
+        let namespace = format!("s{}-{}", self.stores, self.salt);
+        let acked = Rc::new(RefCell::new(BTreeMap::new()));
+        let mut opened = false;
+        Ok(Box::new(
+            move || -> Result<Box<dyn RunStore>, HostStoreError> {
+                if opened {
+                    let mut c = conn.borrow_mut();
+                    c.kills += 1;
+                    c.kill();
+                }
+                opened = true;
+                conn.borrow_mut().peer().map_err(unavailable)?;
+                Ok(Box::new(ProcessStore {
+                    conn: Rc::clone(&conn),
+                    namespace: namespace.clone(),
+                    acked: Rc::clone(&acked),
+                }))
+            },
+        ))
     }
 }

@@ -46,6 +46,7 @@ pub const CAPABILITIES: &[&str] = &[
     "documents",
     "meta",
     "extended-dialect",
+    "signal",
     "reference-vocabulary",
 ];
 
@@ -100,7 +101,8 @@ pub fn parse_ready(line: &str) -> Result<Ready, String> {
         _ => name.to_owned(),
     };
     let capabilities = match v.get("capabilities") {
-        None | Some(Value::Null) => Vec::new(),
+        // No declaration: judged on everything (as an adapter ack without one).
+        None | Some(Value::Null) => vec!["*".to_owned()],
         Some(Value::Array(items)) => items
             .iter()
             .map(|c| {

@@ -950,6 +950,23 @@ impl Adapter for EngineProcess {
             .unwrap_or_else(|| self.command.clone())
     }
 
+    /// The `ready` message's `capabilities` (the coarse names of docs/context-protocol.md or
+    /// the fine ones of docs/capabilities.md), plus what every engine session does: `run`
+    /// and `replay`. Names this suite does not know are ignored.
+    fn capabilities(&self) -> crate::conformance::Capabilities {
+        let declared = self.cand.borrow().capabilities.clone();
+        crate::conformance::Capabilities::from_names(
+            ["op.run", "op.replay"]
+                .into_iter()
+                .map(str::to_owned)
+                .chain(declared.into_iter().filter(|n| {
+                    n == "*"
+                        || crate::conformance::capability::is_capability(n.trim_start_matches('-'))
+                })),
+        )
+        .unwrap_or_else(|_| crate::conformance::Capabilities::engine_core())
+    }
+
     fn handle(&mut self, request: &Value) -> Result<Value, AdapterError> {
         match request.get("op").and_then(Value::as_str) {
             // Issue 10: a WOML / YAML document is imported by the suite, then run by the

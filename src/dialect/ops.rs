@@ -14,8 +14,8 @@ use serde_json::{Value, json};
 
 use super::run::split_manifest;
 use super::{Dialect, Manifest, Problem, import};
+use crate::host::StoreFactory;
 use crate::service::{bad_request, ok};
-use crate::sim::Store;
 
 /// Answer `request` if it is a dialect request; `None` leaves it to the w6w ops.
 pub fn handle(op: &str, request: &Value) -> Option<Value> {
@@ -28,7 +28,7 @@ pub fn handle(op: &str, request: &Value) -> Option<Value> {
 }
 
 /// The dialect `run` op on a caller-supplied store (a `conformance::HostAdapter`'s).
-pub fn run_on(request: &Value, store: Box<dyn Store>) -> Value {
+pub fn run_on(request: &Value, store: Box<dyn StoreFactory>) -> Value {
     answer("run", request, Some(store))
 }
 
@@ -85,11 +85,11 @@ fn imported(request: &Value) -> Result<super::Imported, Value> {
     import(dialect, source.as_bytes(), manifest.as_ref()).map_err(|p| invalid(&p))
 }
 
-fn answer(op: &str, request: &Value, store: Option<Box<dyn Store>>) -> Value {
+fn answer(op: &str, request: &Value, store: Option<Box<dyn StoreFactory>>) -> Value {
     if op == "run" {
         let on_sim = |plain: &Value| -> Result<Value, std::convert::Infallible> {
             Ok(match store {
-                Some(store) => crate::sim::ops::run_on(plain, store),
+                Some(store) => crate::sim::ops::run_on_host(plain, store),
                 None => crate::sim::ops::run(plain),
             })
         };

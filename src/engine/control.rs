@@ -97,8 +97,14 @@ impl Engine<'_> {
         frame: &Frame,
         i: usize,
         resolved: Result<Resolved, ResolveError>,
+        carried_start: Option<String>,
     ) -> Result<Result<(StepExecution, Map<String, Value>), StepExecution>, EngineError> {
         let mut record = self.start_record(ctx, i);
+        // RUN-6 / D-73: a control resumed after a crash continues the same attempt (its
+        // finished frames are carried), so it keeps the time that attempt started.
+        if let Some(at) = carried_start {
+            record.started_at = Some(at);
+        }
         if let Ok(r) = &resolved {
             record.input = Some(Value::Object(r.redacted()));
             super::journal::mark_secret_derived(&mut record, r);
@@ -158,6 +164,10 @@ impl Engine<'_> {
             .as_ref()
             .map_err(Clone::clone)
             .and_then(|c| c.resolve(scope, ResolveMode::Run));
+        let carried_start = existing
+            .as_ref()
+            .filter(|r| r.status == StepStatus::Running)
+            .and_then(|r| r.started_at.clone());
         if let ControlParams::Wait(spec) = &control.params {
             let end = self
                 .wait(ctx, journal, rc, frame, i, *spec, resolved, existing)
@@ -166,7 +176,7 @@ impl Engine<'_> {
         }
         // RUN-2: control start (a resumed control re-runs; its frames are reused).
         let (record, params) = match self
-            .start_resolved(ctx, journal, frame, i, resolved)
+            .start_resolved(ctx, journal, frame, i, resolved, carried_start)
             .await?
         {
             Ok(started) => started,
@@ -724,7 +734,7 @@ impl Engine<'_> {
             .map_err(Clone::clone)
             .and_then(|c| c.resolve(scope, ResolveMode::Run));
         let (record, params) = match self
-            .start_resolved(ctx, journal, frame, i, resolved)
+            .start_resolved(ctx, journal, frame, i, resolved, None)
             .await?
         {
             Ok(started) => started,

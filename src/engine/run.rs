@@ -14,7 +14,7 @@ use super::{EngineError, RunResult, RunSeed, StepKind};
 use crate::expr::{CompiledWith, Dialect, ResolveError, RunScope};
 use crate::host::{LogLevel, WorkflowContext};
 use crate::model::{RunState, RunStatus, StepStatus, ValidationCode, ValidationError, Workflow};
-use crate::plan::Plan;
+use crate::plan::{ControlKind, Plan};
 
 pub(crate) use super::walk::GraphOutcome;
 
@@ -87,7 +87,18 @@ impl<'w> Engine<'w> {
         let compiled = workflow
             .steps
             .iter()
-            .map(|s| CompiledWith::compile_with(s.with.as_ref().unwrap_or(&empty), dialect))
+            .enumerate()
+            .map(|(i, s)| {
+                let with = s.with.as_ref().unwrap_or(&empty);
+                let compiled = CompiledWith::compile_with(with, dialect);
+                // Companion §1.10: a merge entry made of one marker keeps its type (D-71).
+                match plan.controls.control(i).map(|c| c.kind) {
+                    Some(ControlKind::Merge) => {
+                        compiled.map(|c| c.with_single_reference_entries(with))
+                    }
+                    _ => compiled,
+                }
+            })
             .collect();
         Ok(Engine {
             workflow,
@@ -164,7 +175,8 @@ impl<'w> Engine<'w> {
     }
 
     /// Continue a run: after a crash (`token` `None`), or a run suspended by a `wait`
-    /// with the token that wait gave `schedule` (CTRL-7, engine.md invariant 8).
+    /// with the token that wait gave `schedule` (CTRL-7, engine.md invariant 8). A token
+    /// resume runs inside the run-level ladder (D-72); a crash resume never does (RUNERR-4).
     pub async fn resume_with<C: WorkflowContext>(
         &self,
         run_id: &str,
@@ -257,10 +269,23 @@ impl<'w> Engine<'w> {
                     .and_then(|v| v.as_str().map(str::to_owned))
             }
         };
+        // D-72: a run a fired `wait` resumed is the run going on — the authored ladder holds
+        // for it, counting the attempts already made. Only a crash-resumed execution (no
+        // token: a host redelivery) skips the ladder (RUNERR-4).
+        let woken_by_wait = token.is_some();
         let rc = RunCtx {
             call_depth,
             resume_token,
         };
+        if woken_by_wait {
+            let attempt = journal
+                .extra("runAttempt")
+                .and_then(|v| v.as_u64())
+                .unwrap_or(1)
+                .max(1);
+            let carried = super::replay::Carried::default();
+            return self.ladder_from(ctx, journal, &carried, rc, attempt).await;
+        }
         let outcome = self.drive_with(ctx, &journal, &rc).await?;
         self.finalize(ctx, journal, outcome).await
     }

@@ -1,8 +1,9 @@
 //! The run-level handler (WF 2026-08-21, RUNERR-1…7): retry → reroute → onError.
 //!
 //! Owns: what happens once a whole pass over the graph has failed. Invariant: read only
-//! by [`Engine::run`] and [`Engine::replay`] — the single run choke point — and never on a
-//! resumed execution (RUNERR-4). A queued or canceled run is not a failure (RUNERR-7).
+//! by [`Engine::run`], [`Engine::replay`] and a `wait`'s token resume — the run's choke
+//! points — and never on a crash-resumed execution (RUNERR-4, D-72). A queued or canceled
+//! run is not a failure (RUNERR-7).
 
 use serde_json::{Value, json};
 
@@ -10,6 +11,7 @@ use super::journal::Journal;
 use super::replay::Carried;
 use super::retry::wait_before_attempt_ms;
 use super::run::{Engine, GraphOutcome};
+use super::walk::RunCtx;
 use super::{EngineError, RunResult};
 use crate::expr::{CompiledWith, ResolveMode, RunScope};
 use crate::host::{LogLevel, WorkflowContext};
@@ -25,11 +27,34 @@ impl Engine<'_> {
         carried: &Carried,
         call_depth: u32,
     ) -> Result<RunResult, EngineError> {
+        let first = RunCtx {
+            call_depth,
+            resume_token: None,
+        };
+        self.ladder_from(ctx, journal, carried, first, 1).await
+    }
+
+    /// The ladder from run attempt `attempt`, whose first pass runs under `first` — a
+    /// fresh start, or a run a fired `wait` resumed (D-72): that resume is the run going
+    /// on, not a host redelivering a crashed execution, so the authored policy still holds
+    /// for the RUN, counting the attempts already made (`runAttempt`).
+    pub(crate) async fn ladder_from<C: WorkflowContext>(
+        &self,
+        ctx: &C,
+        journal: Journal,
+        carried: &Carried,
+        first: RunCtx,
+        mut attempt: u64,
+    ) -> Result<RunResult, EngineError> {
         let policy = self.workflow.retry_policy();
         let max_attempts = policy.map_or(1, |p| p.max_attempts());
-        let mut attempt: u64 = 1;
+        let call_depth = first.call_depth;
+        let mut first = Some(first);
         loop {
-            let outcome = self.drive(ctx, &journal, call_depth).await?;
+            let outcome = match first.take() {
+                Some(rc) => self.drive_with(ctx, &journal, &rc).await?,
+                None => self.drive(ctx, &journal, call_depth).await?,
+            };
             let GraphOutcome::Failed(error) = outcome else {
                 return self.finalize(ctx, journal, outcome).await;
             };

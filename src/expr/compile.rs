@@ -15,7 +15,7 @@ use super::jsonlogic::{Dialect, ExprCode, ExprError, Logic, lookup_root};
 use super::limits::MAX_NESTING_DEPTH;
 use super::resolve::{ResolveCode, ResolveError, ResolveMode, ResolveOptions, Resolved};
 use super::scope::{DataRoot, RunScope};
-use super::template::{Mode, Part, TemplateTooLarge, parse, part_is_anchored};
+use super::template::{Mode, Part, TemplateTooLarge, parse, root_anchor};
 use super::value::{Val, template_string};
 
 /// A path reference (`$`, a var part, a `{{ path }}` marker), split once.
@@ -119,6 +119,40 @@ impl CompiledWith {
             params.push((k.clone(), pointer, node));
         }
         Ok(CompiledWith { params, dialect })
+    }
+
+    /// Companion §1.10 single-reference rule (CTRL-8, D-71), applied by the engine to a
+    /// `merge` step's with block: an `entries[k].value` that is a template string made of
+    /// exactly one rooted var marker and nothing else (`"{{ steps.a.output.n }}"`) is one
+    /// reference and keeps the referenced value's type, exactly as `{"$": ref}` does.
+    /// Any other string — text around the marker, two markers, a secret, `=` or chain
+    /// marker, an unrooted or unterminated one — resolves as an ordinary with value.
+    pub fn with_single_reference_entries(mut self, with: &Map<String, Value>) -> Self {
+        let Some(Value::Array(sources)) = with.get("entries") else {
+            return self;
+        };
+        for (name, _, node) in &mut self.params {
+            let CNode::Array(items) = node else {
+                continue;
+            };
+            if name != "entries" {
+                continue;
+            }
+            for ((_, item), source) in items.iter_mut().zip(sources) {
+                let (CNode::Object(fields), Some(Value::String(text))) =
+                    (item, source.get("value"))
+                else {
+                    continue;
+                };
+                let Some(path) = single_var_marker(text) else {
+                    continue;
+                };
+                if let Some((_, _, value)) = fields.iter_mut().find(|(k, _, _)| k == "value") {
+                    *value = CNode::Path(path);
+                }
+            }
+        }
+        self
     }
 
     /// Resolve against a scope in a mode.
@@ -301,21 +335,23 @@ fn text_value(raw: &Value) -> Option<String> {
     }
 }
 
-/// TPL-1…8: a string resolves iff it has ≥1 marker, no unterminated `{{`, and every
-/// marker is rooted; otherwise it is the original string, byte-identical.
+/// A root-anchored template whose only part is one non-empty var marker.
+fn single_var_marker(text: &str) -> Option<PathRef> {
+    match root_anchor(text).ok()??.as_slice() {
+        [Part::Var(r)] if !r.is_empty() => Some(PathRef::new(r)),
+        _ => None,
+    }
+}
+
+/// TPL-1…8: a string resolves iff [`root_anchor`] says so (≥1 marker, no unterminated
+/// `{{`, every marker rooted — the same decision the `parse` op's `rootAnchored` path
+/// uses); otherwise it is the original string, byte-identical.
 fn compile_string(s: &str, dialect: Dialect, pointer: &str) -> Result<CNode, ResolveError> {
-    let literal = || Ok(CNode::Literal(Value::String(s.to_owned())));
-    if !s.contains("{{") {
-        return literal();
-    }
-    let parsed = parse(s, Mode::Editor).map_err(|e| template_error(e, pointer))?;
-    let has_marker = parsed.parts.iter().any(|p| !matches!(p, Part::Text(_)));
-    let anchored = crate::mutants::all_anchored(parsed.parts.iter().all(part_is_anchored));
-    if !has_marker || parsed.unterminated || !anchored {
-        return literal();
-    }
-    let mut out = Vec::with_capacity(parsed.parts.len());
-    for part in parsed.parts {
+    let Some(parts) = root_anchor(s).map_err(|e| template_error(e, pointer))? else {
+        return Ok(CNode::Literal(Value::String(s.to_owned())));
+    };
+    let mut out = Vec::with_capacity(parts.len());
+    for part in parts {
         out.push(match part {
             Part::Text(t) => CPart::Text(t),
             Part::Var(r) => CPart::Var(PathRef::new(&r)),

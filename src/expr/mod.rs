@@ -34,5 +34,5 @@ pub use scope::{DataRoot, ROOTS, RunScope, is_root, step_into};
 pub use template::{
     ChainOp, Mode, Parsed, Part, TemplateTooLarge, coalesce_operand_refs, has_refused_chain_token,
     parse as parse_template, parse_coalesce_chain, parse_root_anchored, part_is_anchored,
-    serialize as serialize_template,
+    root_anchor, serialize as serialize_template,
 };

@@ -464,15 +464,31 @@ pub fn part_is_anchored(part: &Part) -> bool {
     }
 }
 
-/// The editor's `parseRootAnchoredTemplate`: the editor-mode parts when every part passes,
-/// otherwise one text part holding the original string (`[]` for "").
-pub fn parse_root_anchored(text: &str) -> Result<Vec<Part>, TemplateTooLarge> {
-    let parsed = parse(text, Mode::Editor)?;
-    if parsed.parts.iter().all(part_is_anchored) {
-        Ok(parsed.parts)
-    } else {
-        Ok(vec![Part::Text(text.to_owned())])
+/// The one root-anchoring decision (TPL-1…3, D-70), shared by the `parse` op's
+/// `rootAnchored` path ([`parse_root_anchored`]) and with-value resolution
+/// (`expr::compile`): `Some(parts)` — the editor-mode parts — iff the string has at least
+/// one marker, no unterminated `{{`, and every part passes [`part_is_anchored`]; `None`
+/// means the whole string is literal and is used byte-identical.
+pub fn root_anchor(text: &str) -> Result<Option<Vec<Part>>, TemplateTooLarge> {
+    if !text.contains("{{") {
+        return Ok(None);
     }
+    let parsed = parse(text, Mode::Editor)?;
+    let has_marker = parsed.parts.iter().any(|p| !matches!(p, Part::Text(_)));
+    let anchored = crate::mutants::all_anchored(parsed.parts.iter().all(part_is_anchored));
+    Ok((has_marker && !parsed.unterminated && anchored).then_some(parsed.parts))
+}
+
+/// The editor's `parseRootAnchoredTemplate`, under the engine's rule ([`root_anchor`]):
+/// the editor-mode parts when the string resolves, otherwise one text part holding the
+/// original string (`[]` for ""). An unterminated `{{` anywhere makes the whole string
+/// literal (RFC amendment 2026-08-14, D-70).
+pub fn parse_root_anchored(text: &str) -> Result<Vec<Part>, TemplateTooLarge> {
+    Ok(match root_anchor(text)? {
+        Some(parts) => parts,
+        None if text.is_empty() => Vec::new(),
+        None => vec![Part::Text(text.to_owned())],
+    })
 }
 
 #[cfg(test)]
@@ -614,6 +630,15 @@ mod tests {
             vec![Part::Var("vars".into())]
         );
         assert_eq!(parse_root_anchored("").expect("fits"), Vec::<Part>::new());
+        // D-70: an unterminated `{{` anywhere makes the whole string literal, also after a
+        // valid rooted marker — the same decision resolution makes.
+        assert_eq!(
+            parse_root_anchored("{{ vars.x }} {{").expect("fits"),
+            lit("{{ vars.x }} {{")
+        );
+        assert_eq!(root_anchor("{{ vars.x }} {{").expect("fits"), None);
+        assert_eq!(parse_root_anchored("plain").expect("fits"), lit("plain"));
+        assert_eq!(root_anchor("plain").expect("fits"), None);
     }
 
     #[test]

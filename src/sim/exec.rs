@@ -36,7 +36,8 @@ impl Wake for Flag {
 }
 
 pub(crate) fn block_on<F: Future>(fut: F, world: &RefCell<World>) -> Exec<F::Output> {
-    let mut fut = std::pin::pin!(fut);
+    // On the heap: an engine future is large, and the caller's stack may be small.
+    let mut fut = Box::pin(fut);
     let flag = Arc::new(Flag(AtomicBool::new(false)));
     let waker = Waker::from(flag.clone());
     let mut cx = Context::from_waker(&waker);

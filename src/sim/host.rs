@@ -40,6 +40,8 @@ pub(crate) struct SimHost<'a> {
     pub(crate) world: &'a RefCell<World>,
     pub(crate) scenario: &'a Scenario,
     pub(crate) store: &'a RefCell<Box<dyn Store>>,
+    /// The simulator's own fold of acknowledged checkpoints (RUN-3 check), if verifying.
+    pub(crate) acked: &'a RefCell<Option<super::Acked>>,
     pub(crate) scrub: &'a Scrubber,
     pub(crate) options: &'a SimOptions,
     pub(crate) info: RunInfo,
@@ -293,6 +295,9 @@ impl WorkflowContext for SimHost<'_> {
             }
             self.event("checkpoint_failed", json!({"message": e.0}));
             return Err(HostError::Store(e.0));
+        }
+        if let Some(acked) = self.acked.borrow_mut().as_mut() {
+            acked.checkpoint(patch, n);
         }
         let tracing = {
             let w = self.world.borrow();
@@ -603,10 +608,12 @@ impl SimHost<'_> {
         let n = self.world.borrow().snap.calls.len();
         let run_id = format!("{}.call{}", self.info.id, n + 1);
         let child_store: RefCell<Box<dyn Store>> = RefCell::new(Box::new(MemoryStore::default()));
+        let child_acked = RefCell::new(None);
         let child = SimHost {
             world: self.world,
             scenario: self.scenario,
             store: &child_store,
+            acked: &child_acked,
             scrub: self.scrub,
             options: self.options,
             info: RunInfo {

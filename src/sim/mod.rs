@@ -18,6 +18,7 @@
 
 pub(crate) mod exec;
 pub(crate) mod host;
+mod hosted;
 pub mod journal;
 pub(crate) mod ops;
 pub mod scenario;
@@ -25,6 +26,7 @@ pub mod store;
 pub mod world;
 
 use std::cell::RefCell;
+use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::PathBuf;
 use std::rc::Rc;
@@ -39,7 +41,7 @@ pub use store::{DiskStore, MemoryStore, STORE_FORMAT, Store, StoreError, StoredR
 pub use world::{EPOCH_MS, WorldSnapshot};
 
 use crate::engine::{Engine, EngineError, RunResult, RunSeed};
-use crate::host::{HostError, RunInfo, RunTrigger};
+use crate::host::{EngineFactory, HostError, RunInfo, RunTrigger, WorkflowEngine};
 use crate::model::{
     RunState, RunStatus, ValidateOptions, ValidationError, Workflow, validate_workflow,
 };
@@ -140,6 +142,10 @@ pub enum SimError {
     /// `{code, message, …}`), or broke the protocol (`context_protocol`).
     #[error("{}", .0.get("message").and_then(Value::as_str).unwrap_or("the candidate engine failed"))]
     Candidate(Value),
+    /// RUN-3/RUN-4: a candidate host's store, reopened after a simulated crash, did not
+    /// return the state of the last checkpoint it acknowledged.
+    #[error("{0}")]
+    NotDurable(String),
 }
 
 impl SimError {
@@ -153,6 +159,7 @@ impl SimError {
             SimError::Halted(_) => "sim_halted",
             SimError::LimitExceeded(_) => "limit_exceeded",
             SimError::Candidate(_) => "candidate_error",
+            SimError::NotDurable(_) => "checkpoint_not_durable",
         }
     }
 
@@ -236,6 +243,47 @@ impl Report {
     }
 }
 
+/// What a candidate's store acknowledged, folded by the simulator itself: run id → (state,
+/// the checkpoint number that acknowledged it).
+#[derive(Debug, Default)]
+pub(crate) struct Acked {
+    runs: BTreeMap<String, (RunState, u64)>,
+}
+
+impl Acked {
+    pub(crate) fn checkpoint(&mut self, patch: &crate::model::RunStatePatch, n: u64) {
+        let entry = self.runs.entry(patch.run_id.clone()).or_insert_with(|| {
+            (
+                RunState::new(
+                    &patch.run_id,
+                    patch.workflow_id.as_deref().unwrap_or_default(),
+                ),
+                0,
+            )
+        });
+        entry.0.apply(patch);
+        entry.1 = n;
+    }
+
+    pub(crate) fn put(&mut self, state: &RunState) {
+        self.runs.insert(state.run_id.clone(), (state.clone(), 0));
+    }
+}
+
+/// The stack a simulation runs on when its caller's is short: engine futures of an
+/// unoptimised build are large, and a `cargo test` thread has only 2 MiB. Reserved, not
+/// committed: only the pages touched are memory.
+pub const SIM_STACK_BYTES: usize = 64 << 20;
+
+/// Below this much stack left, [`with_stack`] switches to a fresh [`SIM_STACK_BYTES`] one.
+const STACK_RED_ZONE: usize = 16 << 20;
+
+/// Run `f` with at least [`STACK_RED_ZONE`] bytes of stack, on a fresh stack segment of this
+/// thread when the caller's is shorter (no thread, so nothing needs to be `Send`).
+pub fn with_stack<R>(f: impl FnOnce() -> R) -> R {
+    stacker::maybe_grow(STACK_RED_ZONE, SIM_STACK_BYTES, f)
+}
+
 /// Bound on in-process restarts: each crash fault fires once, so a well-formed scenario
 /// never comes near it; it keeps a bug from looping forever (SEC-2).
 const RESTARTS_MAX: u64 = 10_000;
@@ -299,12 +347,72 @@ impl Driver for Engine<'_> {
     }
 }
 
+/// A Rust engine under test ([`EngineFactory`]) as a [`Driver`]: every process life boots a
+/// fresh engine (the previous one was dropped with its future), and what the run came to is
+/// read from the store the simulator keeps, never taken from the engine.
+struct FactoryDriver<'a, F: EngineFactory> {
+    factory: &'a F,
+    workflow: &'a Workflow,
+    /// The engine booted to check the run can start; used by the first life.
+    booted: RefCell<Option<F::Engine<'a>>>,
+}
+
+impl<'a, F: EngineFactory> Driver for FactoryDriver<'a, F> {
+    fn drive(
+        &self,
+        mode: &Mode<'_>,
+        run_id: &str,
+        host: &SimHost<'_>,
+        world: &RefCell<World>,
+    ) -> Exec<Result<RunResult, EngineError>> {
+        let booted = self.booted.borrow_mut().take();
+        let engine = match booted {
+            Some(e) => e,
+            None => match self.factory.boot(self.workflow) {
+                Ok(e) => e,
+                Err(e) => return Exec::Done(Err(e)),
+            },
+        };
+        let exec = match mode {
+            Mode::Start(seed) => block_on(engine.start(seed.clone(), host), world),
+            Mode::Resume => block_on(engine.resume(run_id, None, host), world),
+            Mode::ResumeToken(token) => block_on(engine.resume(run_id, Some(token), host), world),
+            Mode::Replay(from) => block_on(engine.replay(run_id, *from, host), world),
+        };
+        drop(engine);
+        match exec {
+            Exec::Done(Ok(())) => {
+                let state = match host.store.borrow().load(run_id) {
+                    Ok(Some(s)) => s.state,
+                    Ok(None) => return Exec::Done(Err(EngineError::RunNotFound(run_id.into()))),
+                    Err(e) => return Exec::Done(Err(EngineError::Host(HostError::Store(e.0)))),
+                };
+                Exec::Done(Ok(RunResult {
+                    run_id: state.run_id.clone(),
+                    status: state.status,
+                    output: state.output.clone(),
+                    error: state.error.clone(),
+                    state,
+                }))
+            }
+            Exec::Done(Err(e)) => Exec::Done(Err(e)),
+            Exec::Crashed => Exec::Crashed,
+            Exec::Halted(m) => Exec::Halted(m),
+            Exec::Refused(v) => Exec::Refused(v),
+        }
+    }
+}
+
 struct Sim<'a> {
     driver: Box<dyn Driver + 'a>,
     workflow_id: String,
     scenario: &'a Scenario,
     world: RefCell<World>,
     store: RefCell<Box<dyn Store>>,
+    /// RUN-3, checked by the suite for a candidate's store: every run's state as the
+    /// checkpoints the store acknowledged fold it (`None`: the simulator's own store,
+    /// trusted).
+    acked: RefCell<Option<Acked>>,
     scrub: Rc<Scrubber>,
     options: &'a SimOptions,
 }
@@ -360,9 +468,51 @@ impl<'a> Sim<'a> {
             scenario,
             world: RefCell::new(world),
             store: RefCell::new(store),
+            acked: RefCell::new(None),
             scrub,
             options,
         }
+    }
+
+    /// The store is a candidate's: check it against what it acknowledged.
+    fn verify_durability(self) -> Self {
+        *self.acked.borrow_mut() = Some(Acked::default());
+        self
+    }
+
+    /// A simulated crash of the store's process: the store object is dropped (parked) and
+    /// reopened, then — for a candidate's store — every run it acknowledged must load
+    /// exactly as acknowledged (RUN-3).
+    fn reopen_store(&self, why: &str) -> Result<(), SimError> {
+        let mut store = self.store.borrow_mut();
+        store.crash();
+        store.restart().map_err(|e| SimError::Store(e.0))?;
+        drop(store);
+        let acked = self.acked.borrow();
+        let Some(acked) = acked.as_ref() else {
+            return Ok(());
+        };
+        for (run_id, (want, n)) in &acked.runs {
+            let got = self
+                .store
+                .borrow()
+                .load(run_id)
+                .map_err(|e| SimError::Store(e.0))?
+                .map(|s| s.state);
+            let want_json = serde_json::to_value(want).unwrap_or_default();
+            let got_json = serde_json::to_value(&got).unwrap_or_default();
+            if !crate::conformance::json_eq(&want_json, &got_json) {
+                let first = crate::conformance::json_diff(&want_json, &got_json)
+                    .into_iter()
+                    .next()
+                    .map(|d| format!("; first difference at {:?}", d.pointer))
+                    .unwrap_or_default();
+                return Err(SimError::NotDurable(format!(
+                    "RUN-3/RUN-4: {why}, the host's store was reopened and state.load({run_id:?}) did not return the state of the last checkpoint it acknowledged (checkpoint {n}){first}; a checkpoint must be durable before it returns"
+                )));
+            }
+        }
+        Ok(())
     }
 
     fn host(&self, run_id: &str, trigger: RunTrigger, attempt: u32) -> SimHost<'_> {
@@ -370,6 +520,7 @@ impl<'a> Sim<'a> {
             world: &self.world,
             scenario: self.scenario,
             store: &self.store,
+            acked: &self.acked,
             scrub: &self.scrub,
             options: self.options,
             info: RunInfo {
@@ -409,11 +560,9 @@ impl<'a> Sim<'a> {
                 Exec::Done(Ok(_)) => return Ok(()),
                 Exec::Crashed | Exec::Done(Err(EngineError::Host(HostError::Crashed))) => {
                     restarts += 1;
-                    // The host contract's crash/restart hooks: back with its durable state only.
-                    let mut store = self.store.borrow_mut();
-                    store.crash();
-                    store.restart().map_err(|e| SimError::Store(e.0))?;
-                    drop(store);
+                    // The process died: its store object too. Back with the durable state
+                    // only, checked against what was acknowledged.
+                    self.reopen_store("after a simulated crash")?;
                     let mut w = self.world.borrow_mut();
                     w.crash_pending = false;
                     if restarts > RESTARTS_MAX {
@@ -495,6 +644,11 @@ impl<'a> Sim<'a> {
     }
 
     fn report(self, run_id: &str) -> Result<Report, SimError> {
+        if self.acked.borrow().is_some() {
+            // The report reads what survives the process: a candidate's store is reopened
+            // first, so a write-back cache that never reaches the medium cannot pass.
+            self.reopen_store("when the run had ended")?;
+        }
         let stored = self
             .store
             .borrow()
@@ -579,6 +733,83 @@ pub(crate) fn run_with_driver<'a>(
         &scenario.run_id,
     );
     start(sim, scenario)
+}
+
+/// [`run`] on a candidate host's durable store (`conformance::HostAdapter`): the store is
+/// opened from `factory`, dropped and reopened at every simulated crash and once more
+/// before the report is read, and every reopened store must load exactly what the earlier
+/// ones acknowledged (RUN-3; otherwise `checkpoint_not_durable`).
+pub fn run_on_host_store(
+    workflow: &Workflow,
+    scenario: &Scenario,
+    options: &SimOptions,
+    factory: Box<dyn crate::host::StoreFactory>,
+) -> Result<Report, SimError> {
+    let store = hosted::HostedStore::open(factory)
+        .map_err(|e| SimError::Store(format!("{}: {e}", e.code())))?;
+    let sim = Sim::new(
+        workflow,
+        scenario,
+        options,
+        WorldSnapshot::default(),
+        None,
+        Box::new(store),
+        &scenario.run_id,
+    )?
+    .verify_durability();
+    start(sim, scenario)
+}
+
+fn factory_sim<'a, F: EngineFactory>(
+    factory: &'a F,
+    workflow: &'a Workflow,
+    scenario: &'a Scenario,
+    options: &'a SimOptions,
+    run_id: &str,
+) -> Result<Sim<'a>, SimError> {
+    let engine = factory.boot(workflow).map_err(SimError::Rejected)?;
+    let driver = FactoryDriver {
+        factory,
+        workflow,
+        booted: RefCell::new(Some(engine)),
+    };
+    Ok(Sim::with_driver(
+        Box::new(driver),
+        workflow.id.clone(),
+        scenario,
+        options,
+        WorldSnapshot::default(),
+        None,
+        open_store(&options.store)?,
+        run_id,
+    ))
+}
+
+/// [`run`] with a Rust engine under test (`conformance::run_engine`): the simulator plays
+/// the host — scripted actions, virtual clock, faults, its own store — and builds the report
+/// from what it observed. At a crash the engine is dropped with its future and a fresh one
+/// is booted from `factory`.
+pub fn run_engine<F: EngineFactory>(
+    factory: &F,
+    workflow: &Workflow,
+    scenario: &Scenario,
+    options: &SimOptions,
+) -> Result<Report, SimError> {
+    let sim = factory_sim(factory, workflow, scenario, options, &scenario.run_id)?;
+    start(sim, scenario)
+}
+
+/// [`replay`] with a Rust engine under test (see [`run_engine`]).
+pub fn replay_engine<F: EngineFactory>(
+    factory: &F,
+    workflow: &Workflow,
+    scenario: &Scenario,
+    original: &RunState,
+    from: Option<&str>,
+    options: &SimOptions,
+) -> Result<Report, SimError> {
+    let sim = factory_sim(factory, workflow, scenario, options, &original.run_id)?;
+    start_replay(sim, original, from)
 }
 
 fn start(sim: Sim<'_>, scenario: &Scenario) -> Result<Report, SimError> {
@@ -703,6 +934,30 @@ pub(crate) fn replay_with_driver<'a>(
     start_replay(sim, original, from)
 }
 
+/// [`replay`] on a candidate host's durable store (see [`run_on_host_store`]).
+pub fn replay_on_host_store(
+    workflow: &Workflow,
+    scenario: &Scenario,
+    original: &RunState,
+    from: Option<&str>,
+    options: &SimOptions,
+    factory: Box<dyn crate::host::StoreFactory>,
+) -> Result<Report, SimError> {
+    let store = hosted::HostedStore::open(factory)
+        .map_err(|e| SimError::Store(format!("{}: {e}", e.code())))?;
+    let sim = Sim::new(
+        workflow,
+        scenario,
+        options,
+        WorldSnapshot::default(),
+        None,
+        Box::new(store),
+        &original.run_id,
+    )?
+    .verify_durability();
+    start_replay(sim, original, from)
+}
+
 fn start_replay(sim: Sim<'_>, original: &RunState, from: Option<&str>) -> Result<Report, SimError> {
     if !scenario::run_id_ok(&original.run_id) {
         return Err(SimError::Engine(EngineError::NotResumable {
@@ -719,6 +974,9 @@ fn start_replay(sim: Sim<'_>, original: &RunState, from: Option<&str>) -> Result
         .borrow_mut()
         .put(&seeded, &snap)
         .map_err(|e| SimError::Store(e.0))?;
+    if let Some(acked) = sim.acked.borrow_mut().as_mut() {
+        acked.put(&seeded);
+    }
     sim.drive(&original.run_id, Mode::Replay(from))?;
     sim.report(&original.run_id)
 }

@@ -5,19 +5,20 @@
 //! Errors are `{"error": {"code", "message", …}}`: `invalid_workflow` (with `errors`),
 //! `invalid_scenario` (with `path` and `errors`), `invalid_variables` (with `variable`),
 //! `invalid_run` for a RUNSTATE that does not parse. The memory store, unless a
-//! `conformance::HostAdapter` supplies its own (`run_on`, `replay_on`).
+//! `conformance::HostAdapter` supplies its own (`run_on_host`, `replay_on_host`).
 
 use serde_json::{Value, json};
 
-use super::{MemoryStore, SimError, SimOptions, Store, load_scenario, load_workflow};
-use crate::model::RunState;
+use super::{MemoryStore, Scenario, SimError, SimOptions, load_scenario, load_workflow};
+use crate::host::StoreFactory;
+use crate::model::{RunState, Workflow};
 use crate::service::{bad_request, ok};
 
 fn error(e: &SimError) -> Value {
     json!({ "error": e.to_json() })
 }
 
-fn inputs(request: &Value) -> Result<(crate::model::Workflow, super::Scenario), Value> {
+fn inputs(request: &Value) -> Result<(Workflow, Scenario), Value> {
     let Some(w) = request.get("workflow") else {
         return Err(bad_request("missing \"workflow\""));
     };
@@ -76,47 +77,115 @@ pub(crate) fn op_options(request: &Value) -> Result<SimOptions, Value> {
 }
 
 pub(crate) fn run(request: &Value) -> Value {
-    run_on(request, Box::new(MemoryStore::default()))
-}
-
-/// The `run` op on a caller-supplied store (a `conformance::HostAdapter`'s).
-pub(crate) fn run_on(request: &Value, store: Box<dyn Store>) -> Value {
-    redacted(request, run_inner(request, store))
-}
-
-fn run_inner(request: &Value, store: Box<dyn Store>) -> Value {
-    let (workflow, scenario) = match inputs(request) {
-        Ok(x) => x,
-        Err(e) => return e,
-    };
     let options = match op_options(request) {
         Ok(o) => o,
         Err(e) => return e,
     };
-    match super::run_on_store(&workflow, &scenario, &options, store, None) {
+    run_with(request, |workflow, scenario| {
+        super::run_on_store(
+            workflow,
+            scenario,
+            &options,
+            Box::new(MemoryStore::default()),
+            None,
+        )
+    })
+}
+
+/// The `run` op on a candidate host's durable store (a `conformance::HostAdapter`'s).
+pub(crate) fn run_on_host(request: &Value, factory: Box<dyn StoreFactory>) -> Value {
+    let options = match op_options(request) {
+        Ok(o) => o,
+        Err(e) => return e,
+    };
+    run_with(request, |workflow, scenario| {
+        super::run_on_host_store(workflow, scenario, &options, factory)
+    })
+}
+
+/// The `run` op, the simulation done by `simulate`.
+pub(crate) fn run_with(
+    request: &Value,
+    simulate: impl FnOnce(&Workflow, &Scenario) -> Result<super::Report, SimError>,
+) -> Value {
+    redacted(request, super::with_stack(|| run_inner(request, simulate)))
+}
+
+fn run_inner(
+    request: &Value,
+    simulate: impl FnOnce(&Workflow, &Scenario) -> Result<super::Report, SimError>,
+) -> Value {
+    let (workflow, scenario) = match inputs(request) {
+        Ok(x) => x,
+        Err(e) => return e,
+    };
+    match simulate(&workflow, &scenario) {
         Ok(report) => ok(report.to_json()),
         Err(e) => error(&e),
     }
 }
 
 pub(crate) fn replay(request: &Value) -> Value {
-    replay_on(request, Box::new(MemoryStore::default()))
-}
-
-/// The `replay` op on a caller-supplied store (a `conformance::HostAdapter`'s).
-pub(crate) fn replay_on(request: &Value, store: Box<dyn Store>) -> Value {
-    redacted(request, replay_inner(request, store))
-}
-
-fn replay_inner(request: &Value, store: Box<dyn Store>) -> Value {
-    let (workflow, scenario) = match inputs(request) {
-        Ok(x) => x,
-        Err(e) => return e,
-    };
     let options = match op_options(request) {
         Ok(o) => o,
         Err(e) => return e,
     };
+    replay_with(request, |workflow, scenario, original, from| {
+        super::replay_on_store(
+            workflow,
+            scenario,
+            original,
+            from,
+            &options,
+            Box::new(MemoryStore::default()),
+            None,
+        )
+    })
+}
+
+/// The `replay` op on a candidate host's durable store (a `conformance::HostAdapter`'s).
+pub(crate) fn replay_on_host(request: &Value, factory: Box<dyn StoreFactory>) -> Value {
+    let options = match op_options(request) {
+        Ok(o) => o,
+        Err(e) => return e,
+    };
+    replay_with(request, |workflow, scenario, original, from| {
+        super::replay_on_host_store(workflow, scenario, original, from, &options, factory)
+    })
+}
+
+/// The `replay` op, the simulation done by `simulate`.
+pub(crate) fn replay_with(
+    request: &Value,
+    simulate: impl FnOnce(
+        &Workflow,
+        &Scenario,
+        &RunState,
+        Option<&str>,
+    ) -> Result<super::Report, SimError>,
+) -> Value {
+    redacted(
+        request,
+        super::with_stack(|| replay_inner(request, simulate)),
+    )
+}
+
+fn replay_inner(
+    request: &Value,
+    simulate: impl FnOnce(
+        &Workflow,
+        &Scenario,
+        &RunState,
+        Option<&str>,
+    ) -> Result<super::Report, SimError>,
+) -> Value {
+    let (workflow, scenario) = match inputs(request) {
+        Ok(x) => x,
+        Err(e) => return e,
+    };
+    if let Err(e) = op_options(request) {
+        return e;
+    }
     let Some(run) = request.get("run") else {
         return bad_request("missing \"run\" (the RunState to replay)");
     };
@@ -132,7 +201,7 @@ fn replay_inner(request: &Value, store: Box<dyn Store>) -> Value {
         Some(Value::String(s)) => Some(s.as_str()),
         Some(_) => return bad_request("\"from\" must be a step id"),
     };
-    match super::replay_on_store(&workflow, &scenario, &original, from, &options, store, None) {
+    match simulate(&workflow, &scenario, &original, from) {
         Ok(report) => ok(report.to_json()),
         Err(e) => error(&e),
     }

@@ -1,0 +1,157 @@
+//! The engine-under-test seam for Rust: a crate's engine runs against the suite's
+//! `WorkflowContext`, and the suite judges it by what it observed.
+//!
+//! Owns: [`EngineAdapter`] (an engine crate's [`EngineFactory`] plus its name, profile and
+//! optional pure ops), [`EngineOnSim`] (which turns one into an op-level [`Adapter`]) and
+//! [`run_engine`], the one line an engine crate's `#[test]` calls.
+//!
+//! The suite plays the host: `run` and `replay` requests run the candidate engine on the
+//! simulator — scripted actions, virtual clock, fault plan, the suite's own store — and
+//! the report is built from what the simulator observed (invocations, checkpoints it
+//! stored, waits, crashes, clock). The engine never reports its own invocations or
+//! checkpoints. A crash drops the engine and its in-flight future and boots a fresh one
+//! from the factory, which can recover only through `load`. Child runs of `@w6w/call` and
+//! run-level reroutes are the host's to run (`invoke_callable`), on the reference engine.
+
+use serde_json::{Value, json};
+
+use super::{Adapter, AdapterError, Capabilities, LoadError, RunOptions, SuiteReport};
+use crate::host::{EngineFactory, ReferenceEngine};
+use crate::service::bad_request;
+use crate::sim::SimOptions;
+
+/// A Rust engine under test.
+///
+/// ```no_run
+/// use w6w_sim::conformance::{self, Capabilities, EngineAdapter, RunOptions};
+/// use w6w_sim::host::ReferenceEngine;
+///
+/// struct Mine;
+/// impl EngineAdapter for Mine {
+///     type Factory = ReferenceEngine; // your EngineFactory here
+///     fn name(&self) -> String { "my-engine 0.1".into() }
+///     fn factory(&self) -> &ReferenceEngine { &ReferenceEngine }
+///     fn capabilities(&self) -> Capabilities { Capabilities::engine_core() }
+/// }
+///
+/// // In a `#[test]` of the engine crate:
+/// conformance::run_engine(Mine, &RunOptions::default())
+///     .expect("the suite loads")
+///     .assert_all_passed();
+/// ```
+pub trait EngineAdapter {
+    type Factory: EngineFactory;
+
+    /// A human-readable name for reports, e.g. `my-engine 1.4.0`.
+    fn name(&self) -> String;
+
+    /// Boots the engine: once per run request and after every simulated crash.
+    fn factory(&self) -> &Self::Factory;
+
+    /// What the engine supports; cases needing anything else are reported not applicable.
+    fn capabilities(&self) -> Capabilities;
+
+    /// The pure ops (`validate`, `plan`, `logic`, `resolve`, `parse`, `serialize`, `saves`)
+    /// for an engine that offers them: `Some(response)` in the op service's shape. Default:
+    /// none (those cases are not applicable unless the profile claims them, and then they
+    /// fail with `unsupported_op`).
+    fn handle_op(&mut self, request: &Value) -> Option<Value> {
+        let _ = request;
+        None
+    }
+}
+
+/// An engine under test as an op-level [`Adapter`].
+#[derive(Debug, Clone, Default)]
+pub struct EngineOnSim<E> {
+    engine: E,
+}
+
+impl<E: EngineAdapter> EngineOnSim<E> {
+    pub fn new(engine: E) -> Self {
+        EngineOnSim { engine }
+    }
+}
+
+impl<E: EngineAdapter> Adapter for EngineOnSim<E> {
+    fn name(&self) -> String {
+        self.engine.name()
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        self.engine.capabilities()
+    }
+
+    fn handle(&mut self, request: &Value) -> Result<Value, AdapterError> {
+        let factory = self.engine.factory();
+        let options = SimOptions::default();
+        let run = |plain: &Value| {
+            crate::sim::ops::run_with(plain, |workflow, scenario| {
+                crate::sim::run_engine(factory, workflow, scenario, &options)
+            })
+        };
+        let op = request.get("op").and_then(Value::as_str);
+        // A WOML / YAML run: the suite imports it, the engine runs the plain w6w request.
+        if op == Some("run") && request.get("dialect").is_some() {
+            let answer: Result<Value, std::convert::Infallible> =
+                crate::dialect::ops::run_with(request, |plain| Ok(run(plain)));
+            return Ok(match answer {
+                Ok(v) => v,
+                Err(never) => match never {},
+            });
+        }
+        Ok(match op {
+            Some("run") => run(request),
+            Some("replay") => {
+                crate::sim::ops::replay_with(request, |workflow, scenario, original, from| {
+                    crate::sim::replay_engine(factory, workflow, scenario, original, from, &options)
+                })
+            }
+            Some(op) => {
+                let op = op.to_owned();
+                self.engine.handle_op(request).unwrap_or_else(|| {
+                    json!({"error": {"code": "unsupported_op",
+                        "message": format!("engine {} does not offer the {op:?} op", self.engine.name())}})
+                })
+            }
+            None => bad_request("a request needs a string \"op\" field"),
+        })
+    }
+}
+
+/// This crate's engine through the engine seam (every capability, the reference's pure
+/// ops): proves the seam end to end.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ReferenceEngineAdapter;
+
+impl EngineAdapter for ReferenceEngineAdapter {
+    type Factory = ReferenceEngine;
+
+    fn name(&self) -> String {
+        format!(
+            "w6w-sim reference engine {} (engine seam)",
+            env!("CARGO_PKG_VERSION")
+        )
+    }
+
+    fn factory(&self) -> &ReferenceEngine {
+        &ReferenceEngine
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        Capabilities::all()
+    }
+
+    fn handle_op(&mut self, request: &Value) -> Option<Value> {
+        Some(crate::service::handle(request))
+    }
+}
+
+/// Run the suite (cases and generated workflows, as `options` says) against a Rust engine:
+/// the one call an engine crate's `#[test]` makes.
+pub fn run_engine<E: EngineAdapter>(
+    engine: E,
+    options: &RunOptions,
+) -> Result<SuiteReport, LoadError> {
+    super::run(&mut EngineOnSim::new(engine), options)
+}

@@ -1,0 +1,345 @@
+//! The Rust seams (issue 9 item 3): a host crate's store, and the README's one-`#[test]`
+//! snippet, exactly as a host author writes them.
+//!
+//! A crash is simulated by dropping the candidate's store object (unflushed) and opening a
+//! fresh one from its factory; nothing asks the store to behave. So a store with a
+//! volatile write-back cache must fail, naming RUN-3.
+
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::rc::Rc;
+
+use w6w_sim::conformance::{self, HostAdapter, MemoryDisk, RunOptions, SimulatedHost};
+use w6w_sim::host::{RunStore, StoreError, StoreFactory};
+use w6w_sim::model::{RunState, RunStatePatch};
+
+/// A store that acknowledges a checkpoint from its in-process cache and writes the cache
+/// to the medium every `every`-th checkpoint — and, politely, when it is dropped. A real
+/// SIGKILL runs no destructor; neither does the suite's crash.
+struct WriteBackCache {
+    disk: MemoryDisk,
+    cache: BTreeMap<String, RunState>,
+    dirty: u32,
+    every: u32,
+}
+
+impl WriteBackCache {
+    fn flush(&mut self) {
+        for state in self.cache.values() {
+            self.disk.set(state.clone());
+        }
+        self.dirty = 0;
+    }
+}
+
+impl Drop for WriteBackCache {
+    fn drop(&mut self) {
+        self.flush();
+    }
+}
+
+impl RunStore for WriteBackCache {
+    fn checkpoint(&mut self, patch: &RunStatePatch) -> Result<(), StoreError> {
+        let disk = self.disk.clone();
+        let state = self.cache.entry(patch.run_id.clone()).or_insert_with(|| {
+            disk.get(&patch.run_id).unwrap_or_else(|| {
+                RunState::new(
+                    &patch.run_id,
+                    patch.workflow_id.as_deref().unwrap_or_default(),
+                )
+            })
+        });
+        state.apply(patch);
+        self.dirty += 1;
+        if self.dirty >= self.every {
+            self.flush();
+        }
+        Ok(())
+    }
+
+    fn put(&mut self, state: &RunState) -> Result<(), StoreError> {
+        self.cache.insert(state.run_id.clone(), state.clone());
+        self.flush();
+        Ok(())
+    }
+
+    fn load(&self, run_id: &str) -> Result<Option<RunState>, StoreError> {
+        Ok(self
+            .cache
+            .get(run_id)
+            .cloned()
+            .or_else(|| self.disk.get(run_id)))
+    }
+}
+
+struct CachingHost {
+    every: u32,
+}
+
+impl HostAdapter for CachingHost {
+    fn name(&self) -> String {
+        format!("write-back cache (flush every {})", self.every)
+    }
+
+    fn storage(&mut self) -> Result<Box<dyn StoreFactory>, StoreError> {
+        let disk = MemoryDisk::new();
+        let every = self.every;
+        Ok(Box::new(
+            move || -> Result<Box<dyn RunStore>, StoreError> {
+                Ok(Box::new(WriteBackCache {
+                    disk: disk.clone(),
+                    cache: BTreeMap::new(),
+                    dirty: 0,
+                    every,
+                }))
+            },
+        ))
+    }
+}
+
+fn cases_only() -> RunOptions {
+    RunOptions {
+        generate: 0,
+        ..RunOptions::default()
+    }
+}
+
+#[test]
+fn a_write_back_cache_fails_naming_run_3() {
+    for every in [2, 1_000] {
+        let report =
+            conformance::run_host(CachingHost { every }, &cases_only()).expect("suite loads");
+        assert!(
+            !report.all_passed(),
+            "a volatile cache (flush every {every}) passed"
+        );
+        let durability: Vec<_> = report
+            .cases
+            .iter()
+            .filter(|c| {
+                c.outcome
+                    .failures
+                    .iter()
+                    .any(|f| f.contains("checkpoint_not_durable") && f.contains("RUN-3"))
+            })
+            .collect();
+        assert!(
+            !durability.is_empty(),
+            "no failure names the durability rule:\n{}",
+            report.to_text()
+        );
+        let clauses_failed = |id: &str| {
+            report
+                .clauses
+                .iter()
+                .any(|r| r.clause == id && r.failed > 0)
+        };
+        assert!(clauses_failed("RUN-3") && clauses_failed("RUN-4"));
+    }
+}
+
+#[test]
+fn a_store_that_flushes_every_checkpoint_passes() {
+    // The same store with the cache written through on every checkpoint is durable.
+    conformance::run_host(CachingHost { every: 1 }, &cases_only())
+        .expect("suite loads")
+        .assert_all_passed();
+}
+
+/// A store whose medium is the store object itself: a fresh object per open sees
+/// nothing. The reference's old `crash()` hook defaulted to doing nothing, so such a store
+/// passed; dropping the object is what exposes it.
+#[test]
+fn a_store_without_a_medium_fails() {
+    struct Forgetful;
+    impl HostAdapter for Forgetful {
+        fn name(&self) -> String {
+            "forgetful".into()
+        }
+        fn storage(&mut self) -> Result<Box<dyn StoreFactory>, StoreError> {
+            Ok(Box::new(|| -> Result<Box<dyn RunStore>, StoreError> {
+                Ok(Box::new(Volatile::default()))
+            }))
+        }
+    }
+    #[derive(Default)]
+    struct Volatile(Rc<RefCell<BTreeMap<String, RunState>>>);
+    impl RunStore for Volatile {
+        fn checkpoint(&mut self, patch: &RunStatePatch) -> Result<(), StoreError> {
+            let mut runs = self.0.borrow_mut();
+            let s = runs.entry(patch.run_id.clone()).or_insert_with(|| {
+                RunState::new(
+                    &patch.run_id,
+                    patch.workflow_id.as_deref().unwrap_or_default(),
+                )
+            });
+            s.apply(patch);
+            Ok(())
+        }
+        fn put(&mut self, state: &RunState) -> Result<(), StoreError> {
+            self.0
+                .borrow_mut()
+                .insert(state.run_id.clone(), state.clone());
+            Ok(())
+        }
+        fn load(&self, run_id: &str) -> Result<Option<RunState>, StoreError> {
+            Ok(self.0.borrow().get(run_id).cloned())
+        }
+    }
+    let report = conformance::run_host(Forgetful, &cases_only()).expect("suite loads");
+    let run_cases = report
+        .cases
+        .iter()
+        .filter(|c| c.outcome.failures.iter().any(|f| f.contains("RUN-3")))
+        .count();
+    assert!(run_cases > 100, "only {run_cases} cases caught it");
+}
+
+/// The README's snippet, verbatim in its body, on a thread with the standard library's
+/// default 2 MiB stack (what `cargo test` gives each test): the suite must not need a
+/// larger one from its caller.
+#[test]
+fn the_readme_snippet_runs_on_a_default_stack() {
+    fn w6w_conformance() {
+        w6w_sim::conformance::run_host(SimulatedHost, &Default::default())
+            .expect("suite loads")
+            .assert_all_passed();
+    }
+    std::thread::Builder::new()
+        .stack_size(2 * 1024 * 1024)
+        .spawn(w6w_conformance)
+        .expect("spawn")
+        .join()
+        .expect("the snippet passes on a 2 MiB stack");
+}
+
+/// Far below the default: what a caller's stack is does not matter at all.
+#[test]
+fn the_suite_runs_on_a_tiny_caller_stack() {
+    std::thread::Builder::new()
+        .stack_size(128 * 1024)
+        .spawn(|| {
+            conformance::run_host(SimulatedHost, &cases_only())
+                .expect("suite loads")
+                .assert_all_passed();
+        })
+        .expect("spawn")
+        .join()
+        .expect("passes on a 128 KiB stack");
+}
+
+mod engine_seam {
+    use w6w_sim::conformance::{
+        self, Capabilities, EngineAdapter, ReferenceEngineAdapter, RunOptions,
+    };
+    use w6w_sim::engine::{Engine, EngineError, RunSeed};
+    use w6w_sim::host::{EngineFactory, WorkflowContext, WorkflowEngine};
+    use w6w_sim::model::Workflow;
+
+    #[test]
+    fn the_reference_engine_passes_through_the_engine_seam() {
+        conformance::run_engine(ReferenceEngineAdapter, &RunOptions::default())
+            .expect("suite loads")
+            .assert_all_passed();
+    }
+
+    /// After a crash this engine does not load anything: it says the run is done.
+    struct NoRecovery<'w>(Engine<'w>);
+
+    impl WorkflowEngine for NoRecovery<'_> {
+        async fn start<C: WorkflowContext>(
+            &self,
+            seed: RunSeed,
+            ctx: &C,
+        ) -> Result<(), EngineError> {
+            self.0.run(seed, ctx).await.map(drop)
+        }
+        async fn resume<C: WorkflowContext>(
+            &self,
+            run_id: &str,
+            token: Option<&str>,
+            ctx: &C,
+        ) -> Result<(), EngineError> {
+            match token {
+                None => Ok(()),
+                Some(_) => self.0.resume_with(run_id, token, ctx).await.map(drop),
+            }
+        }
+        async fn replay<C: WorkflowContext>(
+            &self,
+            run_id: &str,
+            from: Option<&str>,
+            ctx: &C,
+        ) -> Result<(), EngineError> {
+            self.0.replay(run_id, from, ctx).await.map(drop)
+        }
+    }
+
+    struct NoRecoveryFactory;
+    impl EngineFactory for NoRecoveryFactory {
+        type Engine<'w> = NoRecovery<'w>;
+        fn boot<'w>(&'w self, workflow: &'w Workflow) -> Result<NoRecovery<'w>, EngineError> {
+            Engine::new(workflow).map(NoRecovery)
+        }
+    }
+
+    struct Candidate(Capabilities);
+    impl EngineAdapter for Candidate {
+        type Factory = NoRecoveryFactory;
+        fn name(&self) -> String {
+            "no-recovery".into()
+        }
+        fn factory(&self) -> &NoRecoveryFactory {
+            &NoRecoveryFactory
+        }
+        fn capabilities(&self) -> Capabilities {
+            self.0.clone()
+        }
+    }
+
+    #[test]
+    fn an_engine_that_does_not_recover_fails_run_4_and_the_rest_is_not_applicable() {
+        let options = RunOptions {
+            generate: 0,
+            ..RunOptions::default()
+        };
+        let report = conformance::run_engine(Candidate(Capabilities::engine_core()), &options)
+            .expect("suite loads");
+        let row = |id: &str| {
+            report
+                .clauses
+                .iter()
+                .find(|r| r.clause == id)
+                .cloned()
+                .expect(id)
+        };
+        assert!(row("RUN-4").failed > 0, "{}", report.to_text());
+        // Pure ops it does not offer, controls, strands: not applicable, never passed.
+        assert!(row("PLAN-1").passed == 0 && row("PLAN-1").not_applicable > 0);
+        assert!(row("FAN-2").passed == 0 && row("FAN-2").not_applicable > 0);
+        assert!(report.not_applicable() > 300, "{}", report.not_applicable());
+        assert_eq!(
+            report.passed() + report.failed() + report.not_applicable(),
+            report.cases.len()
+        );
+        let last = report.to_text().lines().last().map(str::to_owned);
+        assert_eq!(
+            last,
+            Some(format!(
+                "{} passed, {} failed, {} not applicable",
+                report.passed(),
+                report.failed(),
+                report.not_applicable()
+            ))
+        );
+        // Claiming a capability it lacks makes those cases fail instead.
+        let claimed = Capabilities::engine_core().with("op.plan");
+        let report = conformance::run_engine(Candidate(claimed), &options).expect("loads");
+        let plan = report
+            .clauses
+            .iter()
+            .find(|r| r.clause == "PLAN-5")
+            .expect("PLAN-5");
+        assert!(plan.failed > 0, "unsupported_op answers fail");
+    }
+}
