@@ -84,7 +84,11 @@ impl<E: EngineAdapter> Adapter for EngineOnSim<E> {
 
     fn handle(&mut self, request: &Value) -> Result<Value, AdapterError> {
         let factory = self.engine.factory();
-        let options = SimOptions::default();
+        // The run's budgets (`"limits"`), as for the in-process `run` op.
+        let options: SimOptions = match crate::sim::ops::op_options(request) {
+            Ok(o) => o,
+            Err(response) => return Ok(response),
+        };
         let run = |plain: &Value| {
             crate::sim::ops::run_with(plain, |workflow, scenario| {
                 crate::sim::run_engine(factory, workflow, scenario, &options)

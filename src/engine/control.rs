@@ -681,11 +681,9 @@ impl Engine<'_> {
         };
         if super::journal::is_secret_derived(&record) {
             // SEC-1: the time is secret-derived in every spelling the host may record.
+            // (The time as a number is not declared: equal numbers elsewhere — an `atMs` —
+            // are not derived from it, and the clock shows the time anyway, D-43.)
             ctx.secret_derived(&json!(iso8601_from_ms(at_ms)));
-            ctx.secret_derived(&json!(at_ms));
-            if let Some(ms) = after_ms {
-                ctx.secret_derived(&json!(ms));
-            }
         }
         record.extra.insert("resumeToken".into(), json!(token));
         record
