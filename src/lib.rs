@@ -22,6 +22,7 @@
 
 #![warn(unreachable_pub)]
 
+#[cfg(feature = "cli")]
 pub mod cli;
 pub mod conformance;
 pub mod context_protocol;
