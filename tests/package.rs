@@ -77,7 +77,9 @@ fn stray_problems(files: &[(String, u64)]) -> Vec<String> {
             continue;
         }
         if let Some(dir) = GENERATED_DIRS.iter().find(|d| path.starts_with(*d)) {
-            problems.push(format!("{path}: a file under the generated {dir} is tracked"));
+            problems.push(format!(
+                "{path}: a file under the generated {dir} is tracked"
+            ));
             continue;
         }
         if *size > MAX_FILE_BYTES {
@@ -135,7 +137,11 @@ fn no_stray_or_generated_file_is_tracked() {
         );
         return;
     };
-    assert!(files.len() > 100, "git ls-files listed only {}", files.len());
+    assert!(
+        files.len() > 100,
+        "git ls-files listed only {}",
+        files.len()
+    );
     let problems = stray_problems(&files);
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
@@ -203,7 +209,10 @@ fn this_package(meta: &Value) -> &Value {
 /// What is wrong with the package's dependency declarations (its `cargo metadata` entry).
 fn dependency_problems(package: &Value) -> Vec<String> {
     let mut problems = Vec::new();
-    let deps = package["dependencies"].as_array().cloned().unwrap_or_default();
+    let deps = package["dependencies"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
     let normal = |name: &str| {
         deps.iter()
             .find(|d| d["name"] == name && d["kind"].is_null())
@@ -232,16 +241,26 @@ fn dependency_problems(package: &Value) -> Vec<String> {
     }
     let feature = |name: &str| package["features"][name].clone();
     if feature("default") != serde_json::json!(["cli"]) {
-        problems.push(format!("default features are {}, not [\"cli\"]", feature("default")));
+        problems.push(format!(
+            "default features are {}, not [\"cli\"]",
+            feature("default")
+        ));
     }
     if feature("cli") != serde_json::json!(["dep:clap"]) {
-        problems.push(format!("feature cli is {}, not [\"dep:clap\"]", feature("cli")));
+        problems.push(format!(
+            "feature cli is {}, not [\"dep:clap\"]",
+            feature("cli")
+        ));
     }
     let bins: Vec<&Value> = package["targets"]
         .as_array()
         .map(|ts| {
             ts.iter()
-                .filter(|t| t["kind"].as_array().is_some_and(|k| k.contains(&"bin".into())))
+                .filter(|t| {
+                    t["kind"]
+                        .as_array()
+                        .is_some_and(|k| k.contains(&"bin".into()))
+                })
                 .collect()
         })
         .unwrap_or_default();
@@ -323,9 +342,15 @@ fn newer_than(meta: &Value, ours: (u64, u64, u64)) -> Vec<String> {
             .as_array()
             .and_then(|ps| ps.iter().find(|p| p["id"] == id))
     };
-    let nodes = meta["resolve"]["nodes"].as_array().cloned().unwrap_or_default();
+    let nodes = meta["resolve"]["nodes"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
     let node = |id: &str| nodes.iter().find(|n| n["id"] == id).cloned();
-    let root_id = meta["resolve"]["root"].as_str().unwrap_or_default().to_string();
+    let root_id = meta["resolve"]["root"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
     // Walk normal and build dependencies from the root; dev-dependencies do not ship.
     let mut seen = std::collections::BTreeSet::new();
     let mut stack = vec![root_id.clone()];
@@ -363,11 +388,80 @@ fn no_shipped_dependency_needs_a_newer_rust_than_rust_version() {
         .and_then(version)
         .expect("Cargo.toml declares rust-version");
     let newer = newer_than(&meta, ours);
-    assert!(newer.is_empty(), "rust-version is too old:\n{}", newer.join("\n"));
+    assert!(
+        newer.is_empty(),
+        "rust-version is too old:\n{}",
+        newer.join("\n")
+    );
     // The same walk finds them when `rust-version` is set too low.
     assert!(
         !newer_than(&meta, (1, 56, 0)).is_empty(),
         "no shipped dependency declares a rust-version above 1.56: the walk found nothing"
+    );
+}
+
+/// Library files that name clap or the CLI module: only the CLI itself and the binary may
+/// (`cargo build --no-default-features --lib` builds without them).
+fn cli_leaks(files: &[(String, String)]) -> Vec<String> {
+    files
+        .iter()
+        .filter(|(path, _)| !path.starts_with("src/cli/") && path != "src/main.rs")
+        .flat_map(|(path, text)| {
+            text.lines()
+                .enumerate()
+                .filter(|(_, line)| {
+                    let code = line.split("//").next().unwrap_or("");
+                    code.contains("clap::") || code.contains("crate::cli")
+                })
+                .map(move |(n, _)| format!("{path}:{}: names clap or crate::cli", n + 1))
+        })
+        .collect()
+}
+
+fn library_sources(dir: &std::path::Path, out: &mut Vec<(String, String)>) {
+    for entry in std::fs::read_dir(dir).expect("read src").flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            library_sources(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            let rel = path
+                .strip_prefix(root())
+                .expect("under the root")
+                .to_string_lossy()
+                .replace('\\', "/");
+            let text = std::fs::read_to_string(&path).expect("read source");
+            out.push((rel, text));
+        }
+    }
+}
+
+#[test]
+fn only_the_cli_names_clap() {
+    let mut files = Vec::new();
+    library_sources(&root().join("src"), &mut files);
+    assert!(files.len() > 50, "found only {} sources", files.len());
+    let leaks = cli_leaks(&files);
+    assert!(leaks.is_empty(), "{}", leaks.join("\n"));
+    let synthetic = [
+        (
+            "src/cli/mod.rs".to_string(),
+            "use clap::Parser;".to_string(),
+        ),
+        (
+            "src/engine/x.rs".to_string(),
+            "use clap::Parser;".to_string(),
+        ),
+        (
+            "src/sim/y.rs".to_string(),
+            "// crate::cli is\ncrate::cli::main()".to_string(),
+        ),
+    ];
+    assert_eq!(
+        cli_leaks(&synthetic),
+        [
+            "src/engine/x.rs:1: names clap or crate::cli",
+            "src/sim/y.rs:2: names clap or crate::cli"
+        ]
     );
 }
 
@@ -399,7 +493,10 @@ fn the_release_binary_carries_no_debug_info() {
         matches!(debug, None | Some("false" | "0" | "\"none\"")),
         "[profile.release] debug = {debug:?}: the shipped binary would carry debug info"
     );
-    assert_eq!(profile_debug("[profile.release]\ndebug = 1\n", "release"), Some("1"));
+    assert_eq!(
+        profile_debug("[profile.release]\ndebug = 1\n", "release"),
+        Some("1")
+    );
     assert_eq!(
         profile_debug("[profile.release]\n[profile.x]\ndebug = 1\n", "release"),
         None
