@@ -54,7 +54,7 @@
 //!
 //! The modules behind the façade stay public for the crate's own tests, benches and the
 //! CLI, but are hidden from these docs and may change without notice; ARCHITECTURE.md
-//! maps them.
+//! maps them (`mutants` exists only in the dedicated mutant build, `W6W_MUTANTS=1`).
 //!
 //! Errors vs panics: everything the spec rejects or a user can cause is an `Err` value with
 //! a stable machine code; a panic means a bug (an invariant only a bug can break).
@@ -101,6 +101,7 @@ pub mod json;
 pub mod limits;
 #[doc(hidden)]
 pub mod model;
+#[cfg(w6w_mutants)]
 #[doc(hidden)]
 pub mod mutants;
 #[doc(hidden)]
