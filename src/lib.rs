@@ -41,8 +41,9 @@
 //!     .collect();
 //! assert_eq!(order, ["fetch", "log"]);
 //!
-//! // The first attempt fails with a retryable error; the retry succeeds 1000 ms later.
-//! let scenario = w6w_sim::load_scenario(&json!({"actions": {"fetch": {"outcomes": [
+//! // The first attempt fails with a retryable error (an idempotent action's execute-phase
+//! // error); the retry succeeds 1000 ms later.
+//! let scenario = w6w_sim::load_scenario(&json!({"actions": {"fetch": {"idempotent": true, "outcomes": [
 //!     {"error": {"code": "network_error", "message": "reset", "phase": "execute"}},
 //!     {"output": {"id": "acc_42"}}
 //! ]}}}))
