@@ -13,8 +13,8 @@
 #   --list          only list the mutants this shard would test, with their count.
 #   FILE_GLOB…      restrict to these files (default: the core modules above).
 #
-# Environment: MUTANTS_PROFILE=release builds each mutant with that cargo profile (reuses
-# an existing target/release); MUTANTS_IN_PLACE=1 mutates this tree instead of a copy
+# Environment: MUTANTS_PROFILE (default `mutants`, Cargo.toml: incremental, opt-level 1, so
+# a mutant rebuilds only this crate in about a minute); MUTANTS_IN_PLACE=1 mutates this tree instead of a copy
 # (faster: no second dependency build — only in a checkout nobody is editing).
 #
 # Output: target/mutants/shard-K-of-N/mutants.out (cargo-mutants' own files: caught.txt,
@@ -88,10 +88,7 @@ if [ "$budget" -gt 0 ]; then
   timeout_cmd=(timeout --signal=INT --kill-after=60 "$budget")
 fi
 set +e
-extra=()
-if [ -n "${MUTANTS_PROFILE:-}" ]; then
-  extra+=(--profile "$MUTANTS_PROFILE")
-fi
+extra=(--profile "${MUTANTS_PROFILE:-mutants}")
 if [ "${MUTANTS_IN_PLACE:-0}" = 1 ]; then
   extra+=(--in-place)
 fi
