@@ -93,7 +93,7 @@ if [ "${MUTANTS_IN_PLACE:-0}" = 1 ]; then
   extra+=(--in-place)
 fi
 "${timeout_cmd[@]}" cargo mutants "${common[@]}" "${extra[@]}" --output "$out" --no-shuffle \
-  --timeout 300 --build-timeout 1800 -- \
+  --timeout-multiplier 8 --build-timeout 1800 -- \
   --lib --test conformance --test engine_props --test expr_props --test plan_props
 status=$?
 set -e
