@@ -394,8 +394,10 @@ impl<'a> DataRoot<'a> {
         }
         // A host `extra` key named "secrets" must not smuggle data back in.
         m.remove("secrets");
-        #[cfg(w6w_mutants)]
-        crate::mutants::data_root(&mut m, &s.mutant_secrets); // EXPR-5 mutant (mutant build only)
+        #[cfg(w6w_mutants)] // EXPR-5 mutant (mutant build only): secrets on the data root
+        if crate::mutants::active(crate::mutants::Mutant::SecretsOnDataRoot) {
+            m.insert("secrets".into(), Value::Object(s.mutant_secrets.clone()));
+        }
         Value::Object(m)
     }
 }
