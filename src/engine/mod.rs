@@ -10,6 +10,7 @@
 //! Where to start: [`Engine::run`] → `run::Engine::ladder` → `run::Engine::drive`, which
 //! walks the plan once; every step goes through `step::execute`.
 
+mod code;
 mod control;
 mod graph;
 mod journal;
@@ -29,6 +30,7 @@ use serde_json::{Map, Value, json};
 use crate::host::HostError;
 use crate::model::{RunState, RunStatus, StepError, ValidationError};
 
+pub use code::EngineCode;
 pub use control::{CALL_DEPTH_MAX, FOREACH_ITEMS_MAX};
 pub use meta::{META_STRING_UTF16_MAX, normalize_meta};
 pub use retry::{

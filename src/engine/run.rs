@@ -9,7 +9,7 @@
 use serde_json::{Value, json};
 
 use super::journal::{Frame, Journal};
-use super::walk::RunCtx;
+use super::walk::{RunCtx, Walk};
 use super::{EngineError, RunResult, RunSeed, StepKind};
 use crate::expr::{CompiledWith, Dialect, ResolveError, RunScope};
 use crate::host::{LogLevel, WorkflowContext};
@@ -313,7 +313,15 @@ impl<'w> Engine<'w> {
     ) -> Result<GraphOutcome, EngineError> {
         let scope = self.scope(ctx, journal);
         let frame = Frame::main();
-        self.walk(ctx, journal, rc, &self.plan, &frame, scope).await
+        let walk = Walk {
+            engine: self,
+            host: ctx,
+            journal,
+            run: rc,
+            graph: &self.plan,
+            frame: &frame,
+        };
+        walk.walk(scope).await
     }
 
     /// The scope a pass starts from: vars, trigger, documents and secrets from the state

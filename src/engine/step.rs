@@ -1,19 +1,162 @@
 //! One step's life: resolve → start checkpoint → invoke → meta → classify → retry.
 //!
-//! Owns: everything between "this step may run" and "this step is terminal". Invariant:
-//! returns the terminal record *without* checkpointing it — the caller writes the end
-//! checkpoint together with its routing consequences (stepErrors) in one patch. It reads
-//! the scope but never writes it, so issue 5's strands can run several at once.
+//! Owns: [`StepCtx`], the context of one step of a walk, and everything between "this step
+//! may run" and "this step is terminal": [`StepCtx::run`] dispatches by kind (an app step
+//! here, a control or call in [`super::control`]) and commits the end. Invariant: a kind's
+//! runner returns the terminal record *without* checkpointing it — [`StepCtx::run`] writes
+//! the end checkpoint together with its routing consequences (stepErrors) in one patch.
+//! A step reads the scope but never writes it, so strands can run several at once.
 
 use serde_json::Value;
 
 use super::journal::{Extras, Frame, Journal};
 use super::meta::normalize_meta;
 use super::retry::{retry_allowed_by, wait_before_attempt_ms};
-use super::{EngineError, StepKind};
-use crate::expr::{CompiledWith, ResolveError, ResolveMode, RunScope};
+use super::walk::{StepEnd, Walk};
+use super::{EngineCode, EngineError, StepKind};
+use crate::expr::{CompiledWith, ResolveError, ResolveMode, Resolved, RunScope};
 use crate::host::{InvokeRequest, LogLevel, OnExecuted, WorkflowContext, iso8601_from_ms};
-use crate::model::{Phase, Step, StepError, StepExecution, StepStatus};
+use crate::limits::{MAX_NESTING_DEPTH, nests_deeper_than};
+use crate::model::{OnError, Phase, Step, StepError, StepExecution, StepStatus};
+
+/// One step of a walk: the walk's context plus what is particular to the step.
+pub(crate) struct StepCtx<'a, C> {
+    pub(crate) walk: Walk<'a, C>,
+    /// The step's index in `Workflow.steps`.
+    pub(crate) i: usize,
+    pub(crate) step: &'a Step,
+    pub(crate) kind: StepKind,
+    /// The scope the step resolves against (read-only).
+    pub(crate) scope: &'a RunScope,
+    /// CTRL-8: a join's inbound outputs (empty for any other step).
+    pub(crate) inbound: Vec<(String, Value)>,
+    /// The step's record already in the state (a crash or a `wait` interrupted it).
+    pub(crate) existing: Option<StepExecution>,
+    /// ERR-4: the step declares an outgoing error edge.
+    pub(crate) error_edge: bool,
+}
+
+impl<'a, C: WorkflowContext> StepCtx<'a, C> {
+    pub(crate) fn host(&self) -> &'a C {
+        self.walk.host
+    }
+
+    pub(crate) fn journal(&self) -> &'a Journal {
+        self.walk.journal
+    }
+
+    pub(crate) fn frame(&self) -> &'a Frame {
+        self.walk.frame
+    }
+
+    /// The step's `with` block resolved against its scope (compiled once per workflow).
+    pub(crate) fn resolve(&self) -> Result<Resolved, ResolveError> {
+        self.walk.engine.compiled[self.i]
+            .as_ref()
+            .map_err(Clone::clone)
+            .and_then(|c| c.resolve(self.scope, ResolveMode::Run))
+    }
+
+    /// A fresh `running` record, started now.
+    pub(crate) fn start_record(&self) -> StepExecution {
+        let mut record = StepExecution::new(&self.step.id, StepStatus::Running, 1);
+        record.started_at = Some(iso8601_from_ms(self.host().now_ms()));
+        record
+    }
+
+    /// `record` succeeded with `output`, now.
+    pub(crate) fn succeed(&self, mut record: StepExecution, output: Value) -> StepExecution {
+        record.status = StepStatus::Succeeded;
+        record.output = Some(output);
+        record.finished_at = Some(iso8601_from_ms(self.host().now_ms()));
+        record
+    }
+
+    /// `record` failed with `error`, now (no meta).
+    pub(crate) fn fail(&self, record: StepExecution, error: StepError) -> StepExecution {
+        finish_failed(self.host(), record, error, None)
+    }
+
+    /// Run the step (not skipped, not already terminal) and commit its end.
+    pub(crate) async fn run(self) -> Result<StepEnd, EngineError> {
+        let mut extras = Extras::default();
+        let mut end = match self.kind {
+            StepKind::App | StepKind::Internal => {
+                // A step interrupted by a crash is re-run with its recorded attempt.
+                let first = self
+                    .existing
+                    .as_ref()
+                    .filter(|r| r.status == StepStatus::Running)
+                    .map_or(1, |r| r.attempt.max(1));
+                StepEnd::Done(
+                    execute(
+                        self.host(),
+                        self.journal(),
+                        self.frame(),
+                        self.step,
+                        self.kind,
+                        &self.walk.engine.compiled[self.i],
+                        self.scope,
+                        first,
+                    )
+                    .await?,
+                )
+            }
+            StepKind::Call => StepEnd::Done(super::control::call(&self).await?),
+            StepKind::Control => {
+                let (end, errors) = super::control::run(&self).await?;
+                extras.step_errors = errors;
+                extras
+                    .clear_prefixes
+                    .push(self.frame().child_prefix(&self.step.id));
+                end
+            }
+        };
+        if let StepEnd::Done(record) = &mut end {
+            self.seal(record);
+            if let Some(err) = &record.error
+                && !self.error_edge
+                && self.step.on_error() == OnError::ContinueRecord
+            {
+                // ERR-3: the swallowed failure stays observable.
+                extras.step_errors.push(err.clone().for_step(&self.step.id));
+            }
+            // RUN-2: step end (with its routing consequence, atomically).
+            self.journal()
+                .commit_step(self.host(), self.frame(), record.clone(), extras)
+                .await?;
+        }
+        Ok(end)
+    }
+
+    /// The last word on a terminal record before it is committed: limits and SEC-1.
+    fn seal(&self, record: &mut StepExecution) {
+        if record
+            .output
+            .as_ref()
+            .is_some_and(|o| nests_deeper_than(o, MAX_NESTING_DEPTH))
+        {
+            // Issue 12 item 5: an output the store could not read back fails its step,
+            // never the store (a run that cannot be resumed).
+            record.status = StepStatus::Failed;
+            record.output = None;
+            let mut e = StepError::new(
+                EngineCode::LimitExceeded,
+                format!("the step's output nests deeper than {MAX_NESTING_DEPTH} levels"),
+                Phase::Execute,
+            );
+            e.retryable = false;
+            record.error = Some(e);
+        }
+        if super::journal::is_secret_derived(record)
+            && let Some(e) = &mut record.error
+        {
+            // SEC-1: a secret-derived step's error message may quote what it was given;
+            // it is redacted before it can reach routing, the run error or stepErrors.
+            e.message = crate::expr::REDACTED.to_owned();
+        }
+    }
+}
 
 /// Run `step` to a terminal record, starting at `first_attempt` (1 for a fresh step; the
 /// interrupted attempt's number on resume, see `docs/decisions.md (Engine and simulator)` RUN-4).
