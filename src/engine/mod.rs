@@ -22,6 +22,8 @@ mod run;
 mod runerr;
 mod step;
 mod strand;
+#[cfg(test)]
+mod testing;
 mod vars;
 mod walk;
 

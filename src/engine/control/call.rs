@@ -156,3 +156,100 @@ pub(super) fn declare_secret_derived<C: WorkflowContext>(
         _ => {}
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{Map, Value, json};
+
+    use super::{CALL_DEPTH_MAX, Dispatch, declare_secret_derived, dispatch};
+    use crate::engine::testing::{TestHost, run, workflow};
+    use crate::model::RunStatus;
+
+    fn params(v: Value) -> Map<String, Value> {
+        v.as_object().cloned().unwrap_or_default()
+    }
+
+    #[test]
+    fn a_call_dispatches_its_target_one_hop_deeper() {
+        let target = json!({"kind": "workflow", "id": "child"});
+        let p = params(json!({"target": target, "input": {"x": 1}, "wait": false}));
+        assert_eq!(
+            dispatch(Some("call"), &p, 3),
+            Ok(Dispatch {
+                target: target.clone(),
+                input: json!({"x": 1}),
+                wait: false,
+                depth: 4
+            })
+        );
+        // Defaults: wait true, input {}.
+        let p = params(json!({"target": target, "wait": null}));
+        let d = dispatch(Some("call"), &p, 0).expect("dispatch");
+        assert_eq!((d.input, d.wait, d.depth), (json!({}), true, 1));
+    }
+
+    #[test]
+    fn bad_calls_fail_before_dispatch() {
+        let target = json!({"kind": "function", "name": "f"});
+        let p = params(json!({"target": target}));
+        let e = dispatch(Some("invoke"), &p, 0).expect_err("action");
+        assert_eq!(e.code, "unknown_action");
+        let e = dispatch(Some("call"), &params(json!({"target": {"kind": "job"}})), 0)
+            .expect_err("target kind");
+        assert_eq!(e.code, "param_invalid");
+        assert!(
+            e.message.ends_with("got object"),
+            "the shape, never the value: {}",
+            e.message
+        );
+        let e = dispatch(
+            Some("call"),
+            &params(json!({"target": target, "wait": "yes"})),
+            0,
+        )
+        .expect_err("wait");
+        assert_eq!(e.message, "call wait must be a boolean, got string");
+        assert!(
+            dispatch(Some("call"), &p, CALL_DEPTH_MAX - 1).is_ok(),
+            "the bound itself"
+        );
+        let e = dispatch(Some("call"), &p, CALL_DEPTH_MAX).expect_err("past the bound");
+        assert_eq!(e.code, "call_depth_exceeded");
+        assert!(!e.retryable);
+    }
+
+    #[test]
+    fn only_the_redacted_parts_are_declared_secret_derived() {
+        let host = TestHost::new();
+        let params = json!({"target": {"kind": "workflow", "id": "c"},
+                            "input": {"token": "s3cr3t", "n": 1, "list": ["a", "k"]}});
+        let recorded = json!({"target": {"kind": "workflow", "id": "c"},
+                              "input": {"token": "[redacted]", "n": 1, "list": ["a", "[redacted]"]}});
+        declare_secret_derived(&host, &params, &recorded);
+        assert_eq!(*host.declared.borrow(), [json!("s3cr3t"), json!("k")]);
+    }
+
+    #[test]
+    fn a_call_step_runs_through_the_host_seam_once() {
+        let host = TestHost::new();
+        let wf = workflow(
+            json!([{"id": "c", "uses": {"app": "@w6w/call", "action": "call"},
+                    "with": {"target": {"kind": "workflow", "id": "child"}, "input": {"v": 2}}}]),
+            json!([]),
+        );
+        let r = run(&wf, &host);
+        assert_eq!(r.status, RunStatus::Succeeded);
+        assert_eq!(
+            *host.callables.borrow(),
+            [(
+                json!({"kind": "workflow", "id": "child"}),
+                json!({"v": 2}),
+                true,
+                1
+            )]
+        );
+        let record = &r.state.steps["c"];
+        assert_eq!(record.attempt, 1);
+        assert_eq!(record.meta, None, "CALL-3: no meta");
+    }
+}

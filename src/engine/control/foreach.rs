@@ -199,3 +199,185 @@ impl Iterations<'_> {
         Ok((outcomes, canceled))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{Value, json};
+
+    use super::{FOREACH_ITEMS_MAX, checked};
+    use crate::engine::testing::{TestHost, act, control, run, workflow};
+    use crate::model::{RunStatus, StepStatus};
+    use crate::plan::PlanValue;
+
+    /// A foreach over `items` whose one-step body echoes the item's script.
+    fn looped(items: Value, extra: Value) -> crate::model::Workflow {
+        let mut with = json!({"items": items, "body": ["work"]});
+        if let (Some(w), Value::Object(e)) = (with.as_object_mut(), extra) {
+            w.extend(e);
+        }
+        let mut lp = control("loop", "foreach", with);
+        if let Some(on_error) = lp.get("with").and_then(|w| w.get("onError")).cloned() {
+            lp["onError"] = on_error;
+            lp["with"].as_object_mut().map(|w| w.remove("onError"));
+        }
+        workflow(
+            json!([
+                lp,
+                act(
+                    "work",
+                    json!({
+                "n": {"$": "foreach.item.n"},
+                "fail": {"$": "foreach.item.fail"},
+                "yields": {"$": "foreach.item.yields"},
+                "index": {"$": "foreach.index"}})
+                )
+            ]),
+            json!([]),
+        )
+    }
+
+    fn item(n: u64, fail: bool, yields: u64) -> Value {
+        json!({"n": n, "fail": fail, "yields": yields})
+    }
+
+    #[test]
+    fn fail_fast_reports_the_failed_iteration_and_cancels_the_rest() {
+        // Iteration 2 fails first (1 yield); 0 and 1 are still in flight; 3 never starts.
+        let items = json!([
+            item(0, false, 5),
+            item(1, true, 3),
+            item(2, true, 1),
+            item(3, false, 0)
+        ]);
+        let host = TestHost::new();
+        let r = run(&looped(items, json!({"parallelism": 3})), &host);
+        assert_eq!(r.status, RunStatus::Failed);
+        let error = r.error.expect("run error");
+        assert_eq!(error.code, "boom");
+        assert_eq!(error.step_id.as_deref(), Some("loop"));
+        assert!(
+            error.message.starts_with("iteration 2, step work:"),
+            "{}",
+            error.message
+        );
+        let indices: Vec<Value> = host
+            .invoked
+            .borrow()
+            .iter()
+            .map(|(_, p)| p["index"].clone())
+            .collect();
+        assert_eq!(
+            indices,
+            [json!(0), json!(1), json!(2)],
+            "item 3 never starts"
+        );
+        let record = &r.state.steps["loop"];
+        assert_eq!(record.status, StepStatus::Failed);
+        let iterations = record.extra["iterations"].as_array().expect("iterations");
+        assert_eq!(iterations.len(), 4);
+        for k in [0, 1] {
+            assert_eq!(iterations[k]["work"]["status"], "skipped", "iteration {k}");
+            assert_eq!(iterations[k]["work"]["canceled"], true, "iteration {k}");
+        }
+        assert_eq!(iterations[2]["work"]["status"], "failed");
+        assert_eq!(iterations[3], json!({}));
+        let data = host.log_data("canceled in-flight iterations").expect("log");
+        assert_eq!(data["failedIteration"], 2);
+        assert_eq!(data["canceledIterations"], json!([0, 1]));
+    }
+
+    #[test]
+    fn fail_fast_with_everything_failing_reports_the_lowest_index() {
+        // Sequential (parallelism 1): iteration 0 fails and nothing else starts.
+        let items = json!([item(0, true, 0), item(1, true, 0)]);
+        let host = TestHost::new();
+        let r = run(&looped(items, json!({})), &host);
+        let error = r.error.expect("run error");
+        assert!(
+            error.message.starts_with("iteration 0,"),
+            "{}",
+            error.message
+        );
+        assert_eq!(host.invoked.borrow().len(), 1);
+    }
+
+    #[test]
+    fn continue_record_keeps_failed_iterations_null_and_lists_them() {
+        let items = json!([item(10, false, 2), item(11, true, 0), item(12, false, 0)]);
+        let host = TestHost::new();
+        let wf = looped(
+            items,
+            json!({"parallelism": 3, "onError": "continue-record"}),
+        );
+        let r = run(&wf, &host);
+        assert_eq!(r.status, RunStatus::Succeeded);
+        let record = &r.state.steps["loop"];
+        assert_eq!(record.status, StepStatus::Succeeded);
+        let out = record.output.as_ref().expect("output");
+        let ns: Vec<Value> = out["items"]
+            .as_array()
+            .expect("items")
+            .iter()
+            .map(|v| v.get("n").cloned().unwrap_or(Value::Null))
+            .collect();
+        assert_eq!(
+            ns,
+            [json!(10), Value::Null, json!(12)],
+            "index order, not finish order"
+        );
+        assert_eq!(record.extra["failedIterations"], json!([1]));
+        assert_eq!(r.state.step_errors.len(), 1);
+        assert_eq!(r.state.step_errors[0].step_id.as_deref(), Some("loop"));
+        assert!(r.state.step_errors[0].message.starts_with("iteration 1,"));
+    }
+
+    #[test]
+    fn parallelism_bounds_the_iterations_in_flight() {
+        let items: Vec<Value> = (0..6).map(|n| item(n, false, 3)).collect();
+        for (parallelism, expected) in [(1, 1), (2, 2), (4, 4), (100, 6)] {
+            let host = TestHost::new();
+            let r = run(
+                &looped(json!(items), json!({"parallelism": parallelism})),
+                &host,
+            );
+            assert_eq!(r.status, RunStatus::Succeeded);
+            assert_eq!(
+                host.max_in_flight.get(),
+                expected,
+                "parallelism {parallelism}"
+            );
+        }
+    }
+
+    #[test]
+    fn items_and_parallelism_are_checked() {
+        let params = |v: Value| v.as_object().cloned().unwrap_or_default();
+        let known = PlanValue::Known(2);
+        let e = checked(&params(json!({"items": "abc"})), known).expect_err("not an array");
+        assert_eq!(e.code, "param_invalid");
+        assert_eq!(
+            e.message,
+            "foreach items must resolve to an array, got \"abc\""
+        );
+        let e = checked(&params(json!({})), known).expect_err("absent");
+        assert!(e.message.ends_with("got nothing"));
+        let many = vec![Value::Null; FOREACH_ITEMS_MAX + 1];
+        let e = checked(&params(json!({"items": many})), known).expect_err("too many");
+        assert!(e.message.contains("at most 100000"), "{}", e.message);
+        let at_run = PlanValue::AtRunTime;
+        for bad in [json!(0), json!(1.5), json!("2"), Value::Null] {
+            let p = params(json!({"items": [1], "parallelism": bad}));
+            assert!(checked(&p, at_run).is_err(), "parallelism {bad}");
+        }
+        let p = params(json!({"items": [1, 2, 3], "parallelism": 2.0}));
+        assert_eq!(checked(&p, at_run).map(|(_, w)| w), Ok(2));
+        // The width is clamped to the item count, and to 1 for no items.
+        let p = params(json!({"items": [1, 2, 3]}));
+        assert_eq!(
+            checked(&p, PlanValue::Known(u64::MAX)).map(|(_, w)| w),
+            Ok(3)
+        );
+        let p = params(json!({"items": []}));
+        assert_eq!(checked(&p, PlanValue::Known(5)).map(|(_, w)| w), Ok(1));
+    }
+}

@@ -100,3 +100,98 @@ pub(super) fn join(
         JoinMode::Object => json!({"result": object}),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{Map, Value, json};
+
+    use super::join;
+    use crate::plan::{JoinMode, PlanValue};
+
+    fn params(v: Value) -> Map<String, Value> {
+        v.as_object().cloned().unwrap_or_default()
+    }
+
+    fn inbound() -> Vec<(String, Value)> {
+        vec![
+            ("a".into(), json!({"k": 1, "a": true})),
+            ("b".into(), json!({"k": 2})),
+        ]
+    }
+
+    #[test]
+    fn aggregate_collects_inbound_outputs_in_edge_order() {
+        let array = PlanValue::Known(JoinMode::Array);
+        let out = join(array, &Map::new(), &inbound(), false);
+        assert_eq!(out, Ok(json!({"result": [{"k": 1, "a": true}, {"k": 2}]})));
+        let object = PlanValue::Known(JoinMode::Object);
+        let out = join(object, &Map::new(), &inbound(), false);
+        assert_eq!(
+            out,
+            Ok(json!({"result": {"k": 2, "a": true}})),
+            "the later edge wins"
+        );
+        let not_objects = vec![("a".into(), json!([1]))];
+        let e = join(object, &Map::new(), &not_objects, false).expect_err("array in object mode");
+        assert_eq!(e.code, "param_invalid");
+    }
+
+    #[test]
+    fn a_mode_resolved_at_run_time_is_checked() {
+        let at_run = PlanValue::AtRunTime;
+        let out = join(
+            at_run,
+            &params(json!({"mode": "object"})),
+            &inbound(),
+            false,
+        );
+        assert_eq!(out.map(|o| o["result"]["k"].clone()), Ok(json!(2)));
+        let e = join(at_run, &params(json!({"mode": "set"})), &inbound(), false).expect_err("mode");
+        assert!(e.message.ends_with("got \"set\""), "{}", e.message);
+    }
+
+    #[test]
+    fn merge_entries_replace_the_inbound_outputs() {
+        let p = params(
+            json!({"entries": [{"key": "x", "value": 1}, {"key": "y"}, {"key": "z", "value": null}]}),
+        );
+        let array = PlanValue::Known(JoinMode::Array);
+        assert_eq!(
+            join(array, &p, &inbound(), true),
+            Ok(json!({"result": [1, null]}))
+        );
+        let object = PlanValue::Known(JoinMode::Object);
+        assert_eq!(
+            join(object, &p, &inbound(), true),
+            Ok(json!({"result": {"x": 1, "z": null}})),
+            "an entry without a value is dropped"
+        );
+        // Aggregate ignores entries; an empty list means the inbound outputs.
+        assert_eq!(
+            join(array, &p, &inbound(), false).map(|o| o["result"].as_array().map(Vec::len)),
+            Ok(Some(2))
+        );
+        let empty = params(json!({"entries": []}));
+        assert_eq!(
+            join(array, &empty, &inbound(), true).map(|o| o["result"][1].clone()),
+            Ok(json!({"k": 2}))
+        );
+    }
+
+    #[test]
+    fn merge_refuses_bad_entries() {
+        let object = PlanValue::Known(JoinMode::Object);
+        let dup = params(json!({"entries": [{"key": "x", "value": 1}, {"key": "x", "value": 2}]}));
+        let e = join(object, &dup, &[], true).expect_err("duplicate");
+        assert_eq!(e.message, "merge entries[1].key \"x\" is a duplicate");
+        let nokey = params(json!({"entries": [{"value": 1}]}));
+        assert!(
+            join(object, &nokey, &[], true).is_err(),
+            "object mode needs keys"
+        );
+        let bad = params(json!({"entries": [3]}));
+        assert!(join(PlanValue::Known(JoinMode::Array), &bad, &[], true).is_err());
+        let notlist = params(json!({"entries": {"key": "x"}}));
+        assert!(join(object, &notlist, &[], true).is_err());
+    }
+}

@@ -174,3 +174,162 @@ async fn run_branches<C: WorkflowContext>(
     }
     Ok(d)
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{Value, json};
+
+    use super::strategy_of;
+    use crate::engine::testing::{TestHost, act, control, run, workflow};
+    use crate::model::{RunStatus, StepStatus, Workflow};
+    use crate::plan::{ParallelStrategy, PlanValue};
+
+    /// A parallel of one-step branches `a`, `b`, `c` with the given scripts.
+    fn branches(strategy: &str, scripts: [Value; 3]) -> Workflow {
+        let [a, b, c] = scripts;
+        workflow(
+            json!([
+                control(
+                    "par",
+                    "parallel",
+                    json!({"branches": [["a"], ["b"], ["c"]], "strategy": strategy})
+                ),
+                act("a", a),
+                act("b", b),
+                act("c", c)
+            ]),
+            json!([]),
+        )
+    }
+
+    fn ok(yields: u64) -> Value {
+        json!({"yields": yields})
+    }
+
+    fn failing(yields: u64) -> Value {
+        json!({"yields": yields, "fail": true})
+    }
+
+    fn branch_status(r: &crate::engine::RunResult, b: usize, id: &str) -> Value {
+        r.state.steps["par"].extra["branches"][b][id]["status"].clone()
+    }
+
+    #[test]
+    fn race_is_won_by_the_first_branch_to_end() {
+        let host = TestHost::new();
+        let r = run(&branches("race", [ok(5), ok(1), ok(3)]), &host);
+        assert_eq!(r.status, RunStatus::Succeeded);
+        let out = r.state.steps["par"].output.clone().expect("output");
+        assert_eq!(out["winner"], 1);
+        assert_eq!(out["output"], json!({"yields": 1}));
+        for (b, id) in [(0, "a"), (2, "c")] {
+            assert_eq!(
+                branch_status(&r, b, id),
+                "skipped",
+                "loser {id} is canceled"
+            );
+        }
+        let data = host.log_data("decided the race strategy").expect("log");
+        assert_eq!(data["canceledBranches"], json!([0, 2]));
+    }
+
+    #[test]
+    fn race_won_by_a_failure_fails_the_parallel() {
+        let host = TestHost::new();
+        let r = run(&branches("race", [ok(5), ok(3), failing(1)]), &host);
+        assert_eq!(r.status, RunStatus::Failed);
+        let error = r.error.expect("error");
+        assert_eq!(error.code, "boom");
+        assert!(
+            error
+                .message
+                .starts_with("branch 2 won the race by failing, step c:"),
+            "{}",
+            error.message
+        );
+    }
+
+    #[test]
+    fn any_is_won_by_the_first_success_not_the_first_end() {
+        let host = TestHost::new();
+        let r = run(&branches("any", [ok(6), ok(4), failing(1)]), &host);
+        assert_eq!(r.status, RunStatus::Succeeded);
+        let out = r.state.steps["par"].output.clone().expect("output");
+        assert_eq!(out["winner"], 1);
+        assert_eq!(branch_status(&r, 0, "a"), "skipped");
+        assert_eq!(branch_status(&r, 2, "c"), "failed");
+    }
+
+    #[test]
+    fn any_with_every_branch_failing_names_the_first_by_index() {
+        let host = TestHost::new();
+        let r = run(
+            &branches("any", [failing(3), failing(1), failing(2)]),
+            &host,
+        );
+        assert_eq!(r.status, RunStatus::Failed);
+        let error = r.error.expect("error");
+        assert!(
+            error
+                .message
+                .starts_with("every branch failed; first, branch 0, step a:"),
+            "{}",
+            error.message
+        );
+    }
+
+    #[test]
+    fn all_collects_outputs_in_declared_order() {
+        let host = TestHost::new();
+        let r = run(&branches("all", [ok(3), ok(1), ok(2)]), &host);
+        assert_eq!(r.status, RunStatus::Succeeded);
+        assert_eq!(
+            host.invoked_ids(),
+            ["a", "b", "c"],
+            "launched in declared order"
+        );
+        let out = r.state.steps["par"].output.clone().expect("output");
+        assert_eq!(
+            out,
+            json!({"branches": [{"yields": 3}, {"yields": 1}, {"yields": 2}]})
+        );
+    }
+
+    #[test]
+    fn all_fails_on_the_first_failure_and_cancels_the_rest() {
+        let host = TestHost::new();
+        let r = run(&branches("all", [ok(5), failing(1), ok(0)]), &host);
+        assert_eq!(r.status, RunStatus::Failed);
+        let error = r.error.clone().expect("error");
+        assert!(
+            error.message.starts_with("branch 1, step b:"),
+            "{}",
+            error.message
+        );
+        assert_eq!(branch_status(&r, 0, "a"), "skipped", "a was in flight");
+        assert_eq!(branch_status(&r, 2, "c"), "succeeded", "c ended first");
+        assert_eq!(r.state.steps["par"].status, StepStatus::Failed);
+    }
+
+    #[test]
+    fn a_strategy_resolved_at_run_time_is_checked() {
+        let params = |v: Value| v.as_object().cloned().unwrap_or_default();
+        let at_run = PlanValue::AtRunTime;
+        assert_eq!(
+            strategy_of(at_run, &params(json!({}))),
+            Ok(ParallelStrategy::All)
+        );
+        assert_eq!(
+            strategy_of(at_run, &params(json!({"strategy": "any"}))),
+            Ok(ParallelStrategy::Any)
+        );
+        let e = strategy_of(at_run, &params(json!({"strategy": "first"}))).expect_err("bad");
+        assert_eq!(e.code, "param_invalid");
+        assert!(e.message.ends_with("got \"first\""), "{}", e.message);
+        let known = PlanValue::Known(ParallelStrategy::Race);
+        assert_eq!(
+            strategy_of(known, &params(json!({"strategy": "x"}))),
+            Ok(ParallelStrategy::Race)
+        );
+    }
+}

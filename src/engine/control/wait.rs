@@ -199,3 +199,133 @@ fn schedule_failed<C: WorkflowContext>(
     error.retryable = false;
     cx.fail(record, error)
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{Map, Value, json};
+
+    use super::when;
+    use crate::engine::testing::{NOW_MS, TestHost, act, block_on, control, run, workflow};
+    use crate::engine::{Engine, EngineError};
+    use crate::host::ScheduleDirective;
+    use crate::model::{RunStatus, StepStatus};
+    use crate::plan::{PlanValue, WaitSpec};
+
+    fn params(v: Value) -> Map<String, Value> {
+        v.as_object().cloned().unwrap_or_default()
+    }
+
+    #[test]
+    fn a_duration_ends_that_long_after_now() {
+        let known = WaitSpec::Duration {
+            delay_ms: PlanValue::Known(300_000),
+        };
+        assert_eq!(
+            when(known, &Map::new(), 1_000),
+            Ok((Some(300_000), 301_000))
+        );
+        let at_run = WaitSpec::Duration {
+            delay_ms: PlanValue::AtRunTime,
+        };
+        let p = params(json!({"duration": "P1DT2H"}));
+        assert_eq!(when(at_run, &p, 0), Ok((Some(93_600_000), 93_600_000)));
+        // Saturates instead of wrapping around to the past.
+        let huge = WaitSpec::Duration {
+            delay_ms: PlanValue::Known(u64::MAX),
+        };
+        assert_eq!(when(huge, &Map::new(), 5), Ok((Some(u64::MAX), u64::MAX)));
+        let e = when(at_run, &params(json!({"duration": "5 minutes"})), 0).expect_err("bad");
+        assert_eq!(e.code, "param_invalid");
+        assert!(e.message.starts_with("wait duration: "), "{}", e.message);
+        assert!(
+            when(at_run, &params(json!({"duration": 5})), 0).is_err(),
+            "not a string"
+        );
+    }
+
+    #[test]
+    fn until_is_an_instant_whatever_now_is() {
+        let at_run = WaitSpec::Until {
+            at_ms: PlanValue::AtRunTime,
+        };
+        let p = params(json!({"until": "2026-03-01T09:30:00.250+02:00"}));
+        let at = 1_772_350_200_250;
+        assert_eq!(when(at_run, &p, 0), Ok((None, at)));
+        assert_eq!(
+            when(at_run, &p, u64::MAX),
+            Ok((None, at)),
+            "even one already past"
+        );
+        let before_epoch = WaitSpec::Until {
+            at_ms: PlanValue::Known(-5),
+        };
+        assert_eq!(when(before_epoch, &Map::new(), 9), Ok((None, 0)));
+        let e = when(at_run, &params(json!({"until": "tomorrow"})), 0).expect_err("bad");
+        assert!(e.message.starts_with("wait until: "), "{}", e.message);
+    }
+
+    fn paused() -> crate::model::Workflow {
+        workflow(
+            json!([
+                control("pause", "wait", json!({"duration": "PT5M"})),
+                act(
+                    "after",
+                    json!({"at": {"$": "steps.pause.output.resumedAt"}})
+                )
+            ]),
+            json!([]),
+        )
+    }
+
+    #[test]
+    fn a_wait_suspends_with_a_durable_token_and_completes_on_resume_with_it() {
+        let host = TestHost::new();
+        let wf = paused();
+        let r = run(&wf, &host);
+        assert_eq!(r.status, RunStatus::Queued);
+        let token = "r1:wait:1:pause";
+        assert_eq!(
+            *host.scheduled.borrow(),
+            [ScheduleDirective::After {
+                after_ms: 300_000,
+                resume_token: token.into()
+            }]
+        );
+        let record = &r.state.steps["pause"];
+        assert_eq!(record.status, StepStatus::Running);
+        assert_eq!(record.extra["resumeToken"], token);
+        assert_eq!(record.extra["scheduledFor"], "2026-01-01T00:05:00.000Z");
+        assert!(host.invoked_ids().is_empty(), "nothing after the wait ran");
+
+        let engine = Engine::new(&wf).expect("engine");
+        let wrong = block_on(engine.resume_with("r1", Some("r1:wait:9:pause"), &host));
+        assert!(
+            matches!(wrong, Err(EngineError::ResumeToken { .. })),
+            "{wrong:?}"
+        );
+        host.now.set(NOW_MS + 300_000);
+        let r = block_on(engine.resume_with("r1", Some(token), &host)).expect("resume");
+        assert_eq!(r.status, RunStatus::Succeeded);
+        let out = r.state.steps["pause"].output.clone().expect("output");
+        assert_eq!(
+            out,
+            json!({"resumeToken": token, "scheduledFor": "2026-01-01T00:05:00.000Z",
+                   "resumedAt": "2026-01-01T00:05:00.000Z"})
+        );
+        assert_eq!(host.invoked_ids(), ["after"]);
+    }
+
+    #[test]
+    fn a_refused_schedule_fails_the_wait_and_drops_its_token() {
+        let host = TestHost::new();
+        host.refuse_schedule.set(true);
+        let r = run(&paused(), &host);
+        assert_eq!(r.status, RunStatus::Failed);
+        let record = &r.state.steps["pause"];
+        assert_eq!(record.status, StepStatus::Failed);
+        assert!(!record.extra.contains_key("resumeToken"));
+        let error = record.error.clone().expect("error");
+        assert_eq!(error.code, "schedule_failed");
+        assert!(!error.retryable);
+    }
+}
