@@ -85,12 +85,12 @@ impl<E: EngineAdapter> Adapter for EngineOnSim<E> {
     fn handle(&mut self, request: &Value) -> Result<Value, AdapterError> {
         let factory = self.engine.factory();
         // The run's budgets (`"limits"`), as for the in-process `run` op.
-        let options: SimOptions = match crate::sim::ops::op_options(request) {
+        let options: SimOptions = match crate::service::sim::op_options(request) {
             Ok(o) => o,
             Err(response) => return Ok(response),
         };
         let run = |plain: &Value| {
-            crate::sim::ops::run_with(plain, |workflow, scenario| {
+            crate::service::sim::run_with(plain, |workflow, scenario| {
                 crate::sim::run_engine(factory, workflow, scenario, &options)
             })
         };
@@ -98,7 +98,7 @@ impl<E: EngineAdapter> Adapter for EngineOnSim<E> {
         // A WOML / YAML run: the suite imports it, the engine runs the plain w6w request.
         if op == Some("run") && request.get("dialect").is_some() {
             let answer: Result<Value, std::convert::Infallible> =
-                crate::dialect::ops::run_with(request, |plain| Ok(run(plain)));
+                crate::service::dialect::run_with(request, |plain| Ok(run(plain)));
             return Ok(match answer {
                 Ok(v) => v,
                 Err(never) => match never {},
@@ -107,7 +107,7 @@ impl<E: EngineAdapter> Adapter for EngineOnSim<E> {
         Ok(match op {
             Some("run") => run(request),
             Some("replay") => {
-                crate::sim::ops::replay_with(request, |workflow, scenario, original, from| {
+                crate::service::sim::replay_with(request, |workflow, scenario, original, from| {
                     crate::sim::replay_engine(factory, workflow, scenario, original, from, &options)
                 })
             }

@@ -184,7 +184,7 @@ impl<H: HostAdapter> EngineOnHost<H> {
             .validate(doc, previous, ValidateOptions { runnable })
         {
             Ok(()) => ok(Value::Bool(true)),
-            Err(errors) => crate::model::ops::invalid(&errors),
+            Err(errors) => crate::service::model::invalid(&errors),
         }
     }
 }
@@ -199,7 +199,7 @@ impl<H: HostAdapter> Adapter for EngineOnHost<H> {
         // Issue 10: a WOML / YAML run is imported, then run on the host's store like any.
         if op == Some("run") && request.get("dialect").is_some() {
             return Ok(match self.host.storage() {
-                Ok(factory) => crate::dialect::ops::run_on(request, factory),
+                Ok(factory) => crate::service::dialect::run_on(request, factory),
                 Err(e) => json!({"error": {"code": "store_error",
                                            "message": format!("the host could not provide a store: {}: {e}", e.code())}}),
             });
@@ -207,8 +207,10 @@ impl<H: HostAdapter> Adapter for EngineOnHost<H> {
         Ok(match op {
             Some("validate") if request.get("dialect").is_some() => crate::service::handle(request),
             Some("run" | "replay") => match self.host.storage() {
-                Ok(factory) if op == Some("run") => crate::sim::ops::run_on_host(request, factory),
-                Ok(factory) => crate::sim::ops::replay_on_host(request, factory),
+                Ok(factory) if op == Some("run") => {
+                    crate::service::sim::run_on_host(request, factory)
+                }
+                Ok(factory) => crate::service::sim::replay_on_host(request, factory),
                 Err(e) => json!({"error": {"code": "store_error",
                                            "message": format!("the host could not provide a store: {}: {e}", e.code())}}),
             },

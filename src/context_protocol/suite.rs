@@ -857,7 +857,7 @@ impl EngineProcess {
             .unwrap_or_default()
             .to_owned();
         // The run's budgets (`"limits"`), as for the in-process `run` op.
-        let options: SimOptions = match crate::sim::ops::op_options(request) {
+        let options: SimOptions = match crate::service::sim::op_options(request) {
             Ok(o) => o,
             Err(response) => return Ok(response),
         };
@@ -934,7 +934,7 @@ impl EngineProcess {
             Err(e) => json!({"error": e.to_json()}),
         };
         // SEC-1: the same redaction sink as the in-process op.
-        Ok(crate::sim::ops::redacted(
+        Ok(crate::service::sim::redacted(
             request,
             unsalt(response, &salt, &original_id),
         ))
@@ -972,7 +972,7 @@ impl Adapter for EngineProcess {
             // Issue 10: a WOML / YAML document is imported by the suite, then run by the
             // candidate engine like any w6w workflow.
             Some("run") if request.get("dialect").is_some() => {
-                crate::dialect::ops::run_with(request, |plain| self.session(plain, false))
+                crate::service::dialect::run_with(request, |plain| self.session(plain, false))
             }
             Some("run") => self.session(request, false),
             Some("replay") => self.session(request, true),

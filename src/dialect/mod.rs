@@ -19,7 +19,6 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 mod manifest;
-pub mod ops;
 mod run;
 mod script;
 pub mod woml;

@@ -17,7 +17,6 @@ mod compile;
 mod jsonlogic;
 mod limits;
 pub(crate) mod number;
-pub(crate) mod ops;
 mod resolve;
 mod scope;
 mod template;

@@ -9,7 +9,6 @@
 
 mod error;
 mod key;
-pub(crate) mod ops;
 mod registry;
 mod run;
 mod serde_util;

@@ -20,7 +20,6 @@ pub(crate) mod exec;
 pub(crate) mod host;
 mod hosted;
 pub mod journal;
-pub(crate) mod ops;
 pub mod scenario;
 pub mod store;
 pub mod world;

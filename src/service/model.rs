@@ -13,9 +13,9 @@
 
 use serde_json::{Value, json};
 
+use super::{bad_request, ok};
 use crate::model::{ValidateOptions, ValidationError, Workflow, errors_to_json, validate_save};
 use crate::plan::{Plan, PlanOptions, SubBlockKind};
-use crate::service::{bad_request, ok};
 
 /// The error response for an invalid workflow.
 pub(crate) fn invalid(errors: &[ValidationError]) -> Value {

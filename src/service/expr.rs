@@ -6,11 +6,11 @@
 
 use serde_json::{Map, Value, json};
 
-use super::{
+use super::{bad_request, ok};
+use crate::expr::{
     CompiledWith, Dialect, Logic, Mode, Part, ResolveError, ResolveMode, RunScope, check_required,
     parse_root_anchored, parse_template, serialize_template,
 };
-use crate::service::{bad_request, ok};
 
 fn dialect(request: &Value) -> Result<Dialect, Value> {
     match request.get("dialect") {
@@ -31,7 +31,7 @@ fn resolve_error(e: &ResolveError) -> Value {
     m.insert("phase".into(), Value::from("resolution"));
     m.insert("path".into(), Value::from(e.path.clone()));
     if let Some(r) = &e.reference {
-        let key = if e.code == super::ResolveCode::UnknownOperator {
+        let key = if e.code == crate::expr::ResolveCode::UnknownOperator {
             "operator"
         } else {
             "ref"

@@ -9,10 +9,10 @@
 
 use serde_json::{Value, json};
 
-use super::{MemoryStore, Scenario, SimError, SimOptions, load_scenario, load_workflow};
+use super::{bad_request, ok};
 use crate::host::StoreFactory;
 use crate::model::{RunState, Workflow};
-use crate::service::{bad_request, ok};
+use crate::sim::{MemoryStore, Scenario, SimError, SimOptions, load_scenario, load_workflow};
 
 fn error(e: &SimError) -> Value {
     json!({ "error": e.to_json() })
@@ -37,7 +37,7 @@ pub(crate) fn redacted(request: &Value, mut response: Value) -> Value {
         .and_then(|s| s.get("secrets"))
         .and_then(Value::as_object);
     if let Some(secrets) = secrets {
-        super::Scrubber::new(secrets.values()).value(&mut response);
+        crate::sim::Scrubber::new(secrets.values()).value(&mut response);
     }
     response
 }
@@ -46,7 +46,7 @@ pub(crate) fn redacted(request: &Value, mut response: Value) -> Value {
 /// `"limits"?: {"invocations"?, "virtualMs"?, "recordedBytes"?, "traceBytes"?}` lowers or
 /// raises the run's budgets (`sim::Limits`).
 pub(crate) fn op_options(request: &Value) -> Result<SimOptions, Value> {
-    let mut limits = super::Limits::DEFAULT;
+    let mut limits = crate::sim::Limits::DEFAULT;
     match request.get("limits") {
         None | Some(Value::Null) => {}
         Some(Value::Object(m)) => {
@@ -82,7 +82,7 @@ pub(crate) fn run(request: &Value) -> Value {
         Err(e) => return e,
     };
     run_with(request, |workflow, scenario| {
-        super::run_on_store(
+        crate::sim::run_on_store(
             workflow,
             scenario,
             &options,
@@ -99,21 +99,24 @@ pub(crate) fn run_on_host(request: &Value, factory: Box<dyn StoreFactory>) -> Va
         Err(e) => return e,
     };
     run_with(request, |workflow, scenario| {
-        super::run_on_host_store(workflow, scenario, &options, factory)
+        crate::sim::run_on_host_store(workflow, scenario, &options, factory)
     })
 }
 
 /// The `run` op, the simulation done by `simulate`.
 pub(crate) fn run_with(
     request: &Value,
-    simulate: impl FnOnce(&Workflow, &Scenario) -> Result<super::Report, SimError>,
+    simulate: impl FnOnce(&Workflow, &Scenario) -> Result<crate::sim::Report, SimError>,
 ) -> Value {
-    redacted(request, super::with_stack(|| run_inner(request, simulate)))
+    redacted(
+        request,
+        crate::sim::with_stack(|| run_inner(request, simulate)),
+    )
 }
 
 fn run_inner(
     request: &Value,
-    simulate: impl FnOnce(&Workflow, &Scenario) -> Result<super::Report, SimError>,
+    simulate: impl FnOnce(&Workflow, &Scenario) -> Result<crate::sim::Report, SimError>,
 ) -> Value {
     let (workflow, scenario) = match inputs(request) {
         Ok(x) => x,
@@ -131,7 +134,7 @@ pub(crate) fn replay(request: &Value) -> Value {
         Err(e) => return e,
     };
     replay_with(request, |workflow, scenario, original, from| {
-        super::replay_on_store(
+        crate::sim::replay_on_store(
             workflow,
             scenario,
             original,
@@ -150,7 +153,7 @@ pub(crate) fn replay_on_host(request: &Value, factory: Box<dyn StoreFactory>) ->
         Err(e) => return e,
     };
     replay_with(request, |workflow, scenario, original, from| {
-        super::replay_on_host_store(workflow, scenario, original, from, &options, factory)
+        crate::sim::replay_on_host_store(workflow, scenario, original, from, &options, factory)
     })
 }
 
@@ -162,11 +165,11 @@ pub(crate) fn replay_with(
         &Scenario,
         &RunState,
         Option<&str>,
-    ) -> Result<super::Report, SimError>,
+    ) -> Result<crate::sim::Report, SimError>,
 ) -> Value {
     redacted(
         request,
-        super::with_stack(|| replay_inner(request, simulate)),
+        crate::sim::with_stack(|| replay_inner(request, simulate)),
     )
 }
 
@@ -177,7 +180,7 @@ fn replay_inner(
         &Scenario,
         &RunState,
         Option<&str>,
-    ) -> Result<super::Report, SimError>,
+    ) -> Result<crate::sim::Report, SimError>,
 ) -> Value {
     let (workflow, scenario) = match inputs(request) {
         Ok(x) => x,

@@ -1,11 +1,20 @@
 //! The JSON-lines request service behind `w6w-sim eval` and the conformance cases.
 //!
 //! Owns: request routing and the response envelope — `{"ok": value}` on success,
-//! `{"error": {"code", "message", …}}` on failure. Each op's behaviour lives in the module
-//! that owns it; this file only dispatches. Invariant: never panics and never aborts on a
-//! bad line; every request line gets exactly one response line.
+//! `{"error": {"code", "message", …}}` on failure. This file dispatches; one submodule per
+//! domain decodes that domain's requests and renders its errors (`model.rs`: validate /
+//! plan / saves, `expr.rs`: logic / resolve / parse / serialize, `sim.rs`: run / replay,
+//! `dialect.rs`: import and the WOML/YAML forms), each a thin call into the domain's API.
+//! The service sits above the domains and no domain imports it (ARCHITECTURE.md#layers).
+//! Invariant: never panics and never aborts on a bad line; every request line gets exactly
+//! one response line.
 
 use serde_json::{Value, json};
+
+pub(crate) mod dialect;
+pub(crate) mod expr;
+pub(crate) mod model;
+pub(crate) mod sim;
 
 /// The longest request line `eval` reads; a longer one is answered `bad_request` and
 /// skipped without being held in memory (SEC-2).
@@ -62,19 +71,19 @@ fn route(request: &Value) -> Value {
         return bad_request("a request needs a string \"op\" field");
     };
     // Issue 10: `import`, and `validate` / `run` with a `dialect` (WOML, YAML).
-    if let Some(response) = crate::dialect::ops::handle(op, request) {
+    if let Some(response) = dialect::handle(op, request) {
         return response;
     }
     match op {
-        "validate" => crate::model::ops::validate(request),
-        "plan" => crate::model::ops::plan(request),
-        "saves" => crate::model::ops::saves(request),
-        "logic" => crate::expr::ops::logic(request),
-        "resolve" => crate::expr::ops::resolve(request),
-        "parse" => crate::expr::ops::parse(request),
-        "serialize" => crate::expr::ops::serialize(request),
-        "run" => crate::sim::ops::run(request),
-        "replay" => crate::sim::ops::replay(request),
+        "validate" => model::validate(request),
+        "plan" => model::plan(request),
+        "saves" => model::saves(request),
+        "logic" => expr::logic(request),
+        "resolve" => expr::resolve(request),
+        "parse" => expr::parse(request),
+        "serialize" => expr::serialize(request),
+        "run" => sim::run(request),
+        "replay" => sim::replay(request),
         other => bad_request(format!(
             "unknown op {other:?}; known ops: validate, plan, saves, logic, resolve, parse, serialize, run, replay, import"
         )),

@@ -12,13 +12,13 @@
 
 use serde_json::{Value, json};
 
-use super::run::split_manifest;
-use super::{Dialect, Manifest, Problem, import};
+use super::{bad_request, ok};
+use crate::dialect::split_manifest;
+use crate::dialect::{Dialect, Manifest, Problem, import};
 use crate::host::StoreFactory;
-use crate::service::{bad_request, ok};
 
 /// Answer `request` if it is a dialect request; `None` leaves it to the w6w ops.
-pub fn handle(op: &str, request: &Value) -> Option<Value> {
+pub(crate) fn handle(op: &str, request: &Value) -> Option<Value> {
     let has_dialect = request.get("dialect").is_some();
     match op {
         "import" => Some(answer(op, request, None)),
@@ -28,14 +28,14 @@ pub fn handle(op: &str, request: &Value) -> Option<Value> {
 }
 
 /// The dialect `run` op on a caller-supplied store (a `conformance::HostAdapter`'s).
-pub fn run_on(request: &Value, store: Box<dyn StoreFactory>) -> Value {
+pub(crate) fn run_on(request: &Value, store: Box<dyn StoreFactory>) -> Value {
     answer("run", request, Some(store))
 }
 
 /// The dialect `run` op on any w6w engine: the document is imported here, `run` answers
 /// the plain w6w request `{"op": "run", "workflow", "scenario"}` (a candidate engine
 /// behind a protocol, say), and its report gets the dialect's additions.
-pub fn run_with<E>(
+pub(crate) fn run_with<E>(
     request: &Value,
     run: impl FnOnce(&Value) -> Result<Value, E>,
 ) -> Result<Value, E> {
@@ -44,20 +44,20 @@ pub fn run_with<E>(
         Err(response) => return Ok(response),
     };
     let (scenario, _) = split_manifest(request.get("scenario").unwrap_or(&json!({})));
-    let scenario = match super::prepare_scenario(&imported, &scenario) {
+    let scenario = match crate::dialect::prepare_scenario(&imported, &scenario) {
         Ok(s) => s,
         Err(e) => return Ok(json!({"error": e.to_json()})),
     };
     let plain = json!({"op": "run", "workflow": imported.workflow, "scenario": scenario});
     let mut response = run(&plain)?;
     if let Some(report) = response.get_mut("ok") {
-        super::decorate_report(&imported, report);
+        crate::dialect::decorate_report(&imported, report);
     }
     Ok(response)
 }
 
 /// The imported document of a dialect request, or the error response.
-fn imported(request: &Value) -> Result<super::Imported, Value> {
+fn imported(request: &Value) -> Result<crate::dialect::Imported, Value> {
     let dialect = match request.get("dialect").and_then(Value::as_str) {
         Some(name) => match Dialect::from_name(name) {
             Some(Dialect::W6w) | None => {
@@ -89,8 +89,8 @@ fn answer(op: &str, request: &Value, store: Option<Box<dyn StoreFactory>>) -> Va
     if op == "run" {
         let on_sim = |plain: &Value| -> Result<Value, std::convert::Infallible> {
             Ok(match store {
-                Some(store) => crate::sim::ops::run_on_host(plain, store),
-                None => crate::sim::ops::run(plain),
+                Some(store) => crate::service::sim::run_on_host(plain, store),
+                None => crate::service::sim::run(plain),
             })
         };
         return match run_with(request, on_sim) {
