@@ -24,6 +24,8 @@ mod step;
 mod strand;
 #[cfg(test)]
 mod testing;
+#[cfg(test)]
+mod tidy;
 mod vars;
 mod walk;
 

@@ -14,10 +14,12 @@ use super::meta::normalize_meta;
 use super::retry::{retry_allowed_by, wait_before_attempt_ms};
 use super::walk::{StepEnd, Walk};
 use super::{EngineCode, EngineError, StepKind};
-use crate::expr::{CompiledWith, ResolveError, ResolveMode, Resolved, RunScope};
+use crate::expr::{ResolveError, ResolveMode, Resolved, RunScope};
 use crate::host::{InvokeRequest, LogLevel, OnExecuted, WorkflowContext, iso8601_from_ms};
 use crate::limits::{MAX_NESTING_DEPTH, nests_deeper_than};
-use crate::model::{OnError, Phase, Step, StepError, StepExecution, StepStatus};
+use crate::model::{
+    OnError, Phase, RetryPolicy, Step, StepError, StepExecution, StepMeta, StepStatus,
+};
 
 /// One step of a walk: the walk's context plus what is particular to the step.
 pub(crate) struct StepCtx<'a, C> {
@@ -88,19 +90,7 @@ impl<'a, C: WorkflowContext> StepCtx<'a, C> {
                     .as_ref()
                     .filter(|r| r.status == StepStatus::Running)
                     .map_or(1, |r| r.attempt.max(1));
-                StepEnd::Done(
-                    execute(
-                        self.host(),
-                        self.journal(),
-                        self.frame(),
-                        self.step,
-                        self.kind,
-                        &self.walk.engine.compiled[self.i],
-                        self.scope,
-                        first,
-                    )
-                    .await?,
-                )
+                StepEnd::Done(self.execute(first).await?)
             }
             StepKind::Call => StepEnd::Done(super::control::call(&self).await?),
             StepKind::Control => {
@@ -158,87 +148,133 @@ impl<'a, C: WorkflowContext> StepCtx<'a, C> {
     }
 }
 
-/// Run `step` to a terminal record, starting at `first_attempt` (1 for a fresh step; the
-/// interrupted attempt's number on resume, see `docs/decisions.md (Engine and simulator)` RUN-4).
-#[allow(clippy::too_many_arguments)]
-pub(crate) async fn execute<C: WorkflowContext>(
-    ctx: &C,
-    journal: &Journal,
-    frame: &Frame,
-    step: &Step,
-    kind: StepKind,
-    compiled: &Result<CompiledWith, ResolveError>,
-    scope: &RunScope,
-    first_attempt: u32,
-) -> Result<StepExecution, EngineError> {
-    // Resolution happens once per step: the scope a step reads is terminal upstream state,
-    // so every attempt would resolve the same params. The with block was compiled once
-    // per workflow (`Engine::new`); a static problem surfaces here as a resolution failure.
-    let resolved = compiled
-        .as_ref()
-        .map_err(Clone::clone)
-        .and_then(|c| c.resolve(scope, ResolveMode::Run));
+/// What every attempt of one app step sends and how its failures are retried (built once
+/// per step).
+struct Invocation<'a> {
+    app: String,
+    action: String,
+    connection: Option<String>,
+    resolved: Resolved,
+    idempotent: bool,
+    policy: Option<&'a RetryPolicy>,
+    max_attempts: u64,
+}
 
-    let mut record = StepExecution::new(&step.id, StepStatus::Running, first_attempt.max(1));
-    record.started_at = Some(iso8601_from_ms(ctx.now_ms()));
-    if let Ok(r) = &resolved {
-        // SEC-1: the recorded input is the redacted params.
-        record.input = Some(Value::Object(r.redacted()));
-        super::journal::mark_secret_derived(&mut record, r);
-    }
-    // RUN-2: step start.
-    journal
-        .commit_step(ctx, frame, record.clone(), Extras::default())
-        .await?;
-
-    let resolved = match resolved {
-        Ok(r) => r,
-        Err(e) => {
-            // Resolution errors are never retried (companion §3.4).
-            let mut error = StepError::new(e.code.as_str(), e.message.clone(), Phase::Resolution);
-            error.retryable = false;
-            ctx.log(
-                LogLevel::Warn,
-                &format!("step {}: resolution failed: {}", step.id, e.message),
-                None,
-            );
-            return Ok(finish_failed(ctx, record, error, None));
+impl<'a, C: WorkflowContext> StepCtx<'a, C> {
+    /// Run an app or internal step to a terminal record, starting at `first_attempt` (1 for
+    /// a fresh step; the interrupted attempt's number on resume, see `docs/decisions.md
+    /// (Engine and simulator)` RUN-4).
+    async fn execute(&self, first_attempt: u32) -> Result<StepExecution, EngineError> {
+        let (host, journal) = (self.host(), self.journal());
+        // Resolution happens once per step: the scope a step reads is terminal upstream
+        // state, so every attempt would resolve the same params. The with block was
+        // compiled once per workflow (`Engine::new`); a static problem surfaces here as a
+        // resolution failure.
+        let resolved = self.resolve();
+        let attempt = first_attempt.max(1);
+        let mut record = StepExecution::new(&self.step.id, StepStatus::Running, attempt);
+        record.started_at = Some(iso8601_from_ms(host.now_ms()));
+        if let Ok(r) = &resolved {
+            // SEC-1: the recorded input is the redacted params.
+            record.input = Some(Value::Object(r.redacted()));
+            super::journal::mark_secret_derived(&mut record, r);
         }
-    };
+        // RUN-2: step start.
+        journal
+            .commit_step(host, self.frame(), record.clone(), Extras::default())
+            .await?;
+        let inv = match resolved {
+            Ok(r) => self.invocation(r),
+            Err(e) => {
+                // Resolution errors are never retried (companion §3.4).
+                let mut error =
+                    StepError::new(e.code.as_str(), e.message.clone(), Phase::Resolution);
+                error.retryable = false;
+                let id = &self.step.id;
+                let message = format!("step {id}: resolution failed: {}", e.message);
+                host.log(LogLevel::Warn, &message, None);
+                return Ok(self.fail(record, error));
+            }
+        };
+        loop {
+            let attempt = record.attempt;
+            let (result, meta) = self.invoke(&inv, attempt).await;
+            let mut error = match result {
+                Ok(output) => {
+                    record.status = StepStatus::Succeeded;
+                    record.output = Some(output);
+                    record.meta = meta;
+                    record.finished_at = Some(iso8601_from_ms(host.now_ms()));
+                    return Ok(record);
+                }
+                Err(e) => e,
+            };
+            // The recorded `retryable` is the engine's classification (WF § StepError).
+            error.step_id = None;
+            error.retryable =
+                self.kind.retries() && retry_allowed_by(inv.policy, &error, inv.idempotent);
+            let Some((next, wait_ms)) = self.retry_after(&inv, attempt, &error) else {
+                return Ok(finish_failed(host, record, error, meta));
+            };
+            // RETRY-4/5: wait on the host's clock, then record the retry attempt (RUN-2).
+            host.wait_before_retry(Some(&self.step.id), next, wait_ms)
+                .await;
+            record.attempt = next;
+            record.started_at = Some(iso8601_from_ms(host.now_ms()));
+            journal
+                .commit_step(host, self.frame(), record.clone(), Extras::default())
+                .await?;
+        }
+    }
 
-    let app = step.app().unwrap_or_default().to_owned();
-    let action = step.action().unwrap_or_default().to_owned();
-    let connection = step
-        .uses
-        .as_ref()
-        .and_then(|u| u.connection())
-        .map(str::to_owned);
-    let idempotent = ctx.action_idempotent(&step.id, &app, &action);
-    let policy = if kind.retries() {
-        step.retry_policy()
-    } else {
-        None
-    };
-    let max_attempts = policy.map_or(1, |p| p.max_attempts());
+    fn invocation(&self, resolved: Resolved) -> Invocation<'a> {
+        let step = self.step;
+        let app = step.app().unwrap_or_default().to_owned();
+        let action = step.action().unwrap_or_default().to_owned();
+        let connection = step
+            .uses
+            .as_ref()
+            .and_then(|u| u.connection())
+            .map(str::to_owned);
+        let idempotent = self.host().action_idempotent(&step.id, &app, &action);
+        let policy = if self.kind.retries() {
+            step.retry_policy()
+        } else {
+            None
+        };
+        Invocation {
+            app,
+            action,
+            connection,
+            resolved,
+            idempotent,
+            policy,
+            max_attempts: policy.map_or(1, |p| p.max_attempts()),
+        }
+    }
 
-    loop {
-        let attempt = record.attempt;
+    /// One attempt through the host's `invoke`: its result and (META-1) its meta.
+    async fn invoke(
+        &self,
+        inv: &Invocation<'_>,
+        attempt: u32,
+    ) -> (Result<Value, StepError>, Option<StepMeta>) {
         // META-3: a fresh callback per attempt, so a superseded attempt's report can
         // never land on a later one.
         let on_executed = OnExecuted::new();
         let request = InvokeRequest {
-            app: app.clone(),
-            action: action.clone(),
-            connection: connection.clone(),
-            params: resolved.params.clone(),
-            step_id: step.id.clone(),
+            app: inv.app.clone(),
+            action: inv.action.clone(),
+            connection: inv.connection.clone(),
+            params: inv.resolved.params.clone(),
+            step_id: self.step.id.clone(),
             attempt,
             on_executed: on_executed.clone(),
-            secret_paths: resolved.secret_paths.clone(),
+            secret_paths: inv.resolved.secret_paths.clone(),
         };
-        let result = ctx.invoke(request).await;
+        let result = self.host().invoke(request).await;
         // META-1: meta only from onExecuted's first report, never from the result.
-        let meta = if kind.carries_meta() {
+        let meta = if self.kind.carries_meta() {
             on_executed
                 .first_report()
                 .and_then(|raw| normalize_meta(&raw))
@@ -252,57 +288,43 @@ pub(crate) async fn execute<C: WorkflowContext>(
             }
             _ => meta,
         };
-        let mut error = match result {
-            Ok(output) => {
-                record.status = StepStatus::Succeeded;
-                record.output = Some(output);
-                record.meta = meta;
-                record.finished_at = Some(iso8601_from_ms(ctx.now_ms()));
-                return Ok(record);
-            }
-            Err(e) => e,
-        };
-        // The recorded `retryable` is the engine's classification (WF § StepError).
-        error.step_id = None;
-        error.retryable = kind.retries() && retry_allowed_by(policy, &error, idempotent);
-        let more = u64::from(attempt) < max_attempts && attempt < u32::MAX;
+        (result, meta)
+    }
+
+    /// RETRY-3…5: the next attempt and the wait before it, or `None` when the failed
+    /// `attempt` is the last (not retryable, or attempts exhausted). Logs either way.
+    fn retry_after(
+        &self,
+        inv: &Invocation<'_>,
+        attempt: u32,
+        error: &StepError,
+    ) -> Option<(u32, u64)> {
+        let more = u64::from(attempt) < inv.max_attempts && attempt < u32::MAX;
+        let (id, phase, code) = (&self.step.id, error.phase.as_str(), &error.code);
         if !(error.retryable && more) {
             let why = if !error.retryable {
                 "not retryable"
             } else {
                 "attempts exhausted"
             };
-            ctx.log(
+            self.host().log(
                 LogLevel::Warn,
-                &format!(
-                    "step {} attempt {attempt} failed ({} {}): {why}",
-                    step.id,
-                    error.phase.as_str(),
-                    error.code
-                ),
+                &format!("step {id} attempt {attempt} failed ({phase} {code}): {why}"),
                 None,
             );
-            return Ok(finish_failed(ctx, record, error, meta));
+            return None;
         }
         let next = attempt + 1;
-        let wait_ms = wait_before_attempt_ms(policy, u64::from(next));
-        ctx.log(
+        let wait_ms = wait_before_attempt_ms(inv.policy, u64::from(next));
+        let max_attempts = inv.max_attempts;
+        self.host().log(
             LogLevel::Info,
             &format!(
-                "step {} attempt {attempt} failed ({} {}): retrying as attempt {next} of {max_attempts} after {wait_ms} ms",
-                step.id,
-                error.phase.as_str(),
-                error.code
+                "step {id} attempt {attempt} failed ({phase} {code}): retrying as attempt {next} of {max_attempts} after {wait_ms} ms"
             ),
             None,
         );
-        // RETRY-4/5: wait on the host's clock, then record the retry attempt (RUN-2).
-        ctx.wait_before_retry(Some(&step.id), next, wait_ms).await;
-        record.attempt = next;
-        record.started_at = Some(iso8601_from_ms(ctx.now_ms()));
-        journal
-            .commit_step(ctx, frame, record.clone(), Extras::default())
-            .await?;
+        Some((next, wait_ms))
     }
 }
 
@@ -310,7 +332,7 @@ pub(crate) fn finish_failed<C: WorkflowContext>(
     ctx: &C,
     mut record: StepExecution,
     error: StepError,
-    meta: Option<crate::model::StepMeta>,
+    meta: Option<StepMeta>,
 ) -> StepExecution {
     record.status = StepStatus::Failed;
     record.error = Some(error);

@@ -48,12 +48,11 @@ pub(super) async fn foreach<C: WorkflowContext>(
     let frames: Vec<Frame> = (0..items.len())
         .map(|k| cx.frame().child(&cx.step.id, "iterations", k))
         .collect();
-    let tainted = crate::engine::journal::is_secret_derived(&record);
     let run = Iterations {
         items: &items,
         width,
         fail_fast,
-        tainted,
+        tainted: crate::engine::journal::is_secret_derived(&record),
     };
     let (outcomes, canceled) = run.all(cx, &graph, &frames).await?;
     if let Some(end) = stopped(&outcomes) {
@@ -63,14 +62,7 @@ pub(super) async fn foreach<C: WorkflowContext>(
     record
         .extra
         .insert("iterations".into(), Value::Array(iterations));
-    let failures: Vec<(usize, &StepError)> = outcomes
-        .iter()
-        .enumerate()
-        .filter_map(|(k, o)| match o {
-            Some(GraphOutcome::Failed(e)) => Some((k, e)),
-            _ => None,
-        })
-        .collect();
+    let failures = failed_iterations(&outcomes);
     if fail_fast && let Some((k, e)) = failures.first() {
         // FAN-7 for iterations: the reported error is the lowest failed index.
         return failed(record, sub_error(&format!("iteration {k}"), e));
@@ -93,6 +85,18 @@ pub(super) async fn foreach<C: WorkflowContext>(
     }
     let out = json!({"items": items_out});
     Ok((StepEnd::Done(cx.succeed(record, out)), kept))
+}
+
+/// The failed iterations, by index.
+fn failed_iterations(outcomes: &[Option<GraphOutcome>]) -> Vec<(usize, &StepError)> {
+    outcomes
+        .iter()
+        .enumerate()
+        .filter_map(|(k, o)| match o {
+            Some(GraphOutcome::Failed(e)) => Some((k, e)),
+            _ => None,
+        })
+        .collect()
 }
 
 /// The items (at most [`FOREACH_ITEMS_MAX`]) and how many iterations may run at once

@@ -11,7 +11,8 @@ use super::param_invalid;
 use crate::model::StepError;
 use crate::plan::{JoinMode, PlanValue};
 
-/// CTRL-8: the one join function behind `aggregate` and `merge`.
+/// CTRL-8: the one join function behind `aggregate` and `merge` (`merge`: a non-empty
+/// `entries` list replaces the inbound outputs).
 pub(super) fn join(
     mode: PlanValue<JoinMode>,
     params: &Map<String, Value>,
@@ -44,26 +45,38 @@ pub(super) fn join(
     } else {
         None
     };
-    let Some(entries) = entries else {
-        return Ok(match mode {
-            JoinMode::Array => {
-                json!({"result": inbound.iter().map(|(_, v)| v).collect::<Vec<_>>()})
+    match entries {
+        Some(entries) => join_entries(mode, entries),
+        None => join_inbound(mode, inbound),
+    }
+}
+
+/// The inbound outputs: an array in edge order, or one object (the later edge wins on a
+/// key collision).
+fn join_inbound(mode: JoinMode, inbound: &[(String, Value)]) -> Result<Value, StepError> {
+    Ok(match mode {
+        JoinMode::Array => {
+            json!({"result": inbound.iter().map(|(_, v)| v).collect::<Vec<_>>()})
+        }
+        JoinMode::Object => {
+            let mut out = Map::new();
+            for (id, v) in inbound {
+                let Value::Object(m) = v else {
+                    return Err(param_invalid(format!(
+                        "object mode merges objects; the output of {id:?} is {v}"
+                    )));
+                };
+                // The later edge wins on a key collision.
+                out.extend(m.clone());
             }
-            JoinMode::Object => {
-                let mut out = Map::new();
-                for (id, v) in inbound {
-                    let Value::Object(m) = v else {
-                        return Err(param_invalid(format!(
-                            "object mode merges objects; the output of {id:?} is {v}"
-                        )));
-                    };
-                    // The later edge wins on a key collision.
-                    out.extend(m.clone());
-                }
-                json!({"result": out})
-            }
-        });
-    };
+            json!({"result": out})
+        }
+    })
+}
+
+/// A merge's explicit entries: their values in order, or an object keyed by `key` (no
+/// duplicates). An entry with no value (JSON's undefined) is dropped.
+fn join_entries(mode: JoinMode, entries: &[Value]) -> Result<Value, StepError> {
     let mut values = Vec::new();
     let mut object = Map::new();
     for (k, entry) in entries.iter().enumerate() {
@@ -72,7 +85,6 @@ pub(super) fn join(
                 "merge entries[{k}] must be an object"
             )));
         };
-        // An entry with no value (JSON's undefined) is dropped.
         let Some(value) = e.get("value") else {
             continue;
         };
