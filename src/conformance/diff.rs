@@ -11,7 +11,7 @@ use super::load::escape_token;
 
 /// At most this many differences are collected: a limit, so two unrelated documents do
 /// not produce a diff larger than both.
-pub const MAX_DIFF_ENTRIES: usize = 200;
+pub use crate::limits::MAX_DIFF_ENTRIES;
 
 /// One differing field. `None` means the field is absent on that side.
 #[derive(Debug, Clone, PartialEq)]
@@ -93,7 +93,7 @@ pub(crate) fn render(entries: &[DiffEntry]) -> Vec<String> {
 }
 
 fn clip_value(v: &Value) -> String {
-    const MAX: usize = 200;
+    use crate::limits::DIFF_VALUE_CLIP_BYTES as MAX;
     let s = v.to_string();
     if s.len() <= MAX {
         return s;

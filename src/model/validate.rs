@@ -25,7 +25,7 @@ use crate::plan::{CONTROL_APP, EdgeEnds, StepView, analyse, analyse_controls};
 
 /// Deepest container nesting a document may have: the crate's one depth limit
 /// (`crate::limits`), so every with value fits what the store can read back.
-pub const MAX_NESTING_DEPTH: usize = crate::limits::MAX_NESTING_DEPTH;
+pub use crate::limits::MAX_NESTING_DEPTH;
 
 /// What a validation call checks beyond storage rules.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
