@@ -423,3 +423,25 @@ fn object_or_empty(v: &Value) -> Value {
         Value::Object(Map::new())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// SEC-1: unpublishing one step forgets only that step's taint, never another step's
+    /// (a survivor of `scripts/mutants.sh`: `&&` → `||` in `unpublish_step` went unseen).
+    #[test]
+    fn unpublishing_a_step_keeps_other_steps_taint() {
+        let mut scope = RunScope::new();
+        scope.publish_step("a", Value::from("x"), None);
+        scope.publish_step("b", Value::from("y"), None);
+        scope.taint(&["steps", "a"]);
+        scope.taint(&["steps", "b"]);
+        scope.taint(&["vars", "a"]);
+        scope.unpublish_step("a");
+        assert!(!scope.is_tainted(&["steps", "a"]));
+        assert!(scope.is_tainted(&["steps", "b"]), "b's output is still secret-derived");
+        assert!(scope.is_tainted(&["vars", "a"]), "only a step entry is forgotten");
+        assert!(scope.steps.get("a").is_none() && scope.steps.get("b").is_some());
+    }
+}
