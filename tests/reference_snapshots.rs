@@ -12,7 +12,8 @@ use std::path::PathBuf;
 
 use serde_json::{Map, Value};
 use w6w_sim::conformance::mutants::{AnyMutant, Mutant};
-use w6w_sim::conformance::{Adapter, Reference, Suite, json_diff};
+use w6w_sim::conformance::{Adapter, Reference, Suite};
+use w6w_sim::json::json_diff;
 
 fn snapshots_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("snapshots")

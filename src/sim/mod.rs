@@ -500,8 +500,8 @@ impl<'a> Sim<'a> {
                 .map(|s| s.state);
             let want_json = serde_json::to_value(want).unwrap_or_default();
             let got_json = serde_json::to_value(&got).unwrap_or_default();
-            if !crate::conformance::json_eq(&want_json, &got_json) {
-                let first = crate::conformance::json_diff(&want_json, &got_json)
+            if !crate::json::json_eq(&want_json, &got_json) {
+                let first = crate::json::json_diff(&want_json, &got_json)
                     .into_iter()
                     .next()
                     .map(|d| format!("; first difference at {:?}", d.pointer))
