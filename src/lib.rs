@@ -37,3 +37,4 @@ pub mod plan;
 pub mod redact;
 pub mod service;
 pub mod sim;
+pub mod validate;

@@ -43,9 +43,8 @@ pub use world::{EPOCH_MS, WorldSnapshot};
 
 use crate::engine::{Engine, EngineError, RunResult, RunSeed};
 use crate::host::{HostError, RunInfo, RunTrigger};
-use crate::model::{
-    RunState, RunStatus, ValidateOptions, ValidationError, Workflow, validate_workflow,
-};
+use crate::model::{RunState, RunStatus, ValidationError, Workflow};
+use crate::validate::{ValidateOptions, validate_workflow};
 use exec::{Exec, block_on};
 use host::{Role, SimHost};
 use world::World;
