@@ -9,6 +9,15 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 fn main() {
+    // Issue 11 item 2: the mutant build. `W6W_MUTANTS=1` at build time compiles the
+    // deliberately broken engine/expression/model behaviours (`src/mutants.rs`) and the
+    // `--mutant` / `--mutants` flags; the default build has none of them. Not a cargo
+    // feature, so no dependent crate can switch it on (docs/decisions.md D-100).
+    println!("cargo::rustc-check-cfg=cfg(w6w_mutants)");
+    println!("cargo:rerun-if-env-changed=W6W_MUTANTS");
+    if std::env::var_os("W6W_MUTANTS").is_some_and(|v| v == "1") {
+        println!("cargo:rustc-cfg=w6w_mutants");
+    }
     let root = std::env::var("CARGO_MANIFEST_DIR").unwrap_or_else(|_| ".".into());
     let root = Path::new(&root);
     let mut out = String::from(

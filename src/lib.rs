@@ -12,8 +12,8 @@
 //! - [`dialect`] — WOML and YAML front-ends: validated with positions, imported into w6w.
 //! - [`conformance`] — case format, checker, clause coverage.
 //! - [`context_protocol`] — the engine and host seams across a process boundary.
-//! - [`mutants`] — deliberately broken behaviours the conformance suite must catch (inert
-//!   unless a mutant test activates one on its thread).
+//! - `mutants` — deliberately broken behaviours the conformance suite must catch; only in
+//!   the dedicated mutant build (`W6W_MUTANTS=1`, see `build.rs`), never in what ships.
 //! - [`service`] — the JSON-lines op service behind `w6w-sim eval` and the cases.
 //! - [`cli`] — argument parsing and printing.
 //!
@@ -32,6 +32,7 @@ pub mod host;
 pub mod json;
 pub mod limits;
 pub mod model;
+#[cfg(w6w_mutants)]
 pub mod mutants;
 pub mod plan;
 pub mod redact;

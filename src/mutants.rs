@@ -1,24 +1,20 @@
-//! Deliberately broken behaviours ("mutants") the conformance suite must catch (issue 6).
+//! Deliberately broken behaviours ("mutants") the conformance suite must catch (issue 6),
+//! compiled only in the dedicated mutant build (issue 11 item 2).
 //!
-//! Owns: the [`Mutant`] catalogue of *engine, expression and model* mutations, the
-//! thread-local "active mutant", and one pass-through function per mutation point. Host
-//! mutants (a store that loses checkpoints) are broken `HostAdapter`s in
-//! `conformance::mutants` and need nothing here.
+//! Owns: the [`Mutant`] catalogue of *engine, expression and model* mutations and the
+//! thread-local "active mutant". Each mutation itself is a `#[cfg(w6w_mutants)]` block at
+//! the code it breaks (grep `cfg(w6w_mutants)`), which asks [`active`]. Host mutants (a
+//! store that loses checkpoints) are broken `HostAdapter`s in `conformance::mutants`.
 //!
-//! Invariant: inert unless a test asked for it. The active mutant is a thread-local that
-//! only `conformance::mutants::with_mutant` sets, for the duration of one closure on the
-//! calling thread; every hook in the engine is a single call to a function below that
-//! returns its `real` argument unchanged when its mutant is not active. The cost when
-//! inert is one thread-local read per hook — always compiled (no cargo feature), so the
-//! plain `cargo test --release` CI job runs the kill test against exactly the code that
-//! ships. See `docs/decisions.md (Mutants)`.
+//! Invariant: this module exists only under `cfg(w6w_mutants)`, which `build.rs` sets when
+//! the environment variable `W6W_MUTANTS=1` is present at build time (or `RUSTFLAGS="--cfg
+//! w6w_mutants"`). It is not a cargo feature, so no dependent crate can switch it on; the
+//! default build — the shipped library and binary — contains no hook, no mutant name and no
+//! `--mutant` flag (`tests/no_mutants.rs` checks the binary). It imports nothing from the
+//! crate (a leaf of the layer order). Inert unless `conformance::mutants::with_mutant` set
+//! it, for the duration of one closure on the calling thread. See `docs/decisions.md` D-100.
 
 use std::cell::Cell;
-use std::collections::BinaryHeap;
-
-use serde_json::{Map, Value};
-
-use crate::model::{OnError, Phase, StepStatus};
 
 /// One deliberate violation of one clause. Names are stable: the kill table and
 /// `w6w-sim conformance --mutant NAME` use [`Mutant::name`].
@@ -139,136 +135,9 @@ pub(crate) fn set_active(m: Option<Mutant>) -> Option<Mutant> {
     ACTIVE.with(|a| a.replace(m))
 }
 
-/// Whether `m` is this thread's active mutant.
+/// Whether `m` is this thread's active mutant: the question every mutation site asks.
 pub(crate) fn active(m: Mutant) -> bool {
     ACTIVE.with(|a| a.get() == Some(m))
-}
-
-// --- One pass-through per mutation point. Each returns `real` unless its mutant is active.
-
-/// engine/retry.rs `retry_allowed` (RETRY-1, RETRY-2).
-pub(crate) fn retry_allowed(phase: Phase, real: bool) -> bool {
-    match phase {
-        Phase::Auth if active(Mutant::RetryAuth) => true,
-        Phase::Execute if active(Mutant::RetryUnsafeExecute) => true,
-        _ => real,
-    }
-}
-
-/// engine/retry.rs: the capped wait (RETRY-5).
-pub(crate) fn capped_wait(raw: f64, real: f64) -> f64 {
-    if active(Mutant::UncappedBackoff) {
-        raw
-    } else {
-        real
-    }
-}
-
-/// model/workflow.rs `RetryPolicy::max_attempts` for integers (RETRY-3).
-pub(crate) fn max_attempts(real: u64) -> u64 {
-    if active(Mutant::MaxAttemptsOffByOne) {
-        real.saturating_add(1)
-    } else {
-        real
-    }
-}
-
-/// expr/scope.rs `DataRoot::to_value` (EXPR-5).
-pub(crate) fn data_root(root: &mut Map<String, Value>, secrets: &Map<String, Value>) {
-    if active(Mutant::SecretsOnDataRoot) {
-        root.insert("secrets".into(), Value::Object(secrets.clone()));
-    }
-}
-
-/// expr/compile.rs `compile_string`: whether every marker is rooted (TPL-2).
-pub(crate) fn all_anchored(real: bool) -> bool {
-    real || active(Mutant::PartialTemplate)
-}
-
-/// expr/compile.rs: an envelope var part with an empty ref (ENV-4).
-pub(crate) fn empty_var_ref(out: &mut String, root: impl FnOnce() -> Value) {
-    if active(Mutant::EmptyVarRefExposesScope) {
-        out.push_str(&root().to_string());
-    }
-}
-
-/// expr/compile.rs `render`: whether an absent ref renders "" (ENV-5).
-pub(crate) fn render_absent_as_empty(absent: impl FnOnce() -> bool) -> bool {
-    active(Mutant::RenderUnresolvedAsEmpty) && absent()
-}
-
-/// engine/replay.rs: whether a recorded step is carried over (REPLAY-1, REPLAY-2).
-pub(crate) fn replay_reuse(status: StepStatus, from: bool, real: bool) -> bool {
-    match status {
-        StepStatus::Succeeded if !from && active(Mutant::ReplayReinvokesSucceeded) => false,
-        StepStatus::Failed if !from && active(Mutant::ReplayReusesFailed) => true,
-        _ => real,
-    }
-}
-
-/// model/workflow.rs `Step::on_error` (ERR-3).
-pub(crate) fn on_error(real: OnError) -> OnError {
-    match real {
-        OnError::ContinueRecord if active(Mutant::ContinueRecordNotRecorded) => OnError::Continue,
-        other => other,
-    }
-}
-
-/// engine/routing.rs `has_error_edge` (ERR-4).
-pub(crate) fn has_error_edge(real: bool) -> bool {
-    real && !active(Mutant::SkipErrorEdges)
-}
-
-/// engine/routing.rs `step_skipped` (ERR-6): `any_skipped` is only evaluated when active.
-pub(crate) fn step_skipped(real: bool, any_skipped: impl FnOnce() -> bool) -> bool {
-    if active(Mutant::SkipOnAnyInbound) {
-        any_skipped()
-    } else {
-        real
-    }
-}
-
-/// engine/step.rs: the meta a succeeded attempt records (META-1).
-pub(crate) fn meta<E>(
-    result: &Result<Value, E>,
-    real: Option<crate::model::StepMeta>,
-) -> Option<crate::model::StepMeta> {
-    if !active(Mutant::MetaFromResult) {
-        return real;
-    }
-    match result {
-        Ok(v) => v
-            .get("meta")
-            .and_then(crate::engine::normalize_meta)
-            .or(real),
-        Err(_) => real,
-    }
-}
-
-/// engine/runerr.rs: the reroute dispatch's result (RUNERR-6).
-pub(crate) fn reroute_result<E>(real: Result<Value, E>) -> Result<Value, E> {
-    match real {
-        Err(_) if active(Mutant::RerouteFailureAsSuccess) => Ok(Value::Null),
-        other => other,
-    }
-}
-
-/// model/key.rs `validate_save`: whether this save checks the key grammar (MODEL-5).
-pub(crate) fn check_key(real: bool) -> bool {
-    real || active(Mutant::KeyRevalidated)
-}
-
-/// plan/mod.rs `kahn`: the next ready step (PLAN-5). `ready` is a min-heap by declared
-/// index; the mutant takes the largest instead.
-pub(crate) fn pop_ready(ready: &mut BinaryHeap<std::cmp::Reverse<usize>>) -> Option<usize> {
-    if !active(Mutant::TiesByReverseDeclaredOrder) {
-        return ready.pop().map(|r| r.0);
-    }
-    let mut all = std::mem::take(ready).into_vec();
-    all.sort_unstable();
-    let first = (!all.is_empty()).then(|| all.remove(0).0);
-    *ready = all.into();
-    first
 }
 
 #[cfg(test)]
@@ -276,39 +145,13 @@ mod tests {
     use super::*;
 
     #[test]
-    fn hooks_are_inert_without_an_active_mutant() {
+    fn only_the_set_mutant_is_active_and_clearing_restores() {
         assert_eq!(set_active(None), None);
-        assert!(!retry_allowed(Phase::Auth, false));
-        assert_eq!(max_attempts(3), 3);
-        assert!(!all_anchored(false));
-        assert!(has_error_edge(true));
-        assert_eq!(on_error(OnError::ContinueRecord), OnError::ContinueRecord);
-        let mut heap: BinaryHeap<std::cmp::Reverse<usize>> =
-            [3, 1, 2].into_iter().map(std::cmp::Reverse).collect();
-        assert_eq!(pop_ready(&mut heap), Some(1));
-    }
-
-    #[test]
-    fn names_and_clauses_are_unique_and_catalogued() {
-        let catalogue: Vec<String> = crate::conformance::clause_catalogue()
-            .into_iter()
-            .map(|(id, _)| id)
-            .collect();
-        let mut names = std::collections::BTreeSet::new();
-        for m in Mutant::ALL {
-            assert!(names.insert(m.name()), "duplicate name {}", m.name());
-            assert!(catalogue.iter().any(|c| c == m.clause()), "{}", m.clause());
-        }
-    }
-
-    #[test]
-    fn the_reverse_tie_mutant_pops_the_largest() {
-        let prev = set_active(Some(Mutant::TiesByReverseDeclaredOrder));
-        let mut heap: BinaryHeap<std::cmp::Reverse<usize>> =
-            [3, 1, 2].into_iter().map(std::cmp::Reverse).collect();
-        let popped = pop_ready(&mut heap);
-        set_active(prev);
-        assert_eq!(popped, Some(3));
-        assert_eq!(heap.len(), 2);
+        assert!(Mutant::ALL.iter().all(|&m| !active(m)));
+        let prev = set_active(Some(Mutant::RetryAuth));
+        assert!(active(Mutant::RetryAuth));
+        assert!(!active(Mutant::SkipErrorEdges));
+        assert_eq!(set_active(prev), Some(Mutant::RetryAuth));
+        assert!(!active(Mutant::RetryAuth));
     }
 }

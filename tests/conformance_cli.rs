@@ -488,111 +488,6 @@ fn one_crash_costs_one_case_because_the_adapter_is_restarted() {
 }
 
 #[test]
-fn a_generated_failure_prints_its_seed_and_writes_shrunk_files_that_run_replays() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let out = Command::new(BIN)
-        .current_dir(dir.path())
-        .args(["conformance", "--mutant", "skip-error-edge-routing"])
-        .arg("--out")
-        .arg(dir.path().join("out"))
-        .args([
-            "--case",
-            "err-error-edge-overrides-onerror",
-            "--generate",
-            "40",
-        ])
-        .output()
-        .expect("w6w-sim runs");
-    let text = stdout(&out);
-    assert_eq!(out.status.code(), Some(1), "{text}{}", stderr(&out));
-    // The first failing seed, its regeneration command and its reproduction command.
-    let line = text
-        .lines()
-        .find(|l| l.trim_start().starts_with("seed "))
-        .unwrap_or_else(|| panic!("no generated failure in:\n{text}"));
-    let seed: u64 = line.trim_start()["seed ".len()..]
-        .split_whitespace()
-        .next()
-        .and_then(|s| s.parse().ok())
-        .expect("a numeric seed");
-    // The regeneration command names the candidate that failed.
-    assert!(
-        text.contains(&format!(
-            "regenerate: w6w-sim conformance --mutant skip-error-edge-routing --generate 1 --seed {seed}"
-        )),
-        "{text}"
-    );
-    let workflow = dir
-        .path()
-        .join("out")
-        .join(format!("w6w-failure-{seed}.workflow.json"));
-    let scenario = dir
-        .path()
-        .join("out")
-        .join(format!("w6w-failure-{seed}.scenario.json"));
-    assert!(
-        text.contains(&format!(
-            "the reference on them: w6w-sim run {} --scenario {}",
-            workflow.display(),
-            scenario.display()
-        )),
-        "{text}"
-    );
-    // Nothing lands in the working directory.
-    let litter: Vec<_> = std::fs::read_dir(dir.path())
-        .expect("readable")
-        .filter_map(Result::ok)
-        .map(|e| e.file_name())
-        .filter(|n| n != "out")
-        .collect();
-    assert!(litter.is_empty(), "{litter:?}");
-    // Shrunk: the mutant needs one failing step with an error edge to one handler.
-    let doc: Value =
-        serde_json::from_slice(&std::fs::read(&workflow).expect("written")).expect("workflow JSON");
-    assert!(
-        doc["steps"].as_array().is_some_and(|s| s.len() <= 2),
-        "{doc}"
-    );
-    // The files replay on the reference exactly, twice the same.
-    let run = || {
-        Command::new(BIN)
-            .arg("run")
-            .arg(&workflow)
-            .arg("--scenario")
-            .arg(&scenario)
-            .output()
-            .expect("w6w-sim run")
-    };
-    let (a, b) = (run(), run());
-    assert_eq!(a.status.code(), Some(0), "{}", stderr(&a));
-    assert_eq!(a.stdout, b.stdout);
-    // Regenerating that one seed against the mutant fails again; the reference passes it.
-    let seed_text = seed.to_string();
-    let again = Command::new(BIN)
-        .current_dir(dir.path())
-        .arg("conformance")
-        .args(["--mutant", "skip-error-edge-routing"])
-        .args(["--case", "err-error-edge-overrides-onerror"])
-        .args(["--generate", "1", "--seed", &seed_text])
-        .output()
-        .expect("w6w-sim runs");
-    assert!(
-        stdout(&again).ends_with("0 passed, 2 failed\n"),
-        "{}",
-        stdout(&again)
-    );
-    let reference = conformance(&[
-        "--case",
-        "err-error-edge-overrides-onerror",
-        "--generate",
-        "1",
-        "--seed",
-        &seed.to_string(),
-    ]);
-    assert_eq!(reference.status.code(), Some(0), "{}", stdout(&reference));
-}
-
-#[test]
 fn generated_workflows_are_counted_and_a_selection_turns_them_off() {
     let (v, code) = json_report(&["--generate", "5", "--seed", "100"]);
     assert_eq!(code, 0);
@@ -608,20 +503,6 @@ fn generated_workflows_are_counted_and_a_selection_turns_them_off() {
         text.contains("No generated workflows: --case selects cases only"),
         "and says so: {text}"
     );
-}
-
-#[test]
-fn mutants_prints_the_kill_table() {
-    let out = conformance(&["--mutants"]);
-    let text = stdout(&out);
-    let n = w6w_sim::conformance::mutants::AnyMutant::all().len();
-    assert_eq!(out.status.code(), Some(0), "{text}");
-    assert!(
-        text.trim_end()
-            .ends_with(&format!("kill rate: {n}/{n} mutants killed")),
-        "{text}"
-    );
-    assert_eq!(text.matches("KILLED").count(), n, "{text}");
 }
 
 #[test]

@@ -6,6 +6,11 @@ use serde_json::Value;
 
 const BIN: &str = env!("CARGO_BIN_EXE_w6w-sim");
 
+/// A broken candidate at the seam: it answers every request `{"ok": "wrong"}`.
+fn wrong_adapter() -> String {
+    concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/adapters/wrong.sh").to_owned()
+}
+
 #[test]
 fn the_matrix_puts_candidates_side_by_side_in_markdown_and_json() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -16,7 +21,10 @@ fn the_matrix_puts_candidates_side_by_side_in_markdown_and_json() {
         .args(["--candidate", &format!("proc={adapter}")])
         .args(["--candidate", "core=reference-engine"])
         .args(["--capabilities", "core=op.run,op.replay"])
-        .args(["--candidate", "broken=mutant:retry-auth-errors"])
+        .args([
+            "--candidate",
+            &format!("broken=adapter:sh '{}'", wrong_adapter()),
+        ])
         .args(["--clause", "RETRY-1", "--clause", "PLAN-1"])
         .args(["--markdown", "m.md", "--json", "m.json"])
         .output()

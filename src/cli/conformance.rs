@@ -12,6 +12,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use crate::conformance::generate::run_generated_shard;
+#[cfg(w6w_mutants)]
 use crate::conformance::mutants::{self, AnyMutant};
 use crate::conformance::shard::Shard;
 use crate::conformance::{
@@ -52,11 +53,11 @@ pub(crate) struct ConformanceArgs {
     /// Check a candidate ENGINE: spawn 'CMD ARGS' and speak the context protocol
     /// (docs/context-protocol.md); the suite is its WorkflowContext and builds every report
     /// from what it observed.
-    #[arg(long, value_name = "'CMD ARGS'", conflicts_with_all = ["adapter", "host", "mutant", "mutants"])]
+    #[arg(long, value_name = "'CMD ARGS'", conflicts_with_all = ["adapter", "host"])]
     engine: Option<String>,
     /// Check a candidate HOST: spawn 'CMD ARGS' and run our engine on its durable state over
     /// the context protocol; the suite SIGKILLs it at every crash point (RUN-3/RUN-4).
-    #[arg(long, value_name = "'CMD ARGS'", conflicts_with_all = ["adapter", "mutant", "mutants"])]
+    #[arg(long, value_name = "'CMD ARGS'", conflicts_with = "adapter")]
     host: Option<String>,
     /// Per-request timeout for --adapter, in milliseconds.
     #[arg(long, value_name = "MS", default_value_t = 10_000)]
@@ -96,11 +97,14 @@ pub(crate) struct ConformanceArgs {
     #[arg(long, value_name = "K/N")]
     shard: Option<String>,
     /// Run against a built-in mutant (a deliberately broken engine or host) by name.
-    #[arg(long, value_name = "NAME", conflicts_with = "adapter")]
+    /// Only in the mutant build (`W6W_MUTANTS=1 cargo build`; docs/decisions.md D-100).
+    #[cfg(w6w_mutants)]
+    #[arg(long, value_name = "NAME", conflicts_with_all = ["adapter", "engine", "host"])]
     mutant: Option<String>,
     /// Run the cases against every built-in mutant and print the kill table (exit 0 iff
-    /// every mutant is killed by a case naming its clause).
-    #[arg(long, conflicts_with_all = ["adapter", "mutant", "json"])]
+    /// every mutant is killed by a case naming its clause). Only in the mutant build.
+    #[cfg(w6w_mutants)]
+    #[arg(long, conflicts_with_all = ["adapter", "mutant", "json", "engine", "host"])]
     mutants: bool,
 }
 
@@ -162,6 +166,7 @@ fn conformance(args: &ConformanceArgs) -> ExitCode {
         Some(s) => selection.with_shard(s),
         None => selection,
     };
+    #[cfg(w6w_mutants)]
     if args.mutants {
         let rows = mutants::kill_table(&suite, &selection, &AnyMutant::all());
         print!("{}", mutants::kill_table_text(&rows));
@@ -185,7 +190,12 @@ fn conformance(args: &ConformanceArgs) -> ExitCode {
         Some(Ok(p)) => Some(p),
         Some(Err(e)) => return usage_error(format!("--capabilities: {e}")),
     };
-    let mut adapter: Box<dyn Adapter> = match (&args.adapter, &args.mutant) {
+    #[cfg(w6w_mutants)]
+    let mutant = args.mutant.as_deref();
+    #[cfg(not(w6w_mutants))]
+    let mutant: Option<&str> = None;
+    let mut adapter: Box<dyn Adapter> = match (&args.adapter, mutant) {
+        #[cfg(w6w_mutants)]
         (None, Some(name)) => match AnyMutant::by_name(name) {
             Some(m) => m.adapter(),
             None => {
@@ -196,13 +206,11 @@ fn conformance(args: &ConformanceArgs) -> ExitCode {
                 ));
             }
         },
-        (None, None) if args.engine.is_some() || args.host.is_some() => {
-            match context_adapter(args) {
-                Ok(a) => a,
-                Err(e) => return usage_error(e),
-            }
-        }
-        (None, None) => Box::new(Reference),
+        (None, _) if args.engine.is_some() || args.host.is_some() => match context_adapter(args) {
+            Ok(a) => a,
+            Err(e) => return usage_error(e),
+        },
+        (None, _) => Box::new(Reference),
         (Some(command), _) => {
             let options = ProcessOptions {
                 request_timeout: Duration::from_millis(args.timeout_ms),
@@ -224,7 +232,7 @@ fn conformance(args: &ConformanceArgs) -> ExitCode {
     if let Some(command) = &args.adapter {
         candidate_args.push_str(&format!(" --adapter {}", shell_quote(command)));
     }
-    if let Some(name) = &args.mutant {
+    if let Some(name) = mutant {
         candidate_args.push_str(&format!(" --mutant {}", shell_quote(name)));
     }
     if let Some(list) = &args.capabilities {

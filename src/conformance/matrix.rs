@@ -11,6 +11,7 @@ use std::fmt::Write as _;
 
 use serde_json::{Value, json};
 
+#[cfg(w6w_mutants)]
 use super::mutants::AnyMutant;
 use super::{
     Adapter, Capabilities, ProcessAdapter, ProcessOptions, Reference, ReferenceEngineAdapter,
@@ -26,7 +27,8 @@ pub enum CandidateKind {
     ReferenceEngine,
     /// `adapter:CMD`: a process speaking the adapter protocol.
     Adapter(String),
-    /// `mutant:NAME`: a built-in deliberately broken engine or host.
+    /// `mutant:NAME`: a built-in deliberately broken engine or host (mutant build only).
+    #[cfg(w6w_mutants)]
     Mutant(String),
     /// `engine:CMD`: an engine process behind the context protocol (docs/context-protocol.md).
     Engine(String),
@@ -47,9 +49,11 @@ impl CandidateKind {
             ("adapter", Some(cmd)) if !cmd.trim().is_empty() => {
                 Ok(CandidateKind::Adapter(cmd.to_owned()))
             }
+            #[cfg(w6w_mutants)]
             ("mutant", Some(name)) if AnyMutant::by_name(name).is_some() => {
                 Ok(CandidateKind::Mutant(name.to_owned()))
             }
+            #[cfg(w6w_mutants)]
             ("mutant", Some(name)) => Err(format!("no mutant named {name:?}")),
             ("engine", Some(cmd)) if !cmd.trim().is_empty() => {
                 Ok(CandidateKind::Engine(cmd.to_owned()))
@@ -58,7 +62,12 @@ impl CandidateKind {
                 Ok(CandidateKind::Host(cmd.to_owned()))
             }
             _ => Err(format!(
-                "{spec:?} is not a candidate (reference, reference-engine, adapter:'CMD', engine:'CMD', host:'CMD', mutant:NAME)"
+                "{spec:?} is not a candidate (reference, reference-engine, adapter:'CMD', engine:'CMD', host:'CMD'{})",
+                if cfg!(w6w_mutants) {
+                    ", mutant:NAME"
+                } else {
+                    ""
+                }
             )),
         }
     }
@@ -117,6 +126,7 @@ impl CandidateSpec {
                     process.request_timeout,
                 )?,
             )),
+            #[cfg(w6w_mutants)]
             CandidateKind::Mutant(name) => AnyMutant::by_name(name)
                 .map(AnyMutant::adapter)
                 .ok_or_else(|| format!("no mutant named {name:?}"))?,
@@ -322,7 +332,6 @@ mod tests {
         for (name, spec, profile) in [
             ("ref", "reference", None),
             ("core", "reference", Some(Capabilities::engine_core())),
-            ("m", "mutant:retry-auth-errors", None),
         ] {
             let mut c = CandidateSpec::parse(&format!("{name}={spec}")).expect("spec");
             c.capabilities = profile;
@@ -332,6 +341,15 @@ mod tests {
                 run_suite(a.as_mut(), &suite, &selection, false, &mut |_, _, _| {}),
             ));
         }
+        // A broken candidate at the seam: it answers every request with an error.
+        let mut broken = crate::conformance::FnAdapter::new(
+            "broken",
+            |_: &serde_json::Value| json!({"error": {"code": "broken", "message": "this candidate answers nothing"}}),
+        );
+        columns.push((
+            "m".to_owned(),
+            run_suite(&mut broken, &suite, &selection, false, &mut |_, _, _| {}),
+        ));
         let m = Matrix { columns };
         let rows = m.rows();
         let row = |id: &str| rows.iter().find(|r| r.0 == id).expect(id).2.clone();
@@ -339,7 +357,10 @@ mod tests {
         assert!(plan[0].passed > 0 && plan[0].failed == 0);
         assert_eq!(plan[1].passed, 0, "validate is outside the core profile");
         assert_eq!(plan[1].not_applicable, plan[0].passed);
-        assert!(row("RETRY-1")[2].failed > 0, "the mutant fails RETRY-1");
+        assert!(
+            row("RETRY-1")[2].failed > 0,
+            "the broken candidate fails RETRY-1"
+        );
         let md = m.to_markdown();
         assert!(md.contains("| clause | ref | core | m |"), "{md}");
         let cell = |p, f, n| {

@@ -92,7 +92,24 @@ impl Engine<'_> {
             } else {
                 record.status == StepStatus::Succeeded
             };
-            let reuse = crate::mutants::replay_reuse(record.status, from.is_some(), reuse);
+            #[cfg(w6w_mutants)] // REPLAY-1 / REPLAY-2 mutants (mutant build only)
+            let reuse = match record.status {
+                StepStatus::Succeeded
+                    if from.is_none()
+                        && crate::mutants::active(
+                            crate::mutants::Mutant::ReplayReinvokesSucceeded,
+                        ) =>
+                {
+                    false
+                }
+                StepStatus::Failed
+                    if from.is_none()
+                        && crate::mutants::active(crate::mutants::Mutant::ReplayReusesFailed) =>
+                {
+                    true
+                }
+                _ => reuse,
+            };
             if reuse {
                 carried.records.insert(id.clone(), record.clone());
             }

@@ -34,7 +34,15 @@ pub fn retry_allowed(error: &StepError, idempotent: bool) -> bool {
         Phase::Execute => idempotent || error.retryable,
         Phase::Auth | Phase::Resolution | Phase::Output => false,
     };
-    crate::mutants::retry_allowed(error.phase, allowed) // inert unless a mutant test runs
+    #[cfg(w6w_mutants)] // RETRY-1 / RETRY-2 mutants (mutant build only)
+    let allowed = match error.phase {
+        Phase::Auth if crate::mutants::active(crate::mutants::Mutant::RetryAuth) => true,
+        Phase::Execute if crate::mutants::active(crate::mutants::Mutant::RetryUnsafeExecute) => {
+            true
+        }
+        _ => allowed,
+    };
+    allowed
 }
 
 /// RETRY-4/5: the wait before attempt `next_attempt` (≥ 2) under `policy`.
@@ -66,7 +74,13 @@ pub fn wait_before_attempt_ms(policy: Option<&RetryPolicy>, next_attempt: u64) -
         Some(cap) if cap >= 0.0 => raw.min(cap),
         _ => raw,
     };
-    let capped = crate::mutants::capped_wait(raw, raw.min(WAIT_MS_MAX as f64)); // RETRY-5 mutant
+    let capped = raw.min(WAIT_MS_MAX as f64);
+    #[cfg(w6w_mutants)] // RETRY-5 mutant (mutant build only): no cap
+    let capped = if crate::mutants::active(crate::mutants::Mutant::UncappedBackoff) {
+        raw
+    } else {
+        capped
+    };
     if capped.is_nan() || capped <= 0.0 {
         return 0;
     }

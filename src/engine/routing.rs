@@ -42,7 +42,11 @@ impl SkipSet {
     pub(crate) fn step_skipped(&self, plan: &(impl Graph + ?Sized), step: usize) -> bool {
         let inbound = plan.incoming(step);
         let all = !inbound.is_empty() && inbound.iter().all(|e| self.is_skipped(e));
-        crate::mutants::step_skipped(all, || inbound.iter().any(|e| self.is_skipped(e)))
+        #[cfg(w6w_mutants)] // ERR-6 mutant (mutant build only): any skipped inbound skips
+        if crate::mutants::active(crate::mutants::Mutant::SkipOnAnyInbound) {
+            return inbound.iter().any(|e| self.is_skipped(e));
+        }
+        all
     }
 
     /// Apply a terminal step's outcome to its outgoing edges (ERR-4, ERR-5, ERR-7, ERR-6).
@@ -67,7 +71,11 @@ impl SkipSet {
 
 /// Whether the step declares at least one outgoing `when: "error"` edge.
 pub(crate) fn has_error_edge(plan: &(impl Graph + ?Sized), step: usize) -> bool {
-    crate::mutants::has_error_edge(plan.outgoing(step).iter().any(|e| e.when == When::Error))
+    #[cfg(w6w_mutants)] // ERR-4 mutant (mutant build only): error edges ignored
+    if crate::mutants::active(crate::mutants::Mutant::SkipErrorEdges) {
+        return false;
+    }
+    plan.outgoing(step).iter().any(|e| e.when == When::Error)
 }
 
 /// REPLAY-4: `from` and all its graph descendants (both lanes). For an implicit chain the

@@ -132,7 +132,15 @@ impl Engine<'_> {
                 }
                 Err(e) => Err(e),
             };
-            let dispatched = crate::mutants::reroute_result(dispatched); // RUNERR-6 mutant
+            #[cfg(w6w_mutants)] // RUNERR-6 mutant (mutant build only): failure as success
+            let dispatched = match dispatched {
+                Err(_)
+                    if crate::mutants::active(crate::mutants::Mutant::RerouteFailureAsSuccess) =>
+                {
+                    Ok(serde_json::Value::Null)
+                }
+                other => other,
+            };
             match dispatched {
                 Ok(output) => {
                     // RUNERR-5: handled — succeeded, original error in stepErrors, run

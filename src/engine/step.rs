@@ -102,7 +102,13 @@ pub(crate) async fn execute<C: WorkflowContext>(
         } else {
             None
         };
-        let meta = crate::mutants::meta(&result, meta); // META-1 mutant hook, inert by default
+        #[cfg(w6w_mutants)] // META-1 mutant (mutant build only): meta from the result
+        let meta = match &result {
+            Ok(v) if crate::mutants::active(crate::mutants::Mutant::MetaFromResult) => {
+                v.get("meta").and_then(normalize_meta).or(meta)
+            }
+            _ => meta,
+        };
         let mut error = match result {
             Ok(output) => {
                 record.status = StepStatus::Succeeded;

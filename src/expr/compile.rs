@@ -513,7 +513,11 @@ impl<'a> Ctx<'a, '_> {
             match part {
                 CPart::Text(t) => out.push_str(t),
                 CPart::Var(p) if p.segments.is_empty() => {
-                    crate::mutants::empty_var_ref(&mut out, || self.root.to_value()); // ENV-4 mutant
+                    // ENV-4: an empty ref contributes nothing.
+                    #[cfg(w6w_mutants)] // ENV-4 mutant (mutant build only): the whole root
+                    if crate::mutants::active(crate::mutants::Mutant::EmptyVarRefExposesScope) {
+                        out.push_str(&self.root.to_value().to_string());
+                    }
                 }
                 CPart::Var(p) => {
                     self.check_test_binding(p, pointer)?;
@@ -560,8 +564,11 @@ impl<'a> Ctx<'a, '_> {
             return unresolved("is empty and names nothing");
         }
         let segments: Vec<&str> = reference.split('.').collect();
-        if crate::mutants::render_absent_as_empty(|| lookup_root(self.root, &segments).is_none()) {
-            return Ok(String::new()); // ENV-5 mutant hook, inert by default
+        #[cfg(w6w_mutants)] // ENV-5 mutant (mutant build only): absent renders ""
+        if crate::mutants::active(crate::mutants::Mutant::RenderUnresolvedAsEmpty)
+            && lookup_root(self.root, &segments).is_none()
+        {
+            return Ok(String::new());
         }
         let content = match lookup_root(self.root, &segments) {
             None | Some(Val::Null | Val::Undefined) => {

@@ -253,7 +253,10 @@ impl<'a> DataRoot<'a> {
         }
         // A host `extra` key named "secrets" must not smuggle data back in.
         m.remove("secrets");
-        crate::mutants::data_root(&mut m, &s.secrets); // EXPR-5 mutant hook, inert by default
+        #[cfg(w6w_mutants)] // EXPR-5 mutant (mutant build only): secrets on the data root
+        if crate::mutants::active(crate::mutants::Mutant::SecretsOnDataRoot) {
+            m.insert("secrets".into(), Value::Object(s.secrets.clone()));
+        }
         Value::Object(m)
     }
 }

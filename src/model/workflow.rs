@@ -158,7 +158,14 @@ impl Step {
 
     /// ERR-1: `onError` defaults to `fail`.
     pub fn on_error(&self) -> OnError {
-        crate::mutants::on_error(self.on_error.unwrap_or(OnError::Fail)) // ERR-3 mutant hook
+        let on_error = self.on_error.unwrap_or(OnError::Fail);
+        #[cfg(w6w_mutants)] // ERR-3 mutant (mutant build only): continue-record records nothing
+        if on_error == OnError::ContinueRecord
+            && crate::mutants::active(crate::mutants::Mutant::ContinueRecordNotRecorded)
+        {
+            return OnError::Continue;
+        }
+        on_error
     }
 
     /// FAN-*: `fanOut` defaults to `sequential`.
@@ -290,7 +297,11 @@ impl RetryPolicy {
     /// Total attempts including the first (RETRY-3). Saturates; a validated policy is ≥ 1.
     pub fn max_attempts(&self) -> u64 {
         if let Some(n) = self.max_attempts.as_u64() {
-            return crate::mutants::max_attempts(n.max(1)); // RETRY-3 mutant hook
+            #[cfg(w6w_mutants)] // RETRY-3 mutant (mutant build only): one attempt too many
+            if crate::mutants::active(crate::mutants::Mutant::MaxAttemptsOffByOne) {
+                return n.max(1).saturating_add(1);
+            }
+            return n.max(1);
         }
         match self.max_attempts.as_f64() {
             Some(f) if f >= 1.0 => {

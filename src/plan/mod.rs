@@ -379,7 +379,21 @@ fn kahn(graph: &Csr) -> Vec<usize> {
         .map(Reverse)
         .collect();
     let mut order = Vec::with_capacity(graph.len());
-    while let Some(v) = crate::mutants::pop_ready(&mut ready) {
+    while let Some(Reverse(v)) = ready.pop() {
+        #[cfg(w6w_mutants)] // PLAN-5 mutant (mutant build only): ties to the largest index
+        let v = if crate::mutants::active(crate::mutants::Mutant::TiesByReverseDeclaredOrder) {
+            let largest = ready.iter().map(|r| r.0).max().filter(|&w| w > v);
+            match largest {
+                Some(w) => {
+                    ready.retain(|r| r.0 != w);
+                    ready.push(Reverse(v));
+                    w
+                }
+                None => v,
+            }
+        } else {
+            v
+        };
         order.push(v);
         for &w in graph.out(v) {
             indegree[w] -= 1;
