@@ -586,3 +586,30 @@ fn the_pure_layers_do_no_io_and_read_no_clock() {
         ]
     );
 }
+
+/// The files that may read the wall clock (`clippy.toml` forbids `Instant::now` and
+/// `SystemTime::now` everywhere else): suite timing, and deadlines on real processes.
+const WALL_CLOCK: &[&str] = &[
+    "src/cli/conformance.rs",
+    "src/conformance/child.rs",
+    "src/conformance/generate.rs",
+    "src/conformance/process.rs",
+    "src/conformance/report.rs",
+    "src/context_protocol/suite.rs",
+    "src/context_protocol/wire.rs",
+];
+
+#[test]
+fn the_wall_clock_is_read_only_where_architecture_md_says() {
+    let mut readers: Vec<String> = src_files()
+        .into_iter()
+        .filter(|(_, text)| code_only(text).contains("clippy::disallowed_methods"))
+        .map(|(rel, _)| rel)
+        .collect();
+    readers.sort();
+    assert_eq!(
+        readers, WALL_CLOCK,
+        "a new wall-clock reader: time enters a run through the host contract; a real-time \
+         deadline or suite timing belongs in one of the listed files (ARCHITECTURE.md)"
+    );
+}
