@@ -421,3 +421,258 @@ fn the_leak_check_sees_every_encoding() {
     assert!(leak("t", b"{\"m\": \"[redacted]\"}", s).is_none());
     assert!(leak("t", "{\"k\": \"aжb\"}".as_bytes(), "ж").is_some());
 }
+
+// ---------------------------------------------------------------------------------------
+// EXPR-5, the barrier in the expression layer (issue 11 item 1): whatever an expression
+// does with the generic data root — a `$` path, `$expr` with `var` (the whole root via
+// `{"var": ""}`, a path built at run time, `map` items), a `{{ }}` template, an ExprValue
+// envelope's text / var / expr / render parts — it cannot produce a secret: for random
+// secrets beside random data, no secret (nor an 8-character piece of one, in any encoding)
+// appears in the resolved params, the error, their `Debug`, the scope's `Debug` or the
+// `resolve` op's answer. The type-level half is the compile-fail doc test in
+// `src/expr/scope.rs`.
+
+use w6w_sim::expr::{
+    CompiledWith, Dialect, Mode, Part, ResolveMode, ResolveOptions, RunScope, parse_template,
+};
+
+const SECRET_NAMES: [&str; 3] = ["K", "S", "pw"];
+
+/// Paths over the data root, the secrets root and beyond it.
+const BARRIER_PATHS: &[&str] = &[
+    "",
+    "vars",
+    "vars.a",
+    "vars.tpl",
+    "vars.list.0",
+    "vars.list.length",
+    "steps.s1.output",
+    "documents.d",
+    "trigger",
+    "secrets",
+    "secrets.K",
+    "secrets.S.length",
+    "secrets.pw.0",
+    "x.secrets",
+    "nope",
+];
+
+/// Template pieces: markers over data and over `secrets`, chains, expression markers.
+const BARRIER_TOKENS: &[&str] = &[
+    "{{ ",
+    " }}",
+    "vars.a",
+    "vars.tpl",
+    "secrets.K",
+    "secrets",
+    "secrets.S",
+    " || ",
+    " ?? ",
+    "=",
+    "{\"var\":\"\"}",
+    "{\"var\":\"secrets.K\"}",
+    "{\"cat\":[\"secr\",\"ets.K\"]}",
+    "{\"var\":{\"cat\":[\"secr\",\"ets.K\"]}}",
+    "\"",
+    "text ",
+    "steps.s1.output",
+];
+
+fn barrier_path() -> impl Strategy<Value = String> {
+    prop::sample::select(BARRIER_PATHS).prop_map(str::to_owned)
+}
+
+fn barrier_template() -> impl Strategy<Value = String> {
+    prop::collection::vec(prop::sample::select(BARRIER_TOKENS), 1..8).prop_map(|t| t.concat())
+}
+
+/// A JSONLogic rule over the data root: `var` by literal or computed path (incl. `""`),
+/// `$` inside a rule, and operators that copy, cut or stringify what they read.
+fn barrier_rule() -> impl Strategy<Value = Value> {
+    let leaf = prop_oneof![
+        barrier_path().prop_map(|p| json!({"var": p})),
+        Just(json!({"var": ""})),
+        Just(json!({"var": null})),
+        Just(json!({"var": {"cat": ["secr", "ets.K"]}})),
+        Just(json!({"var": ["secrets.K", "fallback"]})),
+        barrier_path().prop_map(|p| json!({"$": p})),
+        Just(json!("secrets.K")),
+    ];
+    leaf.prop_recursive(3, 12, 3, |inner| {
+        prop_oneof![
+            prop::collection::vec(inner.clone(), 1..3).prop_map(|a| json!({"cat": a})),
+            inner.clone().prop_map(|a| json!({"substr": [a, 1]})),
+            (inner.clone(), inner.clone()).prop_map(|(a, b)| json!({"??": [a, b]})),
+            (inner.clone(), inner.clone(), inner.clone())
+                .prop_map(|(a, b, c)| json!({"if": [a, b, c]})),
+            (inner.clone(), inner.clone()).prop_map(|(a, b)| json!({"in": [a, b]})),
+            inner.clone().prop_map(|a| json!({"var": a})),
+            // Extended dialect only (refused, not evaluated, under W6w).
+            inner.prop_map(|a| json!({"map": [{"var": ""}, a]})),
+        ]
+    })
+}
+
+/// An ExprValue envelope part — every kind except a secret part.
+fn barrier_part() -> impl Strategy<Value = Value> {
+    prop_oneof![
+        barrier_template().prop_map(|t| json!({"kind": "text", "value": t})),
+        barrier_path().prop_map(|p| json!({"kind": "var", "ref": p})),
+        barrier_rule().prop_map(|r| json!({"kind": "expr", "expr": r})),
+        barrier_path().prop_map(|p| json!({"kind": "render", "ref": p})),
+    ]
+}
+
+fn barrier_value() -> impl Strategy<Value = Value> {
+    let one = prop_oneof![
+        barrier_path().prop_map(|p| json!({"$": p})),
+        barrier_rule().prop_map(|r| json!({"$expr": r})),
+        barrier_template().prop_map(Value::String),
+        prop::collection::vec(barrier_part(), 1..4)
+            .prop_map(|p| json!({"type": "expr", "parts": p})),
+    ];
+    one.prop_recursive(2, 8, 3, |inner| {
+        prop_oneof![
+            prop::collection::vec(inner.clone(), 1..3).prop_map(Value::Array),
+            (inner.clone(), inner).prop_map(|(a, b)| json!({"x": a, "y": b})),
+        ]
+    })
+}
+
+/// The with value with every string that holds a secret production (its editor-mode parse
+/// yields a secret part) replaced by `"x"`: the barrier is about blocks without one.
+fn without_secret_parts(v: &Value) -> Value {
+    match v {
+        Value::String(s) => {
+            let secret = parse_template(s, Mode::Editor)
+                .map(|p| p.parts.iter().any(|p| matches!(p, Part::Secret(_))))
+                .unwrap_or(false);
+            if secret { json!("x") } else { v.clone() }
+        }
+        Value::Array(items) => Value::Array(items.iter().map(without_secret_parts).collect()),
+        Value::Object(m) => Value::Object(
+            m.iter()
+                .map(|(k, v)| (k.clone(), without_secret_parts(v)))
+                .collect(),
+        ),
+        other => other.clone(),
+    }
+}
+
+#[derive(Debug, Clone)]
+struct BarrierCase {
+    secrets: Vec<Secret>,
+    with: Value,
+    data: Value,
+    taint: bool,
+    extended: bool,
+}
+
+fn barrier_case() -> impl Strategy<Value = BarrierCase> {
+    let data = prop_oneof![
+        Just(json!(null)),
+        (-5i64..50).prop_map(Value::from),
+        "[a-z .{}]{0,6}".prop_map(Value::String),
+        Just(json!("{{ secrets.K }}")),
+        Just(json!([1, {"k": "v"}])),
+    ];
+    (
+        prop::collection::vec(secret(), 3),
+        prop::collection::btree_map("[a-c]", barrier_value(), 1..4),
+        data,
+        any::<bool>(),
+        any::<bool>(),
+    )
+        .prop_map(|(secrets, with, data, taint, extended)| BarrierCase {
+            secrets,
+            with: without_secret_parts(&Value::Object(with.into_iter().collect())),
+            data,
+            taint,
+            extended,
+        })
+}
+
+/// The scope of a case: data roots (a render template that names a secret among them) and
+/// the case's secrets beside them.
+fn barrier_scope(c: &BarrierCase) -> Value {
+    let secrets: serde_json::Map<String, Value> = SECRET_NAMES
+        .iter()
+        .zip(&c.secrets)
+        .map(|(n, s)| ((*n).to_owned(), s.json()))
+        .collect();
+    json!({
+        "vars": {"a": c.data, "tpl": "r{{ secrets.K }}{{ vars.a }}", "list": ["l0", 2]},
+        "steps": {"s1": {"output": {"o": c.data}}},
+        "trigger": {"type": "manual"},
+        "documents": {"d": "doc"},
+        "secrets": secrets,
+    })
+}
+
+/// Everything a resolution yields, as bytes that may not hold a secret.
+fn barrier_bytes(c: &BarrierCase, with: &serde_json::Map<String, Value>) -> Vec<(String, Vec<u8>)> {
+    let scope_doc = barrier_scope(c);
+    let mut scope = RunScope::from_json(&scope_doc);
+    if c.taint {
+        scope.taint(&["steps", "s1"]);
+    }
+    let dialect = if c.extended {
+        Dialect::Extended
+    } else {
+        Dialect::W6w
+    };
+    let options = ResolveOptions {
+        mode: ResolveMode::Run,
+        tested_step: None,
+        dialect,
+    };
+    let result = CompiledWith::compile_with(with, dialect)
+        .and_then(|compiled| compiled.resolve_with_options(&scope, &options));
+    let outcome = match &result {
+        Ok(r) => json!({"params": r.params, "secret": r.secret_paths, "redacted": r.redacted()}),
+        Err(e) => json!({"code": e.code.as_str(), "message": e.message, "ref": e.reference,
+                         "path": e.path, "step": e.step}),
+    };
+    let answer = w6w_sim::service::handle(&json!({
+        "op": "resolve", "with": with, "scope": scope_doc,
+        "dialect": if c.extended { "extended" } else { "w6w" },
+    }));
+    vec![
+        ("outcome".into(), outcome.to_string().into_bytes()),
+        ("outcome Debug".into(), format!("{result:?}").into_bytes()),
+        ("scope Debug".into(), format!("{scope:?}").into_bytes()),
+        (
+            "data root".into(),
+            scope.data_root().to_value().to_string().into_bytes(),
+        ),
+        ("resolve op".into(), answer.to_string().into_bytes()),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: cases(), failure_persistence: None, ..ProptestConfig::default() })]
+
+    /// EXPR-5 / SEC-1: no expression over the data root yields a secret; and the same
+    /// check does see one the moment a secret part is added (the check is not vacuous).
+    #[test]
+    fn no_expression_over_the_data_root_yields_a_secret(c in barrier_case()) {
+        let Value::Object(with) = &c.with else { unreachable!("generated as an object") };
+        let bytes = barrier_bytes(&c, with);
+        for (what, bytes) in &bytes {
+            for s in &c.secrets {
+                let found = leak(what, bytes, &s.text());
+                prop_assert!(found.is_none(), "{}", found.unwrap_or_default());
+            }
+        }
+        // The probe: the same block (or, when it fails, nothing else) plus a secret part.
+        let resolved = serde_json::from_slice::<Value>(&bytes[0].1)
+            .is_ok_and(|o| o.get("params").is_some());
+        let mut probe = if resolved { with.clone() } else { serde_json::Map::new() };
+        probe.insert("probe".into(), json!("p={{ secrets.S }}"));
+        let bytes = barrier_bytes(&c, &probe);
+        prop_assert!(
+            leak("probe", &bytes[0].1, &c.secrets[1].text()).is_some(),
+            "a secret part's plaintext is in the params, and the check must see it"
+        );
+    }
+}

@@ -5,16 +5,17 @@
 //! values it produces are never walked again).
 //!
 //! Owns: marker recognition, the ExprValue envelope (ENV-*), root-anchored string
-//! resolution (TPL-*), test mode (BIND-2…5) and secret taint (SEC-1). The only call to
-//! [`RunScope::secret`] in this crate's expression layer is in [`render_parts`], for a
-//! secret part; everything else reads the secrets-free [`DataRoot`] (EXPR-5).
+//! resolution (TPL-*), test mode (BIND-2…5) and secret taint (SEC-1). A resolution is a
+//! `Ctx`: a `Reader` over the secrets-free [`DataRoot`] — paths, JSONLogic, var and render
+//! parts are its methods, so they cannot reach a secret — and the run's [`Secrets`], which
+//! only the secret arm of `Ctx::render_parts` reads (EXPR-5).
 
 use serde_json::{Map, Value};
 
 use super::jsonlogic::{Dialect, ExprCode, ExprError, Logic, lookup_root};
 use super::limits::MAX_NESTING_DEPTH;
 use super::resolve::{ResolveCode, ResolveError, ResolveMode, ResolveOptions, Resolved};
-use super::scope::{DataRoot, RunScope};
+use super::scope::{DataRoot, RunScope, Secrets};
 use super::template::{Mode, Part, TemplateTooLarge, parse, root_anchor};
 use super::value::{Val, template_string};
 
@@ -190,11 +191,13 @@ impl CompiledWith {
         options: &ResolveOptions<'_>,
     ) -> Result<Resolved, ResolveError> {
         let mut ctx = Ctx {
-            scope,
-            root: scope.data_root(),
-            mode: options.mode,
-            tested_step: options.tested_step,
-            dialect: self.dialect,
+            read: Reader {
+                root: scope.data_root(),
+                mode: options.mode,
+                tested_step: options.tested_step,
+                dialect: self.dialect,
+            },
+            secrets: scope.secrets(),
             secret_paths: Vec::new(),
         };
         let mut params = Map::with_capacity(self.params.len());
@@ -394,13 +397,22 @@ fn val_type_name(v: &Val<'_>) -> &'static str {
     }
 }
 
+/// One resolution: the data side and, beside it, the secrets for the secret arm.
 struct Ctx<'a, 'o> {
-    scope: &'a RunScope,
+    read: Reader<'a, 'o>,
+    /// Read by the secret arm of [`Ctx::render_parts`] and nowhere else (ENV-3, TPL-6).
+    secrets: &'a Secrets,
+    secret_paths: Vec<String>,
+}
+
+/// What a resolution reads besides secrets: the data root and the options. Paths,
+/// JSONLogic, var parts and render parts are resolved here, with no way to a secret.
+#[derive(Clone, Copy)]
+struct Reader<'a, 'o> {
     root: DataRoot<'a>,
     mode: ResolveMode,
     tested_step: Option<&'o str>,
     dialect: Dialect,
-    secret_paths: Vec<String>,
 }
 
 impl<'a> Ctx<'a, '_> {
@@ -408,20 +420,21 @@ impl<'a> Ctx<'a, '_> {
         match node {
             CNode::Literal(v) => Ok(v.clone()),
             CNode::Path(p) => {
-                self.check_test_binding(p, pointer)?;
-                self.scope.take_touched();
-                let v = lookup_root(self.root, &p.segments).map_or(Value::Null, |v| v.to_json());
+                self.read.check_test_binding(p, pointer)?;
+                self.read.root.take_touched();
+                let v =
+                    lookup_root(self.read.root, &p.segments).map_or(Value::Null, |v| v.to_json());
                 self.taint_if_touched(pointer);
                 Ok(v)
             }
             CNode::Logic(logic) => {
-                self.scope.take_touched();
-                let v = logic.eval_root(self.root).to_json();
+                self.read.root.take_touched();
+                let v = logic.eval_root(self.read.root).to_json();
                 self.taint_if_touched(pointer);
                 Ok(v)
             }
             CNode::Parts(parts) => {
-                self.scope.take_touched();
+                self.read.root.take_touched();
                 let (text, tainted) = self.render_parts(parts, pointer)?;
                 if tainted {
                     self.secret_paths.push(pointer.to_owned());
@@ -450,11 +463,63 @@ impl<'a> Ctx<'a, '_> {
     /// SEC-1 taint: a value computed from a secret-derived scope value (any operator,
     /// template or path) is secret-derived wholly.
     fn taint_if_touched(&mut self, pointer: &str) {
-        if self.scope.take_touched() {
+        if self.read.root.take_touched() {
             self.secret_paths.push(pointer.to_owned());
         }
     }
 
+    /// ENV-1: concatenate the parts into one string; the bool says a secret was read.
+    fn render_parts(
+        &self,
+        parts: &'a [CPart],
+        pointer: &str,
+    ) -> Result<(String, bool), ResolveError> {
+        let mut out = String::new();
+        let mut tainted = false;
+        for part in parts {
+            match part {
+                CPart::Text(t) => out.push_str(t),
+                CPart::Var(p) if p.segments.is_empty() => {
+                    // ENV-4: an empty ref contributes nothing.
+                    #[cfg(w6w_mutants)] // ENV-4 mutant (mutant build only): the whole root
+                    if crate::mutants::active(crate::mutants::Mutant::EmptyVarRefExposesScope) {
+                        out.push_str(&self.read.root.to_value().to_string());
+                    }
+                }
+                CPart::Var(p) => {
+                    self.read.check_test_binding(p, pointer)?;
+                    if let Some(v) = lookup_root(self.read.root, &p.segments) {
+                        out.push_str(&self.read.stringify(&v, pointer)?);
+                    }
+                }
+                // ENV-3 / TPL-6: the one read of secret plaintext; a missing one fails.
+                CPart::Secret(name) => match self.secrets.get(name) {
+                    Some(v) => {
+                        tainted = true;
+                        out.push_str(&self.read.stringify(&Val::from_json(v), pointer)?);
+                    }
+                    None => {
+                        return Err(ResolveError::new(
+                            ResolveCode::SecretNotFound,
+                            format!("secret {name:?} is not available to this run"),
+                            pointer,
+                        )
+                        .with_ref(name));
+                    }
+                },
+                CPart::Expr(logic) => out.push_str(
+                    &self
+                        .read
+                        .stringify(&logic.eval_root(self.read.root), pointer)?,
+                ),
+                CPart::Render(r) => out.push_str(&self.read.render(r, pointer)?),
+            }
+        }
+        Ok((out, tainted))
+    }
+}
+
+impl Reader<'_, '_> {
     /// BIND-3: in a single-step test, a direct path binding into `steps.<id>` needs that
     /// step's output in the supplied state; a recorded null output is an output (BIND-4).
     fn check_test_binding(&self, p: &PathRef, pointer: &str) -> Result<(), ResolveError> {
@@ -499,54 +564,6 @@ impl<'a> Ctx<'a, '_> {
                 pointer,
             )
         })
-    }
-
-    /// ENV-1: concatenate the parts into one string; the bool says a secret was read.
-    fn render_parts(
-        &self,
-        parts: &'a [CPart],
-        pointer: &str,
-    ) -> Result<(String, bool), ResolveError> {
-        let mut out = String::new();
-        let mut tainted = false;
-        for part in parts {
-            match part {
-                CPart::Text(t) => out.push_str(t),
-                CPart::Var(p) if p.segments.is_empty() => {
-                    // ENV-4: an empty ref contributes nothing.
-                    #[cfg(w6w_mutants)] // ENV-4 mutant (mutant build only): the whole root
-                    if crate::mutants::active(crate::mutants::Mutant::EmptyVarRefExposesScope) {
-                        out.push_str(&self.root.to_value().to_string());
-                    }
-                }
-                CPart::Var(p) => {
-                    self.check_test_binding(p, pointer)?;
-                    if let Some(v) = lookup_root(self.root, &p.segments) {
-                        out.push_str(&self.stringify(&v, pointer)?);
-                    }
-                }
-                // ENV-3 / TPL-6: the one read of secret plaintext; a missing one fails.
-                CPart::Secret(name) => match self.scope.secret(name) {
-                    Some(v) => {
-                        tainted = true;
-                        out.push_str(&self.stringify(&Val::from_json(v), pointer)?);
-                    }
-                    None => {
-                        return Err(ResolveError::new(
-                            ResolveCode::SecretNotFound,
-                            format!("secret {name:?} is not available to this run"),
-                            pointer,
-                        )
-                        .with_ref(name));
-                    }
-                },
-                CPart::Expr(logic) => {
-                    out.push_str(&self.stringify(&logic.eval_root(self.root), pointer)?)
-                }
-                CPart::Render(r) => out.push_str(&self.render(r, pointer)?),
-            }
-        }
-        Ok((out, tainted))
     }
 
     /// ENV-5…7: a render part — resolve the ref on the data root, require a string, parse

@@ -2,11 +2,13 @@
 //! the ExprValue envelope and resolveWith.
 //!
 //! Owns: everything that turns a `with` value into params. Invariant: knows nothing of
-//! runs or steps beyond the [`RunScope`]; `secrets` is reachable only through
-//! [`RunScope::secret`], never through the generic data root (EXPR-5).
+//! runs or steps beyond the [`RunScope`]; a run scope is a [`DataScope`] and [`Secrets`]
+//! side by side, and expressions read a [`DataRoot`] over the data scope alone, so no
+//! expression can reach a secret (EXPR-5); only the resolver's secret arm reads [`Secrets`].
 //!
 //! Where to start reading:
-//! - [`scope`](RunScope) — the eight closed roots and the secrets-free [`DataRoot`].
+//! - [`scope`](RunScope) — the eight closed roots, split into [`DataScope`] and [`Secrets`],
+//!   and the secrets-free [`DataRoot`].
 //! - `jsonlogic` — the dialect: [`Logic::compile`] once, evaluate many times.
 //! - `template` — `{{ }}` text ⇄ [`Part`]s, chains, root anchoring.
 //! - `compile` — [`CompiledWith`]: a with block parsed once, resolved per step run.
@@ -29,7 +31,7 @@ pub use resolve::{
     REDACTED, ResolveCode, ResolveError, ResolveMode, ResolveOptions, Resolved, binding_step,
     check_required, resolve_with, resolve_with_mode, resolve_with_options, resolve_with_test,
 };
-pub use scope::{DataRoot, ROOTS, RunScope, is_root, step_into};
+pub use scope::{DataRoot, DataScope, ROOTS, RunScope, Secrets, is_root, step_into};
 pub use template::{
     ChainOp, Mode, Parsed, Part, TemplateTooLarge, coalesce_operand_refs, has_refused_chain_token,
     parse as parse_template, parse_coalesce_chain, parse_root_anchored, part_is_anchored,

@@ -1,11 +1,40 @@
-//! The run scope (EXPR-4, TPL-7) and its secrets-free generic data root (EXPR-5).
+//! The run scope (EXPR-4, TPL-7), split in two so the secrets barrier (EXPR-5) holds by
+//! construction.
 //!
-//! `RunScope` holds the eight closed roots. Expressions never see a `RunScope`: they see a
-//! [`DataRoot`], a view that has no field for `secrets` at all, so no expression path can
-//! reach a secret by construction. Only [`RunScope::secret`] reads secrets, and only a
-//! secret part / `{{ secrets.X }}` marker calls it.
+//! A [`RunScope`] is two values side by side: a [`DataScope`] (the seven data roots, host
+//! extras and the SEC-1 taint marks) and the run's [`Secrets`]. Expressions never see a
+//! `RunScope`: JSONLogic, `$` paths, var parts and render parts read a [`DataRoot`], which
+//! holds a reference to the `DataScope` and nothing else, and a `DataScope` has no field,
+//! method or reference from which a secret can be reached. Only the secret arm of the
+//! resolver (`compile.rs`, a secret part or `{{ secrets.X }}`) is handed the `Secrets`.
+//!
+//! The compiler checks the barrier: with a run scope the secret read compiles,
+//! ```
+//! use w6w_sim::expr::RunScope;
+//! fn read<'a>(scope: &'a RunScope) -> Option<&'a serde_json::Value> {
+//!     scope.secrets().get("K")
+//! }
+//! ```
+//! and the same read from a data root — what every expression receives — does not
+//! (`E0599`: no method `secrets` on `DataRoot`),
+//! ```compile_fail,E0599
+//! use w6w_sim::expr::DataRoot;
+//! fn read<'a>(root: DataRoot<'a>) -> Option<&'a serde_json::Value> {
+//!     root.secrets().get("K")
+//! }
+//! ```
+//! nor from the data scope behind it (`E0609`: no field `secrets` on `DataScope`).
+//! ```compile_fail,E0609
+//! use w6w_sim::expr::{DataScope, Secrets};
+//! fn read(data: &DataScope) -> &Secrets {
+//!     &data.secrets
+//! }
+//! ```
+//! The property `tests/secret_props.rs::no_expression_over_the_data_root_yields_a_secret`
+//! checks the same barrier by running random expressions against random secrets.
 
 use std::cell::Cell;
+use std::ops::{Deref, DerefMut};
 
 use serde_json::{Map, Value};
 
@@ -26,17 +55,51 @@ pub fn is_root(name: &str) -> bool {
     ROOTS.contains(&name)
 }
 
-/// The run scope every evaluation of a run sees.
+/// The run's named secrets (ENV-3, TPL-6): host-injected plaintext by name. Held by a
+/// [`RunScope`] beside its [`DataScope`], never inside it. `Debug` shows names only.
+#[derive(Clone, Default, PartialEq)]
+pub struct Secrets {
+    by_name: Map<String, Value>,
+}
+
+impl Secrets {
+    /// Secrets from a name → plaintext map.
+    pub fn new(by_name: Map<String, Value>) -> Secrets {
+        Secrets { by_name }
+    }
+
+    /// The plaintext of the secret `name`; `None` when the run has no such secret.
+    pub fn get(&self, name: &str) -> Option<&Value> {
+        self.by_name.get(name)
+    }
+
+    /// Whether there are no secrets.
+    pub fn is_empty(&self) -> bool {
+        self.by_name.is_empty()
+    }
+
+    /// Every plaintext, for scrubbing (SEC-1). Not an expression surface.
+    pub fn values(&self) -> impl Iterator<Item = &Value> {
+        self.by_name.values()
+    }
+}
+
+impl std::fmt::Debug for Secrets {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_set().entries(self.by_name.keys()).finish()
+    }
+}
+
+/// Everything of the run scope except `secrets`: the data roots, host extras and the SEC-1
+/// taint marks. What a [`DataRoot`] reads.
 #[derive(Debug, Clone, PartialEq)]
-pub struct RunScope {
+pub struct DataScope {
     /// `vars.<key>`: the run's resolved variables (a JSON object).
     pub vars: Value,
     /// `steps.<id>` = `{ output, meta? }` for steps that published into scope (an object).
     pub steps: Value,
     /// `{ type, event? }`.
     pub trigger: Value,
-    /// Host-injected plaintext by secret name. Never on the generic data root.
-    secrets: Map<String, Value>,
     /// `documents.<key>` (an object).
     pub documents: Value,
     /// Callable inputs (function/reroute passes); absent in an ordinary run.
@@ -46,24 +109,27 @@ pub struct RunScope {
     /// `{ item, index }` inside a foreach body.
     pub foreach: Option<Value>,
     /// Host-populated keys beyond the eight roots: reachable by `$`/`$expr` paths, but
-    /// never roots for template anchoring (TPL-7).
+    /// never roots for template anchoring (TPL-7). A key named `secrets` is never read.
     pub extra: Map<String, Value>,
     /// SEC-1 taint: dotted paths of the generic data root whose values are secret-derived
     /// (a step output computed from a secret, a foreach item drawn from one). A read that
     /// touches one — the path itself, inside it, or a prefix of it — marks `touched`.
     tainted: Vec<Vec<String>>,
-    /// Set by any read of a tainted path since the last [`RunScope::take_touched`].
+    /// Set by any read of a tainted path since the last [`DataScope::take_touched`].
     touched: Cell<bool>,
+    /// The EXPR-5 mutant's copy of the secrets: this field exists only in the mutant build
+    /// (`cfg(w6w_mutants)`, which neither a release nor a dependent crate can set).
+    #[cfg(w6w_mutants)]
+    mutant_secrets: Map<String, Value>,
 }
 
-impl RunScope {
-    /// An empty scope: empty `vars`/`steps`/`documents`, `trigger` null, no secrets.
-    pub fn new() -> RunScope {
-        RunScope {
+impl DataScope {
+    /// An empty data scope: empty `vars`/`steps`/`documents`, `trigger` null.
+    pub fn new() -> DataScope {
+        DataScope {
             vars: Value::Object(Map::new()),
             steps: Value::Object(Map::new()),
             trigger: Value::Null,
-            secrets: Map::new(),
             documents: Value::Object(Map::new()),
             inputs: None,
             output: None,
@@ -71,7 +137,35 @@ impl RunScope {
             extra: Map::new(),
             tainted: Vec::new(),
             touched: Cell::new(false),
+            #[cfg(w6w_mutants)]
+            mutant_secrets: Map::new(),
         }
+    }
+
+    /// Build the data roots from a JSON object with any of the eight roots (other keys are
+    /// kept as `extra`; `secrets` is not data and is skipped). Non-object input yields an
+    /// empty scope.
+    pub fn from_json(value: &Value) -> DataScope {
+        let mut scope = DataScope::new();
+        let Some(obj) = value.as_object() else {
+            return scope;
+        };
+        for (k, v) in obj {
+            match k.as_str() {
+                "vars" => scope.vars = object_or_empty(v),
+                "steps" => scope.steps = object_or_empty(v),
+                "trigger" => scope.trigger = v.clone(),
+                "secrets" => {}
+                "documents" => scope.documents = object_or_empty(v),
+                "inputs" => scope.inputs = Some(v.clone()),
+                "output" => scope.output = Some(v.clone()),
+                "foreach" => scope.foreach = Some(v.clone()),
+                _ => {
+                    scope.extra.insert(k.clone(), v.clone());
+                }
+            }
+        }
+        scope
     }
 
     /// SEC-1: mark the value at dotted `path` (e.g. `["steps", "a"]`) secret-derived.
@@ -127,43 +221,70 @@ impl RunScope {
             .retain(|t| !(t.len() == 2 && t[0] == "steps" && t[1] == step_id));
     }
 
+    /// EXPR-5: the generic data root over this scope.
+    pub fn data_root(&self) -> DataRoot<'_> {
+        DataRoot { data: self }
+    }
+}
+
+impl Default for DataScope {
+    fn default() -> Self {
+        DataScope::new()
+    }
+}
+
+/// The run scope every evaluation of a run sees: its [`DataScope`] and, beside it, its
+/// [`Secrets`]. It dereferences to the data scope, so roots and taint marks read and
+/// write as fields and methods of the run scope; the secrets only through
+/// [`RunScope::secrets`].
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct RunScope {
+    data: DataScope,
+    secrets: Secrets,
+}
+
+impl RunScope {
+    /// An empty scope: empty `vars`/`steps`/`documents`, `trigger` null, no secrets.
+    pub fn new() -> RunScope {
+        RunScope::default()
+    }
+
     /// Build a scope from a JSON object with any of the eight roots (and other keys, kept
     /// as `extra`). Non-object input yields an empty scope.
     pub fn from_json(value: &Value) -> RunScope {
-        let mut scope = RunScope::new();
-        let Some(obj) = value.as_object() else {
-            return scope;
-        };
-        for (k, v) in obj {
-            match k.as_str() {
-                "vars" => scope.vars = object_or_empty(v),
-                "steps" => scope.steps = object_or_empty(v),
-                "trigger" => scope.trigger = v.clone(),
-                "secrets" => scope.secrets = v.as_object().cloned().unwrap_or_default(),
-                "documents" => scope.documents = object_or_empty(v),
-                "inputs" => scope.inputs = Some(v.clone()),
-                "output" => scope.output = Some(v.clone()),
-                "foreach" => scope.foreach = Some(v.clone()),
-                _ => {
-                    scope.extra.insert(k.clone(), v.clone());
-                }
-            }
+        let secrets = value
+            .get("secrets")
+            .and_then(Value::as_object)
+            .cloned()
+            .unwrap_or_default();
+        RunScope {
+            data: DataScope::from_json(value),
+            secrets: Secrets::default(),
         }
-        scope
+        .with_secrets(secrets)
     }
 
     /// Replace the secrets (host-injected from its vault before the run).
     pub fn with_secrets(mut self, secrets: Map<String, Value>) -> Self {
-        self.secrets = secrets;
+        self.set_secrets(secrets);
         self
     }
 
     /// Set the secrets in place.
     pub fn set_secrets(&mut self, secrets: Map<String, Value>) {
-        self.secrets = secrets;
+        #[cfg(w6w_mutants)]
+        {
+            self.data.mutant_secrets = secrets.clone();
+        }
+        self.secrets = Secrets::new(secrets);
     }
 
-    /// ENV-3 / TPL-6: the one read of secret plaintext. `None` when no such secret.
+    /// The run's secrets: for the secret arm of the resolver and for scrubbing only.
+    pub fn secrets(&self) -> &Secrets {
+        &self.secrets
+    }
+
+    /// ENV-3 / TPL-6: the plaintext of one secret. `None` when no such secret.
     pub fn secret(&self, name: &str) -> Option<&Value> {
         self.secrets.get(name)
     }
@@ -178,28 +299,48 @@ impl RunScope {
         self.secrets.values()
     }
 
-    /// EXPR-5: the generic data root — this scope with `secrets` removed.
-    pub fn data_root(&self) -> DataRoot<'_> {
-        DataRoot { scope: self }
+    /// The data half of the scope (what [`RunScope`] dereferences to).
+    pub fn data(&self) -> &DataScope {
+        &self.data
     }
 }
 
-/// The generic data root: every root except `secrets` (EXPR-5). It holds a reference to
-/// the scope but exposes no way to read `secrets`; `{"$": "secrets.X"}` is an unknown path.
+impl Deref for RunScope {
+    type Target = DataScope;
+
+    fn deref(&self) -> &DataScope {
+        &self.data
+    }
+}
+
+impl DerefMut for RunScope {
+    fn deref_mut(&mut self) -> &mut DataScope {
+        &mut self.data
+    }
+}
+
+/// The generic data root: every root except `secrets` (EXPR-5). It holds a reference to a
+/// [`DataScope`] — which has no secrets to reach — and exposes its roots, its paths and its
+/// taint bookkeeping; `{"$": "secrets.X"}` is an unknown path.
 #[derive(Debug, Clone, Copy)]
 pub struct DataRoot<'a> {
-    scope: &'a RunScope,
+    data: &'a DataScope,
 }
 
 impl<'a> DataRoot<'a> {
     /// SEC-1: record that the full dotted path `segments` was read (taint tracking).
     pub fn note_read<S: AsRef<str>>(&self, segments: &[S]) {
-        self.scope.note_read(segments);
+        self.data.note_read(segments);
+    }
+
+    /// SEC-1: whether a read since the last call touched a secret-derived value; resets.
+    pub(crate) fn take_touched(&self) -> bool {
+        self.data.take_touched()
     }
 
     /// The value of a top-level key of the data root, `None` when absent.
     pub fn root(&self, name: &str) -> Option<&'a Value> {
-        let s = self.scope;
+        let s = self.data;
         match name {
             "vars" => Some(&s.vars),
             "steps" => Some(&s.steps),
@@ -232,7 +373,7 @@ impl<'a> DataRoot<'a> {
 
     /// Materialise the whole data root as one JSON object (secrets excluded). O(scope).
     pub fn to_value(&self) -> Value {
-        let s = self.scope;
+        let s = self.data;
         s.note_read::<&str>(&[]);
         let mut m = Map::new();
         for (k, v) in &s.extra {
@@ -255,7 +396,7 @@ impl<'a> DataRoot<'a> {
         m.remove("secrets");
         #[cfg(w6w_mutants)] // EXPR-5 mutant (mutant build only): secrets on the data root
         if crate::mutants::active(crate::mutants::Mutant::SecretsOnDataRoot) {
-            m.insert("secrets".into(), Value::Object(s.secrets.clone()));
+            m.insert("secrets".into(), Value::Object(s.mutant_secrets.clone()));
         }
         Value::Object(m)
     }
@@ -272,12 +413,6 @@ pub fn step_into<'v>(value: &'v Value, segment: &str) -> Option<&'v Value> {
         Value::Object(map) => super::value::object_get(map, segment),
         Value::Array(items) => super::value::canonical_index(segment).and_then(|i| items.get(i)),
         _ => None,
-    }
-}
-
-impl Default for RunScope {
-    fn default() -> Self {
-        RunScope::new()
     }
 }
 
