@@ -1,15 +1,19 @@
 //! The engine: run / resume / replay over the host contract.
 //!
-//! Owns: one step's life (resolve → invoke → classify → retry → outcome, [`step`]), edge
-//! routing and the additive skip set ([`routing`]), checkpoints as patches ([`journal`]),
-//! META normalisation ([`meta`]), the run-level ladder ([`runerr`]) and replay's carried
-//! records ([`replay`]). Invariant: talks to the world only through
-//! [`crate::host::WorkflowContext`] (RUN-8) — it never reads a clock, randomness or the
-//! disk. It knows nothing of how a host stores, schedules or invokes.
+//! A few nouns, each `impl` in one place: [`Engine`] (a planned workflow and its entry
+//! points: `run.rs`, with `replay.rs` and the run-level ladder `runerr.rs`), `walk::Walk`
+//! (one pass over one graph: engine, host, journal, run context, graph, frame),
+//! `step::StepCtx` (one step of a walk: dispatch by kind, one app step's life, the end
+//! commit) and `control/` (one file per canonical control and `@w6w/call`). Around them:
+//! edge routing and the additive skip set ([`routing`]), checkpoints as patches
+//! ([`journal`]), META normalisation ([`meta`]), [`EngineCode`]. Invariant: talks to the
+//! world only through [`crate::host::WorkflowContext`] (RUN-8) — it never reads a clock,
+//! randomness or the disk. It knows nothing of how a host stores, schedules or invokes.
 //!
-//! Where to start: [`Engine::run`] → `run::Engine::ladder` → `run::Engine::drive`, which
-//! walks the plan once; every step goes through `step::execute`.
+//! Where to start: [`Engine::run`] → `runerr::Engine::ladder` → `run::Engine::drive_with`,
+//! which builds the main graph's `Walk`; every step goes through `StepCtx::run`.
 
+mod code;
 mod control;
 mod graph;
 mod journal;
@@ -21,6 +25,10 @@ mod run;
 mod runerr;
 mod step;
 mod strand;
+#[cfg(test)]
+mod testing;
+#[cfg(test)]
+mod tidy;
 mod vars;
 mod walk;
 
@@ -29,6 +37,7 @@ use serde_json::{Map, Value, json};
 use crate::host::HostError;
 use crate::model::{RunState, RunStatus, StepError, ValidationError};
 
+pub use code::EngineCode;
 pub use control::{CALL_DEPTH_MAX, FOREACH_ITEMS_MAX};
 pub use meta::{META_STRING_UTF16_MAX, normalize_meta};
 pub use retry::{

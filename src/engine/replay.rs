@@ -13,7 +13,9 @@ use super::routing::descendants;
 use super::run::Engine;
 use super::{EngineError, RunResult};
 use crate::host::{LogLevel, WorkflowContext};
-use crate::model::{PatchField, RunStatus, StepError, StepExecution, StepStatus};
+use crate::model::{
+    PatchField, RunState, RunStatePatch, RunStatus, StepError, StepExecution, StepStatus,
+};
 
 /// Records a replay reuses verbatim on every pass of its ladder.
 #[derive(Debug, Clone, Default)]
@@ -38,47 +40,73 @@ impl Engine<'_> {
             .load(run_id)
             .await?
             .ok_or_else(|| EngineError::RunNotFound(run_id.to_owned()))?;
-        if original.workflow_id != self.workflow.id {
-            return Err(EngineError::NotResumable {
+        self.check_replayable(run_id, &original)?;
+        let carried = self.carried(&original, from)?;
+        ctx.log(
+            LogLevel::Info,
+            &format!(
+                "replay of run {run_id}{}: reusing {} recorded step(s)",
+                from.map(|f| format!(" from {f}")).unwrap_or_default(),
+                carried.records.len()
+            ),
+            None,
+        );
+        let journal = Journal::new(original.clone());
+        let start = self.replay_start(&journal, &original, from, &carried);
+        journal.commit(ctx, start).await?;
+        self.ladder(ctx, journal, &carried, 0).await
+    }
+
+    /// Only a finished run of this workflow is replayed.
+    fn check_replayable(&self, run_id: &str, original: &RunState) -> Result<(), EngineError> {
+        let refuse = |message| {
+            Err(EngineError::NotResumable {
                 run_id: run_id.to_owned(),
                 action: "replayed",
-                message: format!(
-                    "it belongs to workflow {:?}, not {:?}",
-                    original.workflow_id, self.workflow.id
-                ),
-            });
+                message,
+            })
+        };
+        if original.workflow_id != self.workflow.id {
+            return refuse(format!(
+                "it belongs to workflow {:?}, not {:?}",
+                original.workflow_id, self.workflow.id
+            ));
         }
         if !original.status.is_terminal() {
-            return Err(EngineError::NotResumable {
-                run_id: run_id.to_owned(),
-                action: "replayed",
-                message: format!(
-                    "it is {} (replay re-executes a finished run; resume continues an unfinished one)",
-                    original.status.as_str()
-                ),
-            });
+            return refuse(format!(
+                "it is {} (replay re-executes a finished run; resume continues an unfinished one)",
+                original.status.as_str()
+            ));
         }
-        let fresh = match from {
-            None => vec![false; self.workflow.steps.len()],
-            Some(id) => {
-                let index = self
-                    .workflow
-                    .steps
-                    .iter()
-                    .position(|s| s.id == id)
-                    .ok_or_else(|| EngineError::UnknownStep(id.to_owned()))?;
-                // REPLAY-4 inside a sub-block: re-run the main-graph control that owns it
-                // (its sub-blocks re-run whole) and that control's descendants.
-                let mut top = index;
-                for _ in 0..=crate::plan::MAX_CONTROL_NESTING {
-                    match self.plan.controls.owner.get(top).copied().flatten() {
-                        Some(owner) => top = owner,
-                        None => break,
-                    }
-                }
-                descendants(&self.plan, top)
-            }
+        Ok(())
+    }
+
+    /// Per step index: whether a replay `from` that step runs it fresh (REPLAY-4).
+    fn fresh_steps(&self, from: Option<&str>) -> Result<Vec<bool>, EngineError> {
+        let Some(id) = from else {
+            return Ok(vec![false; self.workflow.steps.len()]);
         };
+        let index = self
+            .workflow
+            .steps
+            .iter()
+            .position(|s| s.id == id)
+            .ok_or_else(|| EngineError::UnknownStep(id.to_owned()))?;
+        // REPLAY-4 inside a sub-block: re-run the main-graph control that owns it (its
+        // sub-blocks re-run whole) and that control's descendants.
+        let mut top = index;
+        for _ in 0..=crate::plan::MAX_CONTROL_NESTING {
+            match self.plan.controls.owner.get(top).copied().flatten() {
+                Some(owner) => top = owner,
+                None => break,
+            }
+        }
+        Ok(descendants(&self.plan, top))
+    }
+
+    /// The records (and their kept step errors) a replay reuses.
+    fn carried(&self, original: &RunState, from: Option<&str>) -> Result<Carried, EngineError> {
+        let fresh = self.fresh_steps(from)?;
         let mut carried = Carried::default();
         for &i in &self.plan.order {
             let id = &self.workflow.steps[i].id;
@@ -127,16 +155,17 @@ impl Engine<'_> {
             })
             .cloned()
             .collect();
-        ctx.log(
-            LogLevel::Info,
-            &format!(
-                "replay of run {run_id}{}: reusing {} recorded step(s)",
-                from.map(|f| format!(" from {f}")).unwrap_or_default(),
-                carried.records.len()
-            ),
-            None,
-        );
-        let journal = Journal::new(original.clone());
+        Ok(carried)
+    }
+
+    /// The replay's first checkpoint: reset the run, re-insert exactly the carried records.
+    fn replay_start(
+        &self,
+        journal: &Journal,
+        original: &RunState,
+        from: Option<&str>,
+        carried: &Carried,
+    ) -> RunStatePatch {
         let mut start = journal.patch();
         start.reset_steps = true;
         start.clear = vec![
@@ -159,7 +188,6 @@ impl Engine<'_> {
             "replay".into(),
             json!({"from": from, "carried": carried.records.keys().collect::<Vec<_>>()}),
         );
-        journal.commit(ctx, start).await?;
-        self.ladder(ctx, journal, &carried, 0).await
+        start
     }
 }

@@ -9,7 +9,7 @@
 use serde_json::{Value, json};
 
 use super::journal::{Frame, Journal};
-use super::walk::RunCtx;
+use super::walk::{RunCtx, Walk};
 use super::{EngineError, RunResult, RunSeed, StepKind};
 use crate::expr::{CompiledWith, Dialect, ResolveError, RunScope};
 use crate::host::{LogLevel, WorkflowContext};
@@ -188,52 +188,9 @@ impl<'w> Engine<'w> {
             .load(run_id)
             .await?
             .ok_or_else(|| EngineError::RunNotFound(run_id.to_owned()))?;
-        if state.workflow_id != self.workflow.id {
-            return Err(EngineError::NotResumable {
-                run_id: run_id.to_owned(),
-                action: "resumed",
-                message: format!(
-                    "it belongs to workflow {:?}, not {:?}",
-                    state.workflow_id, self.workflow.id
-                ),
-            });
-        }
-        let expected = state
-            .extra
-            .get("resumeToken")
-            .and_then(Value::as_str)
-            .map(str::to_owned);
-        match state.status {
-            // Nothing left to do: resuming a finished run is idempotent.
-            s if s.is_terminal() => return Ok(RunResult::from_state(state)),
-            RunStatus::Queued if state.steps.is_empty() && state.variables.is_empty() => {
-                return Err(EngineError::NotResumable {
-                    run_id: run_id.to_owned(),
-                    action: "resumed",
-                    message: "it never started".into(),
-                });
-            }
-            RunStatus::Queued if expected.is_some() && token != expected.as_deref() => {
-                return Err(EngineError::ResumeToken {
-                        run_id: run_id.to_owned(),
-                        message: match token {
-                            None => "it is suspended by a wait and resumes only with that wait's resume token".into(),
-                            Some(t) => format!("{t:?} is not the token of its pending wait"),
-                        },
-                    });
-            }
-            // The right token for the pending wait.
-            RunStatus::Queued if expected.is_some() => {}
-            _ if token.is_some() => {
-                return Err(EngineError::ResumeToken {
-                    run_id: run_id.to_owned(),
-                    message: format!(
-                        "it is {} and not suspended by a wait",
-                        state.status.as_str()
-                    ),
-                });
-            }
-            _ => {}
+        // Nothing left to do: resuming a finished run is idempotent.
+        if self.check_resumable(run_id, &state, token)? {
+            return Ok(RunResult::from_state(state));
         }
         let call_depth = state
             .extra
@@ -242,42 +199,15 @@ impl<'w> Engine<'w> {
             .and_then(|d| u32::try_from(d).ok())
             .unwrap_or(0);
         let journal = Journal::new(state);
-        let resume_token = match token {
-            Some(t) => {
-                ctx.log(
-                    LogLevel::Info,
-                    &format!("run {run_id} resumed with token {t}"),
-                    None,
-                );
-                let mut patch = journal.patch();
-                patch.status = Some(RunStatus::Running);
-                patch.extra.insert("resumeToken".into(), Value::Null);
-                patch.extra.insert("suspendedAt".into(), Value::Null);
-                // A crash after this checkpoint still knows which wait is over.
-                patch.extra.insert("resumedWith".into(), json!(t));
-                journal.commit(ctx, patch).await?;
-                Some(t.to_owned())
-            }
-            None => {
-                ctx.log(
-                    LogLevel::Info,
-                    &format!("run {run_id} resumed from its last checkpoint"),
-                    None,
-                );
-                journal
-                    .extra("resumedWith")
-                    .and_then(|v| v.as_str().map(str::to_owned))
-            }
-        };
-        // D-72: a run a fired `wait` resumed is the run going on — the authored ladder holds
-        // for it, counting the attempts already made. Only a crash-resumed execution (no
-        // token: a host redelivery) skips the ladder (RUNERR-4).
-        let woken_by_wait = token.is_some();
+        let resume_token = Self::wake(ctx, &journal, run_id, token).await?;
         let rc = RunCtx {
             call_depth,
             resume_token,
         };
-        if woken_by_wait {
+        // D-72: a run a fired `wait` resumed is the run going on — the authored ladder holds
+        // for it, counting the attempts already made. Only a crash-resumed execution (no
+        // token: a host redelivery) skips the ladder (RUNERR-4).
+        if token.is_some() {
             let attempt = journal
                 .extra("runAttempt")
                 .and_then(|v| v.as_u64())
@@ -288,6 +218,93 @@ impl<'w> Engine<'w> {
         }
         let outcome = self.drive_with(ctx, &journal, &rc).await?;
         self.finalize(ctx, journal, outcome).await
+    }
+
+    /// Whether `state` may be resumed with `token`: `Ok(true)` when it is already finished
+    /// (nothing to do), `Ok(false)` when the resume goes on, the refusal otherwise.
+    fn check_resumable(
+        &self,
+        run_id: &str,
+        state: &RunState,
+        token: Option<&str>,
+    ) -> Result<bool, EngineError> {
+        if state.workflow_id != self.workflow.id {
+            return Err(EngineError::NotResumable {
+                run_id: run_id.to_owned(),
+                action: "resumed",
+                message: format!(
+                    "it belongs to workflow {:?}, not {:?}",
+                    state.workflow_id, self.workflow.id
+                ),
+            });
+        }
+        let expected = state.extra.get("resumeToken").and_then(Value::as_str);
+        let refuse_token = |message| {
+            Err(EngineError::ResumeToken {
+                run_id: run_id.to_owned(),
+                message,
+            })
+        };
+        match state.status {
+            s if s.is_terminal() => Ok(true),
+            RunStatus::Queued if state.steps.is_empty() && state.variables.is_empty() => {
+                Err(EngineError::NotResumable {
+                    run_id: run_id.to_owned(),
+                    action: "resumed",
+                    message: "it never started".into(),
+                })
+            }
+            RunStatus::Queued if expected.is_some() && token != expected => {
+                refuse_token(match token {
+                    None => {
+                        "it is suspended by a wait and resumes only with that wait's resume token"
+                            .into()
+                    }
+                    Some(t) => format!("{t:?} is not the token of its pending wait"),
+                })
+            }
+            // The right token for the pending wait.
+            RunStatus::Queued if expected.is_some() => Ok(false),
+            _ if token.is_some() => refuse_token(format!(
+                "it is {} and not suspended by a wait",
+                state.status.as_str()
+            )),
+            _ => Ok(false),
+        }
+    }
+
+    /// The token this invocation resumes with: a token resume checkpoints `running` (and
+    /// which wait is over, so a crash after it still knows); a crash resume picks up a
+    /// token resume that crashed.
+    async fn wake<C: WorkflowContext>(
+        ctx: &C,
+        journal: &Journal,
+        run_id: &str,
+        token: Option<&str>,
+    ) -> Result<Option<String>, EngineError> {
+        let Some(t) = token else {
+            ctx.log(
+                LogLevel::Info,
+                &format!("run {run_id} resumed from its last checkpoint"),
+                None,
+            );
+            return Ok(journal
+                .extra("resumedWith")
+                .and_then(|v| v.as_str().map(str::to_owned)));
+        };
+        ctx.log(
+            LogLevel::Info,
+            &format!("run {run_id} resumed with token {t}"),
+            None,
+        );
+        let mut patch = journal.patch();
+        patch.status = Some(RunStatus::Running);
+        patch.extra.insert("resumeToken".into(), Value::Null);
+        patch.extra.insert("suspendedAt".into(), Value::Null);
+        // A crash after this checkpoint still knows which wait is over.
+        patch.extra.insert("resumedWith".into(), json!(t));
+        journal.commit(ctx, patch).await?;
+        Ok(Some(t.to_owned()))
     }
 
     /// One pass over the main graph (the ladder's unit).
@@ -313,7 +330,15 @@ impl<'w> Engine<'w> {
     ) -> Result<GraphOutcome, EngineError> {
         let scope = self.scope(ctx, journal);
         let frame = Frame::main();
-        self.walk(ctx, journal, rc, &self.plan, &frame, scope).await
+        let walk = Walk {
+            engine: self,
+            host: ctx,
+            journal,
+            run: rc,
+            graph: &self.plan,
+            frame: &frame,
+        };
+        walk.walk(scope).await
     }
 
     /// The scope a pass starts from: vars, trigger, documents and secrets from the state

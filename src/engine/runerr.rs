@@ -15,7 +15,7 @@ use super::walk::RunCtx;
 use super::{EngineError, RunResult};
 use crate::expr::{CompiledWith, ResolveMode, RunScope};
 use crate::host::{LogLevel, WorkflowContext};
-use crate::model::{CallableOnError, PatchField, Phase, RunStatus, StepError};
+use crate::model::{CallableOnError, ErrorReroute, PatchField, Phase, RunStatus, StepError};
 
 impl Engine<'_> {
     /// Drive the graph up to `retry.maxAttempts` times (RUNERR-2), then handle a final
@@ -98,50 +98,10 @@ impl Engine<'_> {
     ) -> Result<RunResult, EngineError> {
         let mut patch = journal.patch();
         if let Some(reroute) = &self.workflow.reroute {
-            // RUNERR-7: `with` resolves against { inputs, error, trigger }; absent `with`
-            // passes the inputs unchanged. No secrets: the reroute pass has none.
-            let mut scope = RunScope::new();
-            let inputs = journal.variables();
-            scope.inputs = Some(inputs.clone());
-            scope.trigger = journal
-                .extra("trigger")
-                .unwrap_or_else(|| json!({"type": "manual"}));
-            scope.extra.insert(
-                "error".into(),
-                serde_json::to_value(&error).unwrap_or_default(),
-            );
-            let input = match &reroute.with {
-                None => Ok(inputs),
-                Some(with) => {
-                    let dialect = super::workflow_dialect(self.workflow).unwrap_or_default();
-                    CompiledWith::compile_with(with, dialect)
-                        .and_then(|c| c.resolve(&scope, ResolveMode::Run))
-                }
-                .map(|r| Value::Object(r.params))
-                .map_err(|e| StepError::new(e.code.as_str(), e.message, Phase::Resolution)),
-            };
-            ctx.log(
-                LogLevel::Info,
-                &format!("run failed; dispatching reroute to {}", reroute.target),
-                None,
-            );
-            let dispatched = match input {
-                Ok(input) => {
-                    ctx.invoke_callable(&reroute.target, input, true, call_depth.saturating_add(1))
-                        .await
-                }
-                Err(e) => Err(e),
-            };
-            #[cfg(w6w_mutants)] // RUNERR-6 mutant (mutant build only): failure as success
-            let dispatched = match dispatched {
-                Err(_)
-                    if crate::mutants::active(crate::mutants::Mutant::RerouteFailureAsSuccess) =>
-                {
-                    Ok(serde_json::Value::Null)
-                }
-                other => other,
-            };
-            match dispatched {
+            match self
+                .reroute(ctx, &journal, reroute, &error, call_depth)
+                .await
+            {
                 Ok(output) => {
                     // RUNERR-5: handled — succeeded, original error in stepErrors, run
                     // error cleared, in the persisted row too.
@@ -176,5 +136,59 @@ impl Engine<'_> {
         journal.commit(ctx, patch).await?;
         ctx.log(LogLevel::Info, &format!("run ended {status}"), None);
         Ok(RunResult::from_state(journal.into_state()))
+    }
+
+    /// RUNERR-6/7: dispatch the reroute once, through the host's callable seam; its
+    /// output, or why it failed (its `with` did not resolve, or the handler failed).
+    async fn reroute<C: WorkflowContext>(
+        &self,
+        ctx: &C,
+        journal: &Journal,
+        reroute: &ErrorReroute,
+        error: &StepError,
+        call_depth: u32,
+    ) -> Result<Value, StepError> {
+        // RUNERR-7: `with` resolves against { inputs, error, trigger }; absent `with`
+        // passes the inputs unchanged. No secrets: the reroute pass has none.
+        let mut scope = RunScope::new();
+        let inputs = journal.variables();
+        scope.inputs = Some(inputs.clone());
+        scope.trigger = journal
+            .extra("trigger")
+            .unwrap_or_else(|| json!({"type": "manual"}));
+        scope.extra.insert(
+            "error".into(),
+            serde_json::to_value(error).unwrap_or_default(),
+        );
+        let input = match &reroute.with {
+            None => Ok(inputs),
+            Some(with) => {
+                let dialect = super::workflow_dialect(self.workflow).unwrap_or_default();
+                CompiledWith::compile_with(with, dialect)
+                    .and_then(|c| c.resolve(&scope, ResolveMode::Run))
+            }
+            .map(|r| Value::Object(r.params))
+            .map_err(|e| StepError::new(e.code.as_str(), e.message, Phase::Resolution)),
+        };
+        ctx.log(
+            LogLevel::Info,
+            &format!("run failed; dispatching reroute to {}", reroute.target),
+            None,
+        );
+        let dispatched = match input {
+            Ok(input) => {
+                ctx.invoke_callable(&reroute.target, input, true, call_depth.saturating_add(1))
+                    .await
+            }
+            Err(e) => Err(e),
+        };
+        #[cfg(w6w_mutants)] // RUNERR-6 mutant (mutant build only): failure as success
+        let dispatched = match dispatched {
+            Err(_) if crate::mutants::active(crate::mutants::Mutant::RerouteFailureAsSuccess) => {
+                Ok(serde_json::Value::Null)
+            }
+            other => other,
+        };
+        dispatched
     }
 }

@@ -1,14 +1,21 @@
-//! In-flight work of the strand scheduler (FAN-2…6): a deterministic join set.
+//! The strand scheduler's state (FAN-2…7) and its deterministic join set.
 //!
-//! Owns: polling several borrowed futures from one task. Invariant: children are polled
-//! in the order they were launched, and the first ready one is returned, so ties (two
-//! steps finishing at the same virtual instant) go to the earlier launch — never to
+//! Owns: [`Strands`], which step runs on which strand and what the pass reports, and
+//! [`InFlight`], polling several borrowed futures from one task. Invariant: children are
+//! polled in the order they were launched, and the first ready one is returned, so ties
+//! (two steps finishing at the same virtual instant) go to the earlier launch — never to
 //! whatever a waker happened to fire first. Dropping an entry cancels it (foreach
 //! fail-fast, race/any losers); no runtime, no `'static`, no `Send` needed.
 
+use std::collections::BTreeSet;
 use std::future::Future;
 use std::pin::Pin;
 use std::task::Poll;
+
+use super::graph::Graph;
+use super::walk::{GraphOutcome, Reached, StepEnd, Suspension, Walk};
+use crate::host::WorkflowContext;
+use crate::model::{FanOut, StepError, StepExecution};
 
 pub(crate) type LocalFuture<'a, T> = Pin<Box<dyn Future<Output = T> + 'a>>;
 
@@ -86,5 +93,176 @@ impl<'a, T> InFlight<'a, T> {
             Poll::Pending
         })
         .await
+    }
+}
+
+/// The strand scheduler's bookkeeping, by position in the graph's order.
+pub(crate) struct Strands {
+    /// Inbound edges whose source is not terminal yet.
+    remaining: Vec<usize>,
+    strand_of: Vec<Option<usize>>,
+    /// Per strand: assigned, ready, not yet launched positions (earliest first).
+    ready: Vec<BTreeSet<usize>>,
+    busy: Vec<bool>,
+    /// Idle strands with a ready step: the next launch is the lowest, without scanning
+    /// every strand (a 1,000-wide fan-out made each launch and completion O(width)).
+    launchable: BTreeSet<usize>,
+    failures: Vec<(usize, StepError)>,
+    suspensions: Vec<(usize, Suspension)>,
+    pub(crate) canceled: bool,
+    /// No new step launches (a failure, a suspension, the run's signal); in-flight ones
+    /// still finish (FAN-6).
+    pub(crate) stopping: bool,
+}
+
+impl Strands {
+    pub(crate) fn new(graph: &dyn Graph) -> Self {
+        let order = graph.order();
+        let remaining: Vec<usize> = order.iter().map(|&i| graph.incoming(i).len()).collect();
+        let mut s = Strands {
+            strand_of: vec![None; order.len()],
+            ready: vec![BTreeSet::new()],
+            busy: vec![false],
+            launchable: BTreeSet::new(),
+            remaining,
+            failures: Vec::new(),
+            suspensions: Vec::new(),
+            canceled: false,
+            stopping: false,
+        };
+        // FAN-2: one strand runs the roots.
+        for pos in 0..order.len() {
+            if s.remaining[pos] == 0 {
+                s.strand_of[pos] = Some(0);
+                s.ready[0].insert(pos);
+            }
+        }
+        s.refresh(0);
+        s
+    }
+
+    /// The lowest-numbered idle strand with a ready step, and that step.
+    pub(crate) fn next_launch(&mut self) -> Option<(usize, usize)> {
+        let strand = *self.launchable.first()?;
+        let pos = self.ready[strand].pop_first();
+        self.refresh(strand);
+        Some((strand, pos?))
+    }
+
+    pub(crate) fn set_busy(&mut self, strand: usize, busy: bool) {
+        if let Some(b) = self.busy.get_mut(strand) {
+            *b = busy;
+        }
+        self.refresh(strand);
+    }
+
+    /// Keep `launchable` = idle strands with a ready step.
+    fn refresh(&mut self, strand: usize) {
+        let idle_and_ready = !self.busy.get(strand).copied().unwrap_or(true)
+            && self.ready.get(strand).is_some_and(|r| !r.is_empty());
+        if idle_and_ready {
+            self.launchable.insert(strand);
+        } else {
+            self.launchable.remove(&strand);
+        }
+    }
+
+    /// The in-flight step at `pos` ended with `end`: free its strand and take the end in.
+    pub(crate) fn landed<C: WorkflowContext>(
+        &mut self,
+        walk: Walk<'_, C>,
+        pos: usize,
+        end: StepEnd,
+        reached: &mut Reached,
+    ) {
+        let strand = self.strand_of[pos].unwrap_or(0);
+        self.set_busy(strand, false);
+        match end {
+            StepEnd::Done(record) => self.complete(walk, pos, strand, &record, reached),
+            StepEnd::Suspended(sus) => {
+                self.suspensions.push((pos, sus));
+                self.stopping = true;
+            }
+            StepEnd::Canceled => {
+                self.canceled = true;
+                self.stopping = true;
+            }
+        }
+    }
+
+    /// A step at `pos` on `strand` is terminal: settle it and place its newly ready
+    /// successors (FAN-3, FAN-4).
+    pub(crate) fn complete<C: WorkflowContext>(
+        &mut self,
+        walk: Walk<'_, C>,
+        pos: usize,
+        strand: usize,
+        record: &StepExecution,
+        reached: &mut Reached,
+    ) {
+        let graph = walk.graph;
+        let order = graph.order();
+        let i = order[pos];
+        if let Some(error) = walk.settle(i, record, reached) {
+            self.failures.push((pos, error));
+            self.stopping = true;
+        }
+        let mut newly = Vec::new();
+        for edge in graph.outgoing(i) {
+            let t = graph.rank(edge.to);
+            if let Some(r) = self.remaining.get_mut(t) {
+                *r = r.saturating_sub(1);
+                if *r == 0 {
+                    newly.push(t);
+                }
+            }
+        }
+        newly.sort_unstable();
+        newly.dedup();
+        let parallel = walk.engine.workflow.steps[i].fan_out() == FanOut::Parallel;
+        let mut continued = false;
+        for t in newly {
+            let target = order[t];
+            let inbound = graph.incoming(target);
+            let placed = if inbound.len() > 1 {
+                // FAN-4: a join runs once, on the strand of its earliest inbound source. It
+                // still takes its place in S1…Sk (FAN-3 counts every newly ready successor),
+                // so the successors after it open new strands rather than queue behind it.
+                continued = true;
+                inbound
+                    .iter()
+                    .map(|e| graph.rank(e.from))
+                    .min()
+                    .and_then(|p| self.strand_of.get(p).copied().flatten())
+                    .unwrap_or(strand)
+            } else if parallel && continued {
+                // FAN-3: S2…Sk each open a new strand.
+                self.ready.push(BTreeSet::new());
+                self.busy.push(false);
+                self.ready.len() - 1
+            } else {
+                // S1 continues the strand; a sequential step's successors stay on it.
+                continued = true;
+                strand
+            };
+            self.strand_of[t] = Some(placed);
+            self.ready[placed].insert(t);
+            self.refresh(placed);
+        }
+    }
+
+    /// FAN-7: how the pass ended, reported by plan order. A failure is never hidden behind
+    /// a suspension.
+    pub(crate) fn outcome(self) -> GraphOutcome {
+        if let Some((_, e)) = self.failures.into_iter().min_by_key(|(p, _)| *p) {
+            return GraphOutcome::Failed(e);
+        }
+        if self.canceled {
+            return GraphOutcome::Canceled;
+        }
+        if let Some((_, sus)) = self.suspensions.into_iter().min_by_key(|(p, _)| *p) {
+            return GraphOutcome::Suspended(sus);
+        }
+        GraphOutcome::Succeeded
     }
 }

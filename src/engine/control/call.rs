@@ -1,0 +1,255 @@
+//! `@w6w/call` `call` (CALL-1…3): dispatch a workflow or function through the host's one
+//! bounded seam.
+//!
+//! Owns: the call's params (`target`, `input`, `wait`), the composition depth bound and
+//! what the host is told is secret-derived. Invariant: one dispatch, no retry loop, no
+//! meta (RETRY-6, CALL-3); a call past [`CALL_DEPTH_MAX`] is refused before dispatch.
+
+use serde_json::{Map, Value};
+
+use super::{param_invalid, start_resolved};
+use crate::engine::step::StepCtx;
+use crate::engine::{EngineCode, EngineError};
+use crate::host::WorkflowContext;
+use crate::model::{Phase, StepError, StepExecution};
+
+/// CALL-2: the composition depth bound (node-types.md 2026-08-20, default 16).
+pub const CALL_DEPTH_MAX: u32 = 16;
+
+/// What one call dispatches.
+#[derive(Debug, PartialEq)]
+pub(super) struct Dispatch {
+    pub(super) target: Value,
+    pub(super) input: Value,
+    pub(super) wait: bool,
+    /// The hop count the dispatch reaches.
+    pub(super) depth: u32,
+}
+
+/// CALL-1…3: run the call step of `cx` to its terminal record.
+pub(crate) async fn call<C: WorkflowContext>(
+    cx: &StepCtx<'_, C>,
+) -> Result<StepExecution, EngineError> {
+    let (record, params) = match start_resolved(cx, cx.resolve(), None).await? {
+        Ok(started) => started,
+        Err(failed) => return Ok(failed),
+    };
+    let dispatch = match dispatch(cx.step.action(), &params, cx.walk.run.call_depth) {
+        Ok(d) => d,
+        Err(e) => return Ok(cx.fail(record, e)),
+    };
+    if let Some(recorded) = &record.input {
+        // SEC-1: the host records the secret-derived parts of target / input redacted.
+        declare_secret_derived(cx.host(), &Value::Object(params), recorded);
+    }
+    // RETRY-6 / CALL-3: one dispatch, no retry loop, no meta.
+    let Dispatch {
+        target,
+        input,
+        wait,
+        depth,
+    } = dispatch;
+    Ok(
+        match cx.host().invoke_callable(&target, input, wait, depth).await {
+            Ok(out) => cx.succeed(record, out),
+            Err(mut e) => {
+                e.retryable = false;
+                e.step_id = None;
+                cx.fail(record, e)
+            }
+        },
+    )
+}
+
+/// The dispatch a call's `action` and resolved `params` ask for, from a run at
+/// `call_depth`; the step's failure (never retried) when they are not a valid call.
+pub(super) fn dispatch(
+    action: Option<&str>,
+    params: &Map<String, Value>,
+    call_depth: u32,
+) -> Result<Dispatch, StepError> {
+    if action != Some("call") {
+        let mut e = StepError::new(
+            EngineCode::UnknownAction,
+            format!(
+                "@w6w/call has one action, \"call\", not {:?}",
+                action.unwrap_or("")
+            ),
+            Phase::Resolution,
+        );
+        e.retryable = false;
+        return Err(e);
+    }
+    let target = match params.get("target") {
+        Some(t @ Value::Object(m))
+            if matches!(
+                m.get("kind").and_then(Value::as_str),
+                Some("workflow" | "function")
+            ) =>
+        {
+            t.clone()
+        }
+        // Name the shape, never the resolved value (SEC-1).
+        other => {
+            return Err(param_invalid(format!(
+                "call target must be {{\"kind\": \"workflow\" | \"function\", …}}, got {}",
+                other.map_or("nothing", crate::expr::json_type_name)
+            )));
+        }
+    };
+    let wait = match params.get("wait") {
+        None | Some(Value::Null) => true,
+        Some(Value::Bool(b)) => *b,
+        Some(other) => {
+            return Err(param_invalid(format!(
+                "call wait must be a boolean, got {}",
+                crate::expr::json_type_name(other)
+            )));
+        }
+    };
+    let input = params
+        .get("input")
+        .cloned()
+        .unwrap_or_else(|| Value::Object(Map::new()));
+    let depth = call_depth.saturating_add(1);
+    if depth > CALL_DEPTH_MAX {
+        // CALL-2: refused before dispatch; nothing runs, nothing is enqueued.
+        let mut e = StepError::new(
+            EngineCode::CallDepthExceeded,
+            format!("call depth {depth} exceeds the bound of {CALL_DEPTH_MAX}"),
+            Phase::Resolution,
+        );
+        e.retryable = false;
+        return Err(e);
+    }
+    Ok(Dispatch {
+        target,
+        input,
+        wait,
+        depth,
+    })
+}
+
+/// SEC-1: declare to the host every value of `params` that the recorded (redacted) input
+/// shows as `"[redacted]"` — exactly the secret-derived parts, never their neighbours.
+pub(super) fn declare_secret_derived<C: WorkflowContext>(
+    host: &C,
+    params: &Value,
+    recorded: &Value,
+) {
+    match (params, recorded) {
+        (Value::Object(p), Value::Object(r)) => {
+            for (k, v) in p {
+                if let Some(rv) = r.get(k) {
+                    declare_secret_derived(host, v, rv);
+                }
+            }
+        }
+        (Value::Array(p), Value::Array(r)) => {
+            for (v, rv) in p.iter().zip(r) {
+                declare_secret_derived(host, v, rv);
+            }
+        }
+        (v, Value::String(r)) if r == crate::expr::REDACTED && v != recorded => {
+            host.secret_derived(v);
+        }
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{Map, Value, json};
+
+    use super::{CALL_DEPTH_MAX, Dispatch, declare_secret_derived, dispatch};
+    use crate::engine::testing::{TestHost, run, workflow};
+    use crate::model::RunStatus;
+
+    fn params(v: Value) -> Map<String, Value> {
+        v.as_object().cloned().unwrap_or_default()
+    }
+
+    #[test]
+    fn a_call_dispatches_its_target_one_hop_deeper() {
+        let target = json!({"kind": "workflow", "id": "child"});
+        let p = params(json!({"target": target, "input": {"x": 1}, "wait": false}));
+        assert_eq!(
+            dispatch(Some("call"), &p, 3),
+            Ok(Dispatch {
+                target: target.clone(),
+                input: json!({"x": 1}),
+                wait: false,
+                depth: 4
+            })
+        );
+        // Defaults: wait true, input {}.
+        let p = params(json!({"target": target, "wait": null}));
+        let d = dispatch(Some("call"), &p, 0).expect("dispatch");
+        assert_eq!((d.input, d.wait, d.depth), (json!({}), true, 1));
+    }
+
+    #[test]
+    fn bad_calls_fail_before_dispatch() {
+        let target = json!({"kind": "function", "name": "f"});
+        let p = params(json!({"target": target}));
+        let e = dispatch(Some("invoke"), &p, 0).expect_err("action");
+        assert_eq!(e.code, "unknown_action");
+        let e = dispatch(Some("call"), &params(json!({"target": {"kind": "job"}})), 0)
+            .expect_err("target kind");
+        assert_eq!(e.code, "param_invalid");
+        assert!(
+            e.message.ends_with("got object"),
+            "the shape, never the value: {}",
+            e.message
+        );
+        let e = dispatch(
+            Some("call"),
+            &params(json!({"target": target, "wait": "yes"})),
+            0,
+        )
+        .expect_err("wait");
+        assert_eq!(e.message, "call wait must be a boolean, got string");
+        assert!(
+            dispatch(Some("call"), &p, CALL_DEPTH_MAX - 1).is_ok(),
+            "the bound itself"
+        );
+        let e = dispatch(Some("call"), &p, CALL_DEPTH_MAX).expect_err("past the bound");
+        assert_eq!(e.code, "call_depth_exceeded");
+        assert!(!e.retryable);
+    }
+
+    #[test]
+    fn only_the_redacted_parts_are_declared_secret_derived() {
+        let host = TestHost::new();
+        let params = json!({"target": {"kind": "workflow", "id": "c"},
+                            "input": {"token": "s3cr3t", "n": 1, "list": ["a", "k"]}});
+        let recorded = json!({"target": {"kind": "workflow", "id": "c"},
+                              "input": {"token": "[redacted]", "n": 1, "list": ["a", "[redacted]"]}});
+        declare_secret_derived(&host, &params, &recorded);
+        assert_eq!(*host.declared.borrow(), [json!("s3cr3t"), json!("k")]);
+    }
+
+    #[test]
+    fn a_call_step_runs_through_the_host_seam_once() {
+        let host = TestHost::new();
+        let wf = workflow(
+            json!([{"id": "c", "uses": {"app": "@w6w/call", "action": "call"},
+                    "with": {"target": {"kind": "workflow", "id": "child"}, "input": {"v": 2}}}]),
+            json!([]),
+        );
+        let r = run(&wf, &host);
+        assert_eq!(r.status, RunStatus::Succeeded);
+        assert_eq!(
+            *host.callables.borrow(),
+            [(
+                json!({"kind": "workflow", "id": "child"}),
+                json!({"v": 2}),
+                true,
+                1
+            )]
+        );
+        let record = &r.state.steps["c"];
+        assert_eq!(record.attempt, 1);
+        assert_eq!(record.meta, None, "CALL-3: no meta");
+    }
+}

@@ -1,0 +1,387 @@
+//! `foreach` (CTRL-4, CTRL-5): the body once per item, at most `parallelism` at a time.
+//!
+//! Owns: item and parallelism checks, launching iterations in index order, fail-fast, and
+//! the foreach's record (`iterations`, `failedIterations`) and output (`{items}`).
+//! Invariant: an iteration's scope is the foreach's plus `foreach.item` / `foreach.index`;
+//! the reported failure is the lowest failed index (FAN-7), whatever order they failed in.
+
+use serde_json::{Map, Value, json};
+
+use super::{fold_frames, param_invalid, stopped, sub_error};
+use crate::engine::EngineError;
+use crate::engine::graph::Block;
+use crate::engine::journal::Frame;
+use crate::engine::step::StepCtx;
+use crate::engine::strand::InFlight;
+use crate::engine::walk::{GraphOutcome, StepEnd};
+use crate::host::{LogLevel, WorkflowContext};
+use crate::model::{OnError, StepError, StepExecution};
+use crate::plan::PlanValue;
+
+/// A `foreach` over more items than this fails with `param_invalid` (a limit on
+/// everything: one record per iteration is kept in the run state).
+pub const FOREACH_ITEMS_MAX: usize = 100_000;
+
+/// CTRL-4/5: run the foreach whose start `record` is committed, with resolved `params`.
+pub(super) async fn foreach<C: WorkflowContext>(
+    cx: &StepCtx<'_, C>,
+    params: &Map<String, Value>,
+    body: usize,
+    parallelism: PlanValue<u64>,
+    mut record: StepExecution,
+) -> Result<(StepEnd, Vec<StepError>), EngineError> {
+    let failed = |record, e| Ok((StepEnd::Done(cx.fail(record, e)), Vec::new()));
+    let (items, width) = match checked(params, parallelism) {
+        Ok(checked) => checked,
+        Err(e) => return failed(record, e),
+    };
+    let controls = &cx.walk.engine.plan.controls;
+    let Some(block) = controls.blocks.get(body) else {
+        return failed(record, param_invalid("foreach body has no plan"));
+    };
+    let graph = Block {
+        sub: block,
+        slot: &controls.slot,
+    };
+    // CTRL-5: an error edge overrides onError — the foreach fails fast and routes.
+    let fail_fast = cx.error_edge || cx.step.on_error() == OnError::Fail;
+    let frames: Vec<Frame> = (0..items.len())
+        .map(|k| cx.frame().child(&cx.step.id, "iterations", k))
+        .collect();
+    let run = Iterations {
+        items: &items,
+        width,
+        fail_fast,
+        tainted: crate::engine::journal::is_secret_derived(&record),
+    };
+    let (outcomes, canceled) = run.all(cx, &graph, &frames).await?;
+    if let Some(end) = stopped(&outcomes) {
+        return Ok((end, Vec::new()));
+    }
+    let (iterations, items_out) = fold_frames(cx, &frames, |_| block.last, &canceled);
+    record
+        .extra
+        .insert("iterations".into(), Value::Array(iterations));
+    let failures = failed_iterations(&outcomes);
+    if fail_fast && let Some((k, e)) = failures.first() {
+        // FAN-7 for iterations: the reported error is the lowest failed index.
+        return failed(record, sub_error(&format!("iteration {k}"), e));
+    }
+    // CTRL-5 "continue": failed iterations stay failed in their records, their `items`
+    // entry is null, the foreach succeeds; continue-record also lists them.
+    let kept = if cx.step.on_error() == OnError::ContinueRecord {
+        failures
+            .iter()
+            .map(|(k, e)| sub_error(&format!("iteration {k}"), e).for_step(&cx.step.id))
+            .collect()
+    } else {
+        Vec::new()
+    };
+    if !failures.is_empty() {
+        record.extra.insert(
+            "failedIterations".into(),
+            json!(failures.iter().map(|(k, _)| k).collect::<Vec<_>>()),
+        );
+    }
+    let out = json!({"items": items_out});
+    Ok((StepEnd::Done(cx.succeed(record, out)), kept))
+}
+
+/// The failed iterations, by index.
+fn failed_iterations(outcomes: &[Option<GraphOutcome>]) -> Vec<(usize, &StepError)> {
+    outcomes
+        .iter()
+        .enumerate()
+        .filter_map(|(k, o)| match o {
+            Some(GraphOutcome::Failed(e)) => Some((k, e)),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The items (at most [`FOREACH_ITEMS_MAX`]) and how many iterations may run at once
+/// (`parallelism`, clamped to 1…items).
+fn checked(
+    params: &Map<String, Value>,
+    parallelism: PlanValue<u64>,
+) -> Result<(Vec<Value>, usize), StepError> {
+    let items = match params.get("items") {
+        Some(Value::Array(a)) if a.len() <= FOREACH_ITEMS_MAX => a.clone(),
+        Some(Value::Array(a)) => {
+            return Err(param_invalid(format!(
+                "foreach items has {} entries; at most {FOREACH_ITEMS_MAX} are allowed",
+                a.len()
+            )));
+        }
+        other => {
+            return Err(param_invalid(format!(
+                "foreach items must resolve to an array, got {}",
+                other.map_or("nothing".to_owned(), Value::to_string)
+            )));
+        }
+    };
+    let parallelism = match parallelism {
+        PlanValue::Known(p) => p,
+        PlanValue::AtRunTime => match params.get("parallelism").and_then(Value::as_f64) {
+            Some(p) if p >= 1.0 && p.fract() == 0.0 => p as u64,
+            _ => {
+                return Err(param_invalid(
+                    "foreach parallelism must resolve to a whole number >= 1",
+                ));
+            }
+        },
+    };
+    let width = usize::try_from(parallelism)
+        .unwrap_or(usize::MAX)
+        .clamp(1, items.len().max(1));
+    Ok((items, width))
+}
+
+/// How one foreach runs its iterations.
+struct Iterations<'v> {
+    items: &'v [Value],
+    /// At most this many in flight.
+    width: usize,
+    /// The first failure cancels the in-flight iterations and starts no more.
+    fail_fast: bool,
+    /// SEC-1: the items are secret-derived.
+    tainted: bool,
+}
+
+impl Iterations<'_> {
+    /// Every iteration's outcome (`None`: never started or canceled), and the indices of
+    /// the iterations a fail-fast canceled in flight.
+    async fn all<C: WorkflowContext>(
+        &self,
+        cx: &StepCtx<'_, C>,
+        graph: &Block<'_>,
+        frames: &[Frame],
+    ) -> Result<(Vec<Option<GraphOutcome>>, Vec<usize>), EngineError> {
+        let n = self.items.len();
+        let mut outcomes: Vec<Option<GraphOutcome>> = vec![None; n];
+        let mut canceled = Vec::new();
+        let mut inflight = InFlight::new();
+        let mut next = 0;
+        let mut stop = false;
+        loop {
+            while !stop && inflight.len() < self.width && next < n {
+                let mut child = cx.scope.clone();
+                // CTRL-4: each iteration's child scope adds foreach.item / foreach.index.
+                child.foreach = Some(json!({"item": self.items[next], "index": next}));
+                if self.tainted {
+                    // SEC-1: items drawn from a secret-derived value are secret-derived.
+                    child.taint(&["foreach"]);
+                }
+                inflight.push(next, cx.walk.sub(graph, &frames[next]).walk(child));
+                next += 1;
+            }
+            let Some((k, result)) = inflight.next().await else {
+                break;
+            };
+            let outcome = result?;
+            match &outcome {
+                GraphOutcome::Failed(_) if self.fail_fast => {
+                    stop = true;
+                    canceled = inflight.cancel_all();
+                    let id = &cx.step.id;
+                    cx.host().log(
+                        LogLevel::Warn,
+                        &format!(
+                            "foreach {id}: iteration {k} failed; canceled in-flight iterations {canceled:?}; {} never started",
+                            n - next
+                        ),
+                        Some(&json!({"step": id, "failedIteration": k,
+                                     "canceledIterations": canceled})),
+                    );
+                }
+                // FAN-6 applied to iterations: stop launching, let in-flight ones end.
+                GraphOutcome::Suspended(_) | GraphOutcome::Canceled => stop = true,
+                _ => {}
+            }
+            outcomes[k] = Some(outcome);
+        }
+        Ok((outcomes, canceled))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{Value, json};
+
+    use super::{FOREACH_ITEMS_MAX, checked};
+    use crate::engine::testing::{TestHost, act, control, run, workflow};
+    use crate::model::{RunStatus, StepStatus};
+    use crate::plan::PlanValue;
+
+    /// A foreach over `items` whose one-step body echoes the item's script.
+    fn looped(items: Value, extra: Value) -> crate::model::Workflow {
+        let mut with = json!({"items": items, "body": ["work"]});
+        if let (Some(w), Value::Object(e)) = (with.as_object_mut(), extra) {
+            w.extend(e);
+        }
+        let mut lp = control("loop", "foreach", with);
+        if let Some(on_error) = lp.get("with").and_then(|w| w.get("onError")).cloned() {
+            lp["onError"] = on_error;
+            lp["with"].as_object_mut().map(|w| w.remove("onError"));
+        }
+        workflow(
+            json!([
+                lp,
+                act(
+                    "work",
+                    json!({
+                "n": {"$": "foreach.item.n"},
+                "fail": {"$": "foreach.item.fail"},
+                "yields": {"$": "foreach.item.yields"},
+                "index": {"$": "foreach.index"}})
+                )
+            ]),
+            json!([]),
+        )
+    }
+
+    fn item(n: u64, fail: bool, yields: u64) -> Value {
+        json!({"n": n, "fail": fail, "yields": yields})
+    }
+
+    #[test]
+    fn fail_fast_reports_the_failed_iteration_and_cancels_the_rest() {
+        // Iteration 2 fails first (1 yield); 0 and 1 are still in flight; 3 never starts.
+        let items = json!([
+            item(0, false, 5),
+            item(1, true, 3),
+            item(2, true, 1),
+            item(3, false, 0)
+        ]);
+        let host = TestHost::new();
+        let r = run(&looped(items, json!({"parallelism": 3})), &host);
+        assert_eq!(r.status, RunStatus::Failed);
+        let error = r.error.expect("run error");
+        assert_eq!(error.code, "boom");
+        assert_eq!(error.step_id.as_deref(), Some("loop"));
+        assert!(
+            error.message.starts_with("iteration 2, step work:"),
+            "{}",
+            error.message
+        );
+        let indices: Vec<Value> = host
+            .invoked
+            .borrow()
+            .iter()
+            .map(|(_, p)| p["index"].clone())
+            .collect();
+        assert_eq!(
+            indices,
+            [json!(0), json!(1), json!(2)],
+            "item 3 never starts"
+        );
+        let record = &r.state.steps["loop"];
+        assert_eq!(record.status, StepStatus::Failed);
+        let iterations = record.extra["iterations"].as_array().expect("iterations");
+        assert_eq!(iterations.len(), 4);
+        for k in [0, 1] {
+            assert_eq!(iterations[k]["work"]["status"], "skipped", "iteration {k}");
+            assert_eq!(iterations[k]["work"]["canceled"], true, "iteration {k}");
+        }
+        assert_eq!(iterations[2]["work"]["status"], "failed");
+        assert_eq!(iterations[3], json!({}));
+        let data = host.log_data("canceled in-flight iterations").expect("log");
+        assert_eq!(data["failedIteration"], 2);
+        assert_eq!(data["canceledIterations"], json!([0, 1]));
+    }
+
+    #[test]
+    fn fail_fast_with_everything_failing_reports_the_lowest_index() {
+        // Sequential (parallelism 1): iteration 0 fails and nothing else starts.
+        let items = json!([item(0, true, 0), item(1, true, 0)]);
+        let host = TestHost::new();
+        let r = run(&looped(items, json!({})), &host);
+        let error = r.error.expect("run error");
+        assert!(
+            error.message.starts_with("iteration 0,"),
+            "{}",
+            error.message
+        );
+        assert_eq!(host.invoked.borrow().len(), 1);
+    }
+
+    #[test]
+    fn continue_record_keeps_failed_iterations_null_and_lists_them() {
+        let items = json!([item(10, false, 2), item(11, true, 0), item(12, false, 0)]);
+        let host = TestHost::new();
+        let wf = looped(
+            items,
+            json!({"parallelism": 3, "onError": "continue-record"}),
+        );
+        let r = run(&wf, &host);
+        assert_eq!(r.status, RunStatus::Succeeded);
+        let record = &r.state.steps["loop"];
+        assert_eq!(record.status, StepStatus::Succeeded);
+        let out = record.output.as_ref().expect("output");
+        let ns: Vec<Value> = out["items"]
+            .as_array()
+            .expect("items")
+            .iter()
+            .map(|v| v.get("n").cloned().unwrap_or(Value::Null))
+            .collect();
+        assert_eq!(
+            ns,
+            [json!(10), Value::Null, json!(12)],
+            "index order, not finish order"
+        );
+        assert_eq!(record.extra["failedIterations"], json!([1]));
+        assert_eq!(r.state.step_errors.len(), 1);
+        assert_eq!(r.state.step_errors[0].step_id.as_deref(), Some("loop"));
+        assert!(r.state.step_errors[0].message.starts_with("iteration 1,"));
+    }
+
+    #[test]
+    fn parallelism_bounds_the_iterations_in_flight() {
+        let items: Vec<Value> = (0..6).map(|n| item(n, false, 3)).collect();
+        for (parallelism, expected) in [(1, 1), (2, 2), (4, 4), (100, 6)] {
+            let host = TestHost::new();
+            let r = run(
+                &looped(json!(items), json!({"parallelism": parallelism})),
+                &host,
+            );
+            assert_eq!(r.status, RunStatus::Succeeded);
+            assert_eq!(
+                host.max_in_flight.get(),
+                expected,
+                "parallelism {parallelism}"
+            );
+        }
+    }
+
+    #[test]
+    fn items_and_parallelism_are_checked() {
+        let params = |v: Value| v.as_object().cloned().unwrap_or_default();
+        let known = PlanValue::Known(2);
+        let e = checked(&params(json!({"items": "abc"})), known).expect_err("not an array");
+        assert_eq!(e.code, "param_invalid");
+        assert_eq!(
+            e.message,
+            "foreach items must resolve to an array, got \"abc\""
+        );
+        let e = checked(&params(json!({})), known).expect_err("absent");
+        assert!(e.message.ends_with("got nothing"));
+        let many = vec![Value::Null; FOREACH_ITEMS_MAX + 1];
+        let e = checked(&params(json!({"items": many})), known).expect_err("too many");
+        assert!(e.message.contains("at most 100000"), "{}", e.message);
+        let at_run = PlanValue::AtRunTime;
+        for bad in [json!(0), json!(1.5), json!("2"), Value::Null] {
+            let p = params(json!({"items": [1], "parallelism": bad}));
+            assert!(checked(&p, at_run).is_err(), "parallelism {bad}");
+        }
+        let p = params(json!({"items": [1, 2, 3], "parallelism": 2.0}));
+        assert_eq!(checked(&p, at_run).map(|(_, w)| w), Ok(2));
+        // The width is clamped to the item count, and to 1 for no items.
+        let p = params(json!({"items": [1, 2, 3]}));
+        assert_eq!(
+            checked(&p, PlanValue::Known(u64::MAX)).map(|(_, w)| w),
+            Ok(3)
+        );
+        let p = params(json!({"items": []}));
+        assert_eq!(checked(&p, PlanValue::Known(5)).map(|(_, w)| w), Ok(1));
+    }
+}

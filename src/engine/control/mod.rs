@@ -1,0 +1,189 @@
+//! The canonical controls, interpreted natively (CTRL-1…10), and `@w6w/call` (CALL-1…3).
+//!
+//! Owns: what `if`, `foreach`, `parallel`, `wait`, `aggregate`, `merge` and `call` do at
+//! run time — one file per control, this one dispatches and holds what they share.
+//! Companion §5 item 2: the *engine* decides a control's outcome; the host computes
+//! nothing and is never invoked for a control. Invariant: controls and calls run no retry
+//! loop (RETRY-6) and carry no meta (CALL-3, META-4); sub-block steps record into frames of
+//! their control and never take part in main-graph routing (CTRL-9).
+
+mod call;
+mod condition;
+mod foreach;
+mod join;
+mod parallel;
+mod wait;
+
+use serde_json::{Map, Value, json};
+
+use super::journal::Extras;
+use super::journal::Frame;
+use super::step::StepCtx;
+use super::walk::{GraphOutcome, StepEnd};
+use super::{EngineCode, EngineError};
+use crate::expr::{ResolveError, Resolved};
+use crate::host::WorkflowContext;
+use crate::model::{Phase, StepError, StepExecution, StepStatus};
+use crate::plan::ControlParams;
+
+pub use call::CALL_DEPTH_MAX;
+pub(crate) use call::call;
+pub use foreach::FOREACH_ITEMS_MAX;
+
+/// Run one control step (CTRL-2…8). Returns its end and, under `continue-record`, the
+/// failures it swallowed.
+pub(crate) async fn run<C: WorkflowContext>(
+    cx: &StepCtx<'_, C>,
+) -> Result<(StepEnd, Vec<StepError>), EngineError> {
+    let Some(control) = cx.walk.engine.plan.controls.control(cx.i) else {
+        let e = StepError::new(
+            EngineCode::UnknownControl,
+            format!("step {:?} is not a canonical control", cx.step.id),
+            Phase::Resolution,
+        );
+        return Ok((StepEnd::Done(cx.fail(cx.start_record(), e)), Vec::new()));
+    };
+    let resolved = cx.resolve();
+    if let ControlParams::Wait(spec) = &control.params {
+        return Ok((wait::wait(cx, *spec, resolved).await?, Vec::new()));
+    }
+    // RUN-6 / D-73: a control resumed after a crash continues the same attempt (its
+    // finished frames are carried), so it keeps the time that attempt started.
+    let carried_start = cx
+        .existing
+        .as_ref()
+        .filter(|r| r.status == StepStatus::Running)
+        .and_then(|r| r.started_at.clone());
+    // RUN-2: control start (a resumed control re-runs; its frames are reused).
+    let (record, params) = match start_resolved(cx, resolved, carried_start).await? {
+        Ok(started) => started,
+        Err(failed) => return Ok((StepEnd::Done(failed), Vec::new())),
+    };
+    let done = |r: Result<Value, StepError>, record| match r {
+        Ok(out) => StepEnd::Done(cx.succeed(record, out)),
+        Err(e) => StepEnd::Done(cx.fail(record, e)),
+    };
+    Ok(match &control.params {
+        ControlParams::If => (done(condition::output(&params), record), Vec::new()),
+        ControlParams::Aggregate { mode } => (
+            done(join::join(*mode, &params, &cx.inbound, false), record),
+            Vec::new(),
+        ),
+        ControlParams::Merge { mode } => (
+            done(join::join(*mode, &params, &cx.inbound, true), record),
+            Vec::new(),
+        ),
+        ControlParams::Foreach { body, parallelism } => {
+            foreach::foreach(cx, &params, *body, *parallelism, record).await?
+        }
+        ControlParams::Parallel { branches, strategy } => (
+            parallel::parallel(cx, &params, branches, *strategy, record).await?,
+            Vec::new(),
+        ),
+        ControlParams::Wait(_) => (StepEnd::Canceled, Vec::new()),
+    })
+}
+
+/// RUN-2 start of a control or call step: the start checkpoint (recorded input is the
+/// redacted params, SEC-1), then the params — or, when resolution failed, the step's
+/// terminal failed record (phase `resolution`, never retried: RETRY-6).
+async fn start_resolved<C: WorkflowContext>(
+    cx: &StepCtx<'_, C>,
+    resolved: Result<Resolved, ResolveError>,
+    carried_start: Option<String>,
+) -> Result<Result<(StepExecution, Map<String, Value>), StepExecution>, EngineError> {
+    let mut record = cx.start_record();
+    if let Some(at) = carried_start {
+        record.started_at = Some(at);
+    }
+    if let Ok(r) = &resolved {
+        record.input = Some(Value::Object(r.redacted()));
+        super::journal::mark_secret_derived(&mut record, r);
+    }
+    cx.journal()
+        .commit_step(cx.host(), cx.frame(), record.clone(), Extras::default())
+        .await?;
+    Ok(match resolved {
+        Ok(r) => Ok((record, r.params)),
+        Err(e) => {
+            let error = StepError::new(e.code.as_str(), e.message, Phase::Resolution);
+            Err(cx.fail(record, error))
+        }
+    })
+}
+
+/// A control's own parameter problem: phase `resolution`, never retried.
+fn param_invalid(message: impl Into<String>) -> StepError {
+    let mut e = StepError::new(EngineCode::ParamInvalid, message, Phase::Resolution);
+    e.retryable = false;
+    e
+}
+
+/// A sub-block instance's records with in-flight steps marked canceled.
+fn closed(mut records: Map<String, Value>, canceled: bool) -> Value {
+    if canceled {
+        for r in records.values_mut() {
+            if r.get("status").and_then(Value::as_str) == Some("running")
+                && let Value::Object(m) = r
+            {
+                m.insert("status".into(), json!("skipped"));
+                m.insert("canceled".into(), json!(true));
+            }
+        }
+    }
+    Value::Object(records)
+}
+
+/// The output of a sub-block instance: its last step's output when it succeeded.
+fn block_output(records: &Map<String, Value>, last_id: &str) -> Value {
+    records
+        .get(last_id)
+        .filter(|r| r.get("status").and_then(Value::as_str) == Some("succeeded"))
+        .and_then(|r| r.get("output").cloned())
+        .unwrap_or(Value::Null)
+}
+
+/// A sub-block step's error as its control reports it: `what` (the instance) and the
+/// inner step named in the message; the control's own step id is set by routing.
+fn sub_error(what: &str, error: &StepError) -> StepError {
+    let mut e = error.clone();
+    let inner = error.step_id.as_deref().unwrap_or("?");
+    e.message = format!("{what}, step {inner}: {}", error.message);
+    e.step_id = None;
+    e
+}
+
+/// How a control's sub-blocks stopped without deciding it: the first suspension by
+/// instance index (FAN-7), else a cancellation; `None` when every instance finished.
+fn stopped(outcomes: &[Option<GraphOutcome>]) -> Option<StepEnd> {
+    if let Some(s) = outcomes.iter().flatten().find_map(|o| match o {
+        GraphOutcome::Suspended(s) => Some(s.clone()),
+        _ => None,
+    }) {
+        return Some(StepEnd::Suspended(s));
+    }
+    outcomes
+        .iter()
+        .flatten()
+        .any(|o| *o == GraphOutcome::Canceled)
+        .then_some(StepEnd::Canceled)
+}
+
+/// Every instance's records, closed (`canceled` instances' in-flight steps marked), and
+/// each instance's output (its last step's, when it succeeded).
+fn fold_frames<C: WorkflowContext>(
+    cx: &StepCtx<'_, C>,
+    frames: &[Frame],
+    last_ids: impl Fn(usize) -> usize,
+    canceled: &[usize],
+) -> (Vec<Value>, Vec<Value>) {
+    let steps = &cx.walk.engine.workflow.steps;
+    let mut records = Vec::with_capacity(frames.len());
+    let mut outputs = Vec::with_capacity(frames.len());
+    for (k, f) in frames.iter().enumerate() {
+        let r = cx.journal().frame_records(f);
+        outputs.push(block_output(&r, &steps[last_ids(k)].id));
+        records.push(closed(r, canceled.contains(&k)));
+    }
+    (records, outputs)
+}
