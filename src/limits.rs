@@ -1,5 +1,7 @@
-//! The one place for the limits that what the tool produces, stores and reads must agree
-//! on (issue 12 item 5, SEC-2).
+//! The one place for the tool's limits (issue 11 item 6): depth, size, count and budget
+//! caps, each defined here with a doc line; other modules use or re-export them. First,
+//! the limits that what the tool produces, stores and reads must agree on (issue 12 item
+//! 5, SEC-2).
 //!
 //! `serde_json` refuses text nested deeper than 128 levels, and every file the tool writes
 //! (a store file, a trace line, a report, a response) is read back by it. A recorded value
@@ -19,6 +21,85 @@ pub const ENVELOPE_DEPTH: usize = 32;
 
 /// Deepest nesting of any document or value the tool accepts, produces or records.
 pub const MAX_NESTING_DEPTH: usize = READ_DEPTH - ENVELOPE_DEPTH;
+
+// ---------------------------------------------------------------------------------------
+// Every other tool limit (issue 11 item 6): defined here, one doc line each, and re-exported
+// under its old name where a module's API has it. Spec constants (RETRY-5's backoff cap,
+// META-2's 256, the key grammar's 3..=39, WOML-7's 24 h) stay with the rule they implement;
+// `tests/package.rs` refuses a `MAX` constant defined anywhere else.
+
+// Documents and values.
+
+/// Longest `{{ … }}` template text the resolver parses (EXPR-*; SEC-2).
+pub const MAX_TEMPLATE_BYTES: usize = 256 * 1024;
+/// Most bytes a template scan may walk (8× the template cap: escapes, nested markers).
+pub const MAX_TEMPLATE_SCAN_BYTES: usize = 8 * MAX_TEMPLATE_BYTES;
+/// Deepest nesting of sub-blocks (a body inside a body …); a main-graph control's is 1.
+pub const MAX_CONTROL_NESTING: usize = 16;
+/// Longest duration or timestamp text looked at; longer is refused before parsing.
+pub const MAX_TIME_TEXT_LEN: usize = 64;
+/// Step ids spelled out in one cycle message; longer cycles are abbreviated.
+pub const MAX_CYCLE_IDS_IN_MESSAGE: usize = 100;
+/// Largest WOML / YAML source document a front-end reads: 8 MiB.
+pub const SOURCE_BYTES_MAX: usize = 8 * 1024 * 1024;
+/// Most nodes a WOML / YAML document may hold, alias expansion included.
+pub const NODES_MAX: usize = 200_000;
+/// Longest run id (run ids become file names in the disk store).
+pub const RUN_ID_CHARS_MAX: usize = 128;
+
+// A run's budgets: the defaults of `sim::Limits` (README "Limits"; `--max-*` override them).
+
+/// Action invocations, top-level and composed, across restarts.
+pub const DEFAULT_INVOCATIONS_MAX: u64 = 20_000;
+/// Virtual time a run may span from the epoch: 100 years of 366 days, in ms.
+pub const DEFAULT_VIRTUAL_MS_MAX: u64 = 100 * 366 * 24 * 3_600_000;
+/// Bytes of checkpoint patches a run may record: 64 MiB.
+pub const DEFAULT_RECORDED_BYTES_MAX: u64 = 64 * 1024 * 1024;
+/// Bytes of trace events a run may emit: 256 MiB.
+pub const DEFAULT_TRACE_BYTES_MAX: u64 = 256 * 1024 * 1024;
+
+// The simulator and its store.
+
+/// In-process restarts of one simulated run (each crash fault fires once; a bug's bound).
+pub const RESTARTS_MAX: u64 = 10_000;
+/// The stack segment a simulation switches to when its caller's is short (reserved only).
+pub const SIM_STACK_BYTES: usize = 64 << 20;
+/// Below this much stack left, the simulation switches to a fresh [`SIM_STACK_BYTES`] one.
+pub const STACK_RED_ZONE: usize = 16 << 20;
+/// Largest journal record a reader accepts (a larger length field is damage).
+pub const JOURNAL_RECORD_MAX: usize = 1 << 30;
+
+// Peers across a process boundary and the conformance suite.
+
+/// Longest line read from an adapter, engine or host process: 16 MiB.
+pub const PEER_LINE_BYTES_MAX: usize = 16 * 1024 * 1024;
+/// Messages in one context-protocol turn before the candidate must say `idle`.
+pub const MAX_MESSAGES_PER_TURN: usize = 100_000;
+/// Longest `w6w-sim eval` request line: 64 MiB.
+pub const MAX_REQUEST_LINE_BYTES: usize = 64 * 1024 * 1024;
+/// Largest conformance case file read: 64 MiB.
+pub const MAX_CASE_FILE_BYTES: u64 = 64 * 1024 * 1024;
+/// Bytes of one adapter response a conformance report keeps (a longer one keeps a prefix).
+pub const RESPONSE_KEEP_MAX: usize = 64 * 1024;
+/// Differences a field-level diff collects before it stops.
+pub const MAX_DIFF_ENTRIES: usize = 200;
+/// Crash points checked per generated workflow.
+pub const CRASH_POINTS_MAX: u64 = 64;
+/// Candidate checks the shrinker may spend per generated failure.
+pub const SHRINK_BUDGET: usize = 2_000;
+/// A whole adapter run's default deadline (`--deadline`, 0 = none).
+pub const DEFAULT_DEADLINE: std::time::Duration = std::time::Duration::from_secs(600);
+
+// Excerpts in messages: a pathological input never makes a megabyte-long message.
+
+/// Characters of a value shown in a validation message (`model::show_value`).
+pub const SHOWN_VALUE_CHARS_MAX: usize = 60;
+/// Bytes of a peer process's line quoted in an error.
+pub const PEER_LINE_CLIP_BYTES: usize = 300;
+/// Bytes of a generated workflow's failure text kept in its report.
+pub const GENERATED_TEXT_CLIP_BYTES: usize = 600;
+/// Bytes of one value shown in a field-level diff entry.
+pub const DIFF_VALUE_CLIP_BYTES: usize = 200;
 
 /// Whether `v` nests deeper than `max` levels (a scalar is depth 0, `[]` depth 1).
 /// Iterative: never recurses, whatever the input.

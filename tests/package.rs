@@ -502,3 +502,141 @@ fn the_release_binary_carries_no_debug_info() {
         None
     );
 }
+
+// ---------------------------------------------------------------------------------------
+// One place for limits
+
+/// Limit-named constants allowed outside `src/limits.rs`: spec constants stay with the rule
+/// they implement, and the engine's two wait for its refactor to land (issue 11 item 5).
+const LIMITS_ELSEWHERE: &[(&str, &str, &str)] = &[
+    (
+        "src/engine/",
+        "CALL_DEPTH_MAX",
+        "engine refactor in flight (D-99)",
+    ),
+    (
+        "src/engine/",
+        "FOREACH_ITEMS_MAX",
+        "engine refactor in flight (D-99)",
+    ),
+    (
+        "src/engine/",
+        "WAIT_MS_MAX",
+        "RETRY-5's 300000 ms backoff cap: spec",
+    ),
+    (
+        "src/engine/",
+        "META_STRING_UTF16_MAX",
+        "META-2's 256 characters: spec",
+    ),
+    (
+        "src/model/key.rs",
+        "KEY_LEN_MAX",
+        "the key grammar's 39: spec",
+    ),
+    ("src/dialect/", "DURATION_MS_MAX", "WOML-7/8's 24 h: spec"),
+    (
+        "src/engine/tidy.rs",
+        "FN_LINES_MAX",
+        "a code-style rule of a tidy test, not a tool limit",
+    ),
+];
+
+/// Numeric `const` definitions whose name says limit (`MAX`, `LIMIT`, `BUDGET`, `CAP`) outside
+/// `src/limits.rs` and the allow-list: `path:line: NAME`.
+fn limits_elsewhere(files: &[(String, String)]) -> Vec<String> {
+    let mut found = Vec::new();
+    for (path, text) in files {
+        if path == "src/limits.rs" {
+            continue;
+        }
+        for (n, line) in text.lines().enumerate() {
+            let code = line.split("//").next().unwrap_or("").trim_start();
+            let code = code
+                .strip_prefix("pub(crate) ")
+                .or_else(|| code.strip_prefix("pub "))
+                .unwrap_or(code);
+            let Some(rest) = code.strip_prefix("const ") else {
+                continue;
+            };
+            let name: String = rest
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                .collect();
+            let ty = rest[name.len()..]
+                .trim_start()
+                .trim_start_matches(':')
+                .trim_start();
+            let numeric = [
+                "usize",
+                "u64",
+                "u32",
+                "u16",
+                "i64",
+                "i32",
+                "Duration",
+                "std::time::",
+            ]
+            .iter()
+            .any(|t| ty.starts_with(t));
+            let limit_like = numeric
+                && name
+                    .split('_')
+                    .any(|w| matches!(w, "MAX" | "LIMIT" | "BUDGET" | "CAP"));
+            let allowed = LIMITS_ELSEWHERE
+                .iter()
+                .any(|(prefix, allowed, _)| path.starts_with(prefix) && name == *allowed);
+            if limit_like && !allowed {
+                found.push(format!("{path}:{}: {name}", n + 1));
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn every_tool_limit_is_defined_in_src_limits_rs() {
+    let mut files = Vec::new();
+    library_sources(&root().join("src"), &mut files);
+    let found = limits_elsewhere(&files);
+    assert!(
+        found.is_empty(),
+        "define these in src/limits.rs (with a doc line) and `use` them:\n{}",
+        found.join("\n")
+    );
+    let f = |p: &str, t: &str| (p.to_string(), t.to_string());
+    let synthetic = [
+        f("src/limits.rs", "pub const MAX_NESTING_DEPTH: usize = 96;"),
+        f(
+            "src/plan/x.rs",
+            "pub const MAX_CONTROL_NESTING: usize = 16;",
+        ),
+        f("src/sim/y.rs", "fn f() {\n    const MAX: usize = 300;\n}"),
+        f("src/sim/z.rs", "pub(crate) const SHRINK_BUDGET: usize = 2;"),
+        f(
+            "src/engine/retry.rs",
+            "pub const WAIT_MS_MAX: u64 = 300_000;",
+        ),
+        f(
+            "src/sim/w.rs",
+            "pub const WAIT_MS_MAX: u64 = 1; // spec? not here",
+        ),
+        f(
+            "src/sim/v.rs",
+            "pub use crate::limits::RESTARTS_MAX;\nconst EXT_MAX: &str = \"x-max\";",
+        ),
+        f(
+            "src/sim/u.rs",
+            "const NOT_ON_MAIN_GRAPH: usize = usize::MAX;",
+        ),
+    ];
+    assert_eq!(
+        limits_elsewhere(&synthetic),
+        [
+            "src/plan/x.rs:1: MAX_CONTROL_NESTING",
+            "src/sim/y.rs:2: MAX",
+            "src/sim/z.rs:1: SHRINK_BUDGET",
+            "src/sim/w.rs:1: WAIT_MS_MAX",
+        ]
+    );
+}

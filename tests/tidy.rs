@@ -80,11 +80,12 @@ fn every_case_file_names_clauses() {
 // keeps the two equal, so the document cannot drift from what is enforced.
 
 /// Modules that import nothing from the crate.
-const LEAVES: &[&str] = &["json", "limits", "mutants"];
+const LEAVES: &[&str] = &["limits", "mutants"];
 
 /// Every other top-level module, lowest first: a module may use only modules earlier in
 /// this list, and the leaves.
 const LAYERS: &[&str] = &[
+    "json",
     "model",
     "plan",
     "validate",

@@ -3,7 +3,8 @@
 
 use serde_json::Value;
 
-use crate::json::{DiffEntry, MAX_DIFF_ENTRIES};
+use crate::json::DiffEntry;
+use crate::limits::MAX_DIFF_ENTRIES;
 
 /// Render entries as lines `  /ptr: - reference  + candidate`, each value clipped.
 pub(crate) fn render(entries: &[DiffEntry]) -> Vec<String> {
@@ -29,7 +30,7 @@ pub(crate) fn render(entries: &[DiffEntry]) -> Vec<String> {
 }
 
 fn clip_value(v: &Value) -> String {
-    const MAX: usize = 200;
+    use crate::limits::DIFF_VALUE_CLIP_BYTES as MAX;
     let s = v.to_string();
     if s.len() <= MAX {
         return s;

@@ -29,7 +29,7 @@ use super::Adapter;
 pub const SECRET: &str = "S3CRET-gen-7f3a9c";
 
 /// Crash points checked per workflow (every checkpoint of a generated run fits).
-pub const CRASH_POINTS_MAX: u64 = 64;
+pub use crate::limits::CRASH_POINTS_MAX;
 
 /// The batch size `w6w-sim conformance` runs unless `--generate` says otherwise.
 pub const DEFAULT_GENERATE: usize = 200;
@@ -441,7 +441,7 @@ fn ask(
 }
 
 fn cap(s: &str) -> String {
-    const MAX: usize = 600;
+    use crate::limits::GENERATED_TEXT_CLIP_BYTES as MAX;
     if s.len() <= MAX {
         return s.to_owned();
     }
@@ -684,7 +684,7 @@ impl GeneratedReport {
 }
 
 /// How many candidate checks the shrinker may spend per failure.
-pub const SHRINK_BUDGET: usize = 2_000;
+pub use crate::limits::SHRINK_BUDGET;
 
 /// Run `count` generated workflows (seeds `seed`, `seed + 1`, …) against `adapter`.
 pub fn run_generated(adapter: &mut dyn Adapter, count: usize, seed: u64) -> GeneratedReport {

@@ -38,7 +38,7 @@ pub(crate) const READER_QUEUE: usize = 16;
 /// The default overall deadline of a suite run against an adapter process: ample for
 /// the whole suite (the reference answers it in about a second), short enough that an
 /// adapter that alternates answering and hanging cannot keep CI busy for an hour.
-pub const DEFAULT_DEADLINE: Duration = Duration::from_secs(600);
+pub use crate::limits::DEFAULT_DEADLINE;
 
 /// Timeouts and restart policy of a [`ProcessAdapter`].
 #[derive(Debug, Clone, PartialEq, Eq)]

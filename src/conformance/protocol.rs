@@ -17,7 +17,7 @@ pub const PROTOCOL: &str = "w6w-adapter";
 pub const VERSION: u64 = 1;
 /// The longest line either side reads, in bytes: a limit, so a runaway peer is an error
 /// rather than an out-of-memory abort.
-pub const MAX_LINE_BYTES: usize = 16 * 1024 * 1024;
+pub use crate::limits::PEER_LINE_BYTES_MAX as MAX_LINE_BYTES;
 
 /// The hello the suite sends first.
 pub fn hello() -> Value {
@@ -94,7 +94,7 @@ pub fn ack_capabilities(line: &str) -> Result<Option<super::Capabilities>, Strin
 
 /// Shorten a peer's line for an error message.
 pub(crate) fn clip(line: &str) -> String {
-    const MAX: usize = 300;
+    use crate::limits::PEER_LINE_CLIP_BYTES as MAX;
     let line = line.trim_end();
     if line.len() <= MAX {
         return format!("{line:?}");

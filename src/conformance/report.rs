@@ -282,7 +282,7 @@ pub fn run_suite(
 }
 
 /// At most this many bytes of one response are kept for the report (JSON, JUnit).
-pub(crate) const RESPONSE_KEEP_MAX: usize = 64 * 1024;
+pub(crate) use crate::limits::RESPONSE_KEEP_MAX;
 
 /// A response as the report keeps it: whole when its JSON text fits in
 /// [`RESPONSE_KEEP_MAX`] bytes, else `{"truncated": true, "bytes": N, "prefix": "…"}`.

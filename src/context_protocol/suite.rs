@@ -44,7 +44,7 @@ use crate::sim::{
 
 /// At most this many messages (calls, logs, cancels) in one turn: a candidate that never
 /// says `idle` cannot grow the trace without bound before the session deadline.
-pub const MAX_MESSAGES_PER_TURN: usize = 100_000;
+pub use crate::limits::MAX_MESSAGES_PER_TURN;
 
 /// The code of a session that ended because the candidate broke the protocol.
 pub const PROTOCOL_ERROR: &str = "context_protocol";

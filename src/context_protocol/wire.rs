@@ -19,7 +19,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// The longest line either side reads, in bytes.
-pub const MAX_LINE_BYTES: usize = 16 * 1024 * 1024;
+pub use crate::limits::PEER_LINE_BYTES_MAX as MAX_LINE_BYTES;
 /// Lines of a peer's stderr kept for error messages.
 const STDERR_TAIL_LINES: usize = 5;
 
@@ -107,7 +107,7 @@ pub(crate) fn read_bounded_line<R: BufRead + ?Sized>(
 
 /// Shorten a peer's line for an error message.
 pub(crate) fn clip(line: &str) -> String {
-    const MAX: usize = 300;
+    use crate::limits::PEER_LINE_CLIP_BYTES as MAX;
     let line = line.trim_end();
     if line.len() <= MAX {
         return format!("{line:?}");

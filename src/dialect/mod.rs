@@ -30,12 +30,12 @@ pub use run::{
     DialectRunError, decorate_report, prepare_scenario, run, script_failure_kinds, split_manifest,
 };
 
-/// The largest source document a front-end reads (SEC-2): 8 MiB.
-pub const SOURCE_BYTES_MAX: usize = 8 * 1024 * 1024;
 /// The deepest nesting a YAML document may have (the same bound as w6w JSON documents).
-pub const DEPTH_MAX: usize = crate::model::MAX_NESTING_DEPTH;
+pub use crate::limits::MAX_NESTING_DEPTH as DEPTH_MAX;
 /// The most nodes a document may hold, alias expansion included (SEC-2).
-pub const NODES_MAX: usize = 200_000;
+pub use crate::limits::NODES_MAX;
+/// The largest source document a front-end reads (SEC-2): 8 MiB.
+pub use crate::limits::SOURCE_BYTES_MAX;
 
 /// Which language a workflow document is written in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

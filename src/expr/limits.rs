@@ -4,14 +4,14 @@
 
 /// Deepest nesting of a with block, a JSONLogic rule or a stringified value: the crate's
 /// one depth limit (`crate::limits`), which the store can always read back.
-pub const MAX_NESTING_DEPTH: usize = crate::limits::MAX_NESTING_DEPTH;
+pub use crate::limits::MAX_NESTING_DEPTH;
 
 /// Longest string (in bytes) parsed as a `{{ }}` template: a with string containing `{{`,
 /// a render part's content, or the `parse` op's text. Strings without `{{` are never
 /// parsed and have no limit.
-pub const MAX_TEMPLATE_BYTES: usize = 256 * 1024;
+pub use crate::limits::MAX_TEMPLATE_BYTES;
 
 /// Upper bound on the bytes the balanced close scan may visit while parsing one template.
 /// The scan restarts at every `{{ =` marker, so adversarial text could otherwise make
 /// parsing quadratic.
-pub const MAX_TEMPLATE_SCAN_BYTES: usize = 8 * MAX_TEMPLATE_BYTES;
+pub use crate::limits::MAX_TEMPLATE_SCAN_BYTES;

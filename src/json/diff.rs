@@ -3,7 +3,7 @@
 //!
 //! Owns: the one definition of "the same JSON" that the conformance expectations, the
 //! simulator's durability check (a reopened store against the acknowledged checkpoints)
-//! and `--diff-reference` share. A leaf: refuses to know what the documents mean.
+//! and `--diff-reference` share. Refuses to know what the documents mean.
 
 use serde_json::{Value, json};
 
@@ -28,9 +28,7 @@ fn escape_token(token: &str) -> String {
     token.replace('~', "~0").replace('/', "~1")
 }
 
-/// At most this many differences are collected: a limit, so two unrelated documents do
-/// not produce a diff larger than both.
-pub const MAX_DIFF_ENTRIES: usize = 200;
+use crate::limits::MAX_DIFF_ENTRIES;
 
 /// One differing field. `None` means the field is absent on that side.
 #[derive(Debug, Clone, PartialEq)]

@@ -9,11 +9,11 @@
 //! keeps its line/column errors, number handling and recursion limit (docs/decisions.md
 //! D-47). Invariant: accepts exactly what `serde_json::from_str` accepts, minus duplicates,
 //! and yields the same `Value`. `diff.rs` compares values ([`json_eq`], [`json_diff`]).
-//! A leaf: imports nothing from the crate.
+//! The bottom of the layer order: it uses only `limits`.
 
 mod diff;
 
-pub use diff::{DiffEntry, MAX_DIFF_ENTRIES, json_diff, json_eq};
+pub use diff::{DiffEntry, json_diff, json_eq};
 
 use std::fmt;
 

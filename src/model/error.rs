@@ -142,7 +142,7 @@ pub fn json_kind(v: &serde_json::Value) -> &'static str {
 
 /// A short rendering of a value for messages: compact JSON, cut after 60 characters.
 pub fn show_value(v: &serde_json::Value) -> String {
-    const MAX: usize = 60;
+    use crate::limits::SHOWN_VALUE_CHARS_MAX as MAX;
     let text = v.to_string();
     if text.chars().count() <= MAX {
         text

@@ -37,7 +37,7 @@ use control::{StepView, analyse_controls};
 
 /// At most this many step ids are spelled out in one cycle message; longer cycles are
 /// abbreviated so a pathological document cannot produce a megabyte-long message.
-pub const MAX_CYCLE_IDS_IN_MESSAGE: usize = 100;
+pub use crate::limits::MAX_CYCLE_IDS_IN_MESSAGE;
 
 /// One edge of the main graph, by step index.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

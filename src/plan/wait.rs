@@ -18,7 +18,7 @@ const MS_PER_SECOND: u64 = 1000;
 
 /// The longest duration or timestamp text we look at; anything longer is refused before
 /// parsing, so a pathological string costs nothing.
-pub const MAX_TIME_TEXT_LEN: usize = 64;
+pub use crate::limits::MAX_TIME_TEXT_LEN;
 
 /// Parse an ISO-8601 duration (`PT5M`, `P1DT2H`, `PT0.5S`, `P2W`) into milliseconds.
 ///

@@ -18,7 +18,7 @@ pub(crate) mod sim;
 
 /// The longest request line `eval` reads; a longer one is answered `bad_request` and
 /// skipped without being held in memory (SEC-2).
-pub const MAX_REQUEST_LINE_BYTES: usize = 64 * 1024 * 1024;
+pub use crate::limits::MAX_REQUEST_LINE_BYTES;
 
 /// The response for a malformed request.
 pub fn bad_request(message: impl Into<String>) -> Value {

@@ -53,7 +53,7 @@ pub const MAGIC: &[u8; 8] = b"w6wjrnl\n";
 /// How far one lease raises the trace-sequence ceiling.
 pub const SEQ_BLOCK: u64 = 1024;
 /// The largest record a reader accepts (a larger length field is damage).
-pub const RECORD_MAX: usize = 1 << 30;
+pub use crate::limits::JOURNAL_RECORD_MAX as RECORD_MAX;
 /// Compaction: rewrite once the records since the snapshot exceed this many bytes and
 /// `COMPACT_FACTOR` × the snapshot (so a compaction's O(state) cost is amortized).
 const COMPACT_MIN_BYTES: u64 = 4 << 20;

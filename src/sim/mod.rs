@@ -76,10 +76,10 @@ impl Limits {
     /// The defaults: room for every bench and suite run by orders of magnitude, small enough
     /// that `retry.maxAttempts: 1e9` on an always-failing action ends within seconds.
     pub const DEFAULT: Limits = Limits {
-        invocations: 20_000,
-        virtual_ms: 100 * 366 * 24 * 3_600_000,
-        recorded_bytes: 64 * 1024 * 1024,
-        trace_bytes: 256 * 1024 * 1024,
+        invocations: crate::limits::DEFAULT_INVOCATIONS_MAX,
+        virtual_ms: crate::limits::DEFAULT_VIRTUAL_MS_MAX,
+        recorded_bytes: crate::limits::DEFAULT_RECORDED_BYTES_MAX,
+        trace_bytes: crate::limits::DEFAULT_TRACE_BYTES_MAX,
     };
 }
 
@@ -273,10 +273,9 @@ impl Acked {
 /// The stack a simulation runs on when its caller's is short: engine futures of an
 /// unoptimised build are large, and a `cargo test` thread has only 2 MiB. Reserved, not
 /// committed: only the pages touched are memory.
-pub const SIM_STACK_BYTES: usize = 64 << 20;
+pub use crate::limits::SIM_STACK_BYTES;
 
-/// Below this much stack left, [`with_stack`] switches to a fresh [`SIM_STACK_BYTES`] one.
-const STACK_RED_ZONE: usize = 16 << 20;
+use crate::limits::STACK_RED_ZONE;
 
 /// Run `f` with at least [`STACK_RED_ZONE`] bytes of stack, on a fresh stack segment of this
 /// thread when the caller's is shorter (no thread, so nothing needs to be `Send`).
@@ -284,9 +283,7 @@ pub fn with_stack<R>(f: impl FnOnce() -> R) -> R {
     stacker::maybe_grow(STACK_RED_ZONE, SIM_STACK_BYTES, f)
 }
 
-/// Bound on in-process restarts: each crash fault fires once, so a well-formed scenario
-/// never comes near it; it keeps a bug from looping forever (SEC-2).
-const RESTARTS_MAX: u64 = 10_000;
+use crate::limits::RESTARTS_MAX;
 
 fn open_store(choice: &StoreChoice) -> Result<Box<dyn Store>, SimError> {
     Ok(match choice {

@@ -127,7 +127,7 @@ impl Default for Scenario {
 }
 
 /// Run ids become file names in the disk store: keep them to a safe alphabet.
-pub const RUN_ID_CHARS_MAX: usize = 128;
+pub use crate::limits::RUN_ID_CHARS_MAX;
 
 /// Whether `id` is a run id the stores accept: `[A-Za-z0-9_-][A-Za-z0-9_.-]*`, ≤ 128.
 pub fn run_id_ok(id: &str) -> bool {

@@ -32,7 +32,7 @@ pub const CONTROL_APP: &str = "@w6w/control";
 
 /// How many sub-blocks may nest inside one another: a body inside a body … 16 deep. A
 /// sub-block of a main-graph control is at level 1.
-pub const MAX_CONTROL_NESTING: usize = 16;
+pub use crate::limits::MAX_CONTROL_NESTING;
 
 /// CTRL-1: the canonical control identities (`uses.action` of a `@w6w/control` step).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
