@@ -8,8 +8,9 @@ use std::hint::black_box;
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use serde_json::{Value, json};
-use w6w_sim::model::{ValidateOptions, Workflow, validate_workflow};
+use w6w_sim::model::Workflow;
 use w6w_sim::plan::plan;
+use w6w_sim::validate::{ValidateOptions, validate_workflow};
 
 const STEPS: usize = 100_000;
 const EDGES: usize = 300_000;

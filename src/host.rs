@@ -17,9 +17,7 @@ use serde_json::{Map, Value};
 
 use crate::model::{RunState, RunStatePatch, StepError};
 
-pub mod engine;
 pub mod store;
-pub use engine::{EngineFactory, ReferenceEngine, WorkflowEngine};
 pub use store::{RunStore, StoreError, StoreFactory};
 
 /// How a run was started (`RunTrigger`).

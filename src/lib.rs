@@ -70,16 +70,16 @@ pub use conformance::{
     run as run_adapter, run_engine, run_host,
 };
 pub use engine::EngineError;
-pub use host::{EngineFactory, HostError, RunStore, StoreFactory, WorkflowContext, WorkflowEngine};
+pub use host::{HostError, RunStore, StoreFactory, WorkflowContext};
 pub use model::{
-    RunState, RunStatus, StepExecution, StepStatus, ValidateOptions, ValidationCode,
-    ValidationError, Workflow, validate_workflow,
+    RunState, RunStatus, StepExecution, StepStatus, ValidationCode, ValidationError, Workflow,
 };
 pub use plan::{Plan, plan};
 pub use sim::{
-    Limits, Report, Scenario, SimError, SimOptions, StoreChoice, load_scenario, load_workflow,
-    replay, resume, run,
+    EngineFactory, Limits, Report, Scenario, SimError, SimOptions, StoreChoice, WorkflowEngine,
+    load_scenario, load_workflow, replay, resume, run,
 };
+pub use validate::{ValidateOptions, validate_workflow};
 
 #[cfg(feature = "cli")]
 #[doc(hidden)]
@@ -113,3 +113,5 @@ pub mod redact;
 pub mod service;
 #[doc(hidden)]
 pub mod sim;
+#[doc(hidden)]
+pub mod validate;

@@ -12,8 +12,9 @@
 
 use proptest::prelude::*;
 use serde_json::{Value, json};
-use w6w_sim::model::{ValidateOptions, ValidationCode, Workflow, validate_workflow};
+use w6w_sim::model::{ValidationCode, Workflow};
 use w6w_sim::plan::plan;
+use w6w_sim::validate::{ValidateOptions, validate_workflow};
 
 /// A graph: `n` steps named `s0…`, edges by declared index, each with a `when`.
 #[derive(Debug, Clone)]

@@ -233,8 +233,9 @@ mod engine_seam {
         self, Capabilities, EngineAdapter, ReferenceEngineAdapter, RunOptions,
     };
     use w6w_sim::engine::{Engine, EngineError, RunSeed};
-    use w6w_sim::host::{EngineFactory, WorkflowContext, WorkflowEngine};
+    use w6w_sim::host::WorkflowContext;
     use w6w_sim::model::Workflow;
+    use w6w_sim::sim::{EngineFactory, WorkflowEngine};
 
     #[test]
     fn the_reference_engine_passes_through_the_engine_seam() {

@@ -3,7 +3,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use w6w_sim::model::{ValidateOptions, validate_workflow};
+use w6w_sim::validate::{ValidateOptions, validate_workflow};
 
 fuzz_target!(|data: &[u8]| {
     let Ok(doc) = w6w_sim::json::parse_bytes(data) else {

@@ -11,9 +11,14 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use crate::conformance::generate::run_generated;
+#[cfg(w6w_mutants)]
+use crate::conformance::mutants::AnyMutant;
 use crate::conformance::{
-    self, CandidateSpec, Capabilities, Matrix, ProcessOptions, Selection, Suite,
+    self, Adapter, CandidateKind, CandidateSpec, Capabilities, EngineOnHost, EngineOnSim, Matrix,
+    ProcessAdapter, ProcessOptions, Reference, ReferenceEngineAdapter, Selection, Suite,
+    WithCapabilities,
 };
+use crate::context_protocol::{EngineOptions, EngineProcess, host_seam::HostProcess};
 
 #[derive(Debug, clap::Subcommand)]
 pub(crate) enum MatrixCommand {
@@ -106,7 +111,7 @@ pub(crate) fn main(command: MatrixCommand) -> ExitCode {
     };
     let mut columns = Vec::new();
     for spec in &specs {
-        let mut adapter = match spec.open(&process) {
+        let mut adapter = match open(spec, &process) {
             Ok(a) => a,
             Err(e) => return usage_error(format!("candidate {:?}: {e}", spec.name)),
         };
@@ -161,4 +166,37 @@ pub(crate) fn main(command: MatrixCommand) -> ExitCode {
         }
     }
     status
+}
+
+/// A candidate as an adapter the suite can run: the in-process kinds, or a process behind
+/// the adapter protocol or the context protocol. It lives here, the one layer above both
+/// the suite and the process seams (ARCHITECTURE.md#layers).
+fn open(spec: &CandidateSpec, process: &ProcessOptions) -> Result<Box<dyn Adapter>, String> {
+    let adapter: Box<dyn Adapter> = match &spec.kind {
+        CandidateKind::Reference => Box::new(Reference),
+        CandidateKind::ReferenceEngine => Box::new(EngineOnSim::new(ReferenceEngineAdapter)),
+        CandidateKind::Adapter(cmd) => {
+            Box::new(ProcessAdapter::start(cmd, process.clone()).map_err(|e| e.to_string())?)
+        }
+        CandidateKind::Engine(cmd) => {
+            let options = EngineOptions {
+                line_timeout: process.request_timeout,
+                startup_timeout: process.startup_timeout,
+                ..EngineOptions::default()
+            };
+            Box::new(EngineProcess::start(cmd, options).map_err(|e| e.to_string())?)
+        }
+        CandidateKind::Host(cmd) => Box::new(EngineOnHost::new(HostProcess::start(
+            cmd,
+            process.request_timeout,
+        )?)),
+        #[cfg(w6w_mutants)]
+        CandidateKind::Mutant(name) => AnyMutant::by_name(name)
+            .map(AnyMutant::adapter)
+            .ok_or_else(|| format!("no mutant named {name:?}"))?,
+    };
+    Ok(match &spec.capabilities {
+        Some(p) => Box::new(WithCapabilities::new(adapter, p.clone())),
+        None => adapter,
+    })
 }

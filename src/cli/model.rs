@@ -1,4 +1,4 @@
-//! `w6w-sim validate` and `w6w-sim plan`: thin wrappers over `model::validate_save` and
+//! `w6w-sim validate` and `w6w-sim plan`: thin wrappers over `validate::validate_save` and
 //! `plan::plan`.
 //!
 //! Human output is for people (file, path, code, what is wrong, how to fix it); `--json`
@@ -14,9 +14,8 @@ use clap::{Args, Subcommand};
 use serde_json::{Value, json};
 
 use super::input::{LoadError, display_name, load_json};
-use crate::model::{
-    ValidateOptions, ValidationCode, ValidationError, errors_to_json, validate_save,
-};
+use crate::model::{ValidationCode, ValidationError, errors_to_json};
+use crate::validate::{ValidateOptions, validate_save};
 
 #[derive(Debug, Subcommand)]
 pub(crate) enum ModelCommand {

@@ -1,73 +1,10 @@
-//! Field-level JSON diff: which JSON Pointers differ between two documents.
-//!
-//! Owns: [`json_diff`], used by `--diff-reference` to show a host author exactly which
-//! field of their response differs from the reference's. Numbers compare by value, as in
-//! [`super::json_eq`]. Refuses to know what the documents mean.
+//! Rendering a field-level diff ([`crate::json::json_diff`]) for people: one line per
+//! differing JSON Pointer, each value clipped, used by the text and JUnit reports.
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
-use super::json_eq;
-use super::load::escape_token;
-
-/// At most this many differences are collected: a limit, so two unrelated documents do
-/// not produce a diff larger than both.
-pub use crate::limits::MAX_DIFF_ENTRIES;
-
-/// One differing field. `None` means the field is absent on that side.
-#[derive(Debug, Clone, PartialEq)]
-pub struct DiffEntry {
-    pub pointer: String,
-    pub expected: Option<Value>,
-    pub actual: Option<Value>,
-}
-
-impl DiffEntry {
-    pub fn to_json(&self) -> Value {
-        json!({"pointer": self.pointer, "reference": self.expected, "candidate": self.actual})
-    }
-}
-
-/// Every leaf-level difference between `expected` and `actual`, in document order
-/// (`expected`'s keys first, then keys only `actual` has), at most [`MAX_DIFF_ENTRIES`].
-pub fn json_diff(expected: &Value, actual: &Value) -> Vec<DiffEntry> {
-    let mut out = Vec::new();
-    walk(&mut String::new(), Some(expected), Some(actual), &mut out);
-    out
-}
-
-fn walk(path: &mut String, e: Option<&Value>, a: Option<&Value>, out: &mut Vec<DiffEntry>) {
-    if out.len() >= MAX_DIFF_ENTRIES {
-        return;
-    }
-    match (e, a) {
-        (Some(Value::Object(eo)), Some(Value::Object(ao))) => {
-            let keys = eo.keys().chain(ao.keys().filter(|k| !eo.contains_key(*k)));
-            for k in keys {
-                let len = path.len();
-                path.push('/');
-                path.push_str(&escape_token(k));
-                walk(path, eo.get(k), ao.get(k), out);
-                path.truncate(len);
-            }
-        }
-        (Some(Value::Array(ea)), Some(Value::Array(aa))) => {
-            for i in 0..ea.len().max(aa.len()) {
-                let len = path.len();
-                path.push('/');
-                path.push_str(&i.to_string());
-                walk(path, ea.get(i), aa.get(i), out);
-                path.truncate(len);
-            }
-        }
-        (Some(x), Some(y)) if json_eq(x, y) => {}
-        (None, None) => {}
-        _ => out.push(DiffEntry {
-            pointer: path.clone(),
-            expected: e.cloned(),
-            actual: a.cloned(),
-        }),
-    }
-}
+use crate::json::DiffEntry;
+use crate::limits::MAX_DIFF_ENTRIES;
 
 /// Render entries as lines `  /ptr: - reference  + candidate`, each value clipped.
 pub(crate) fn render(entries: &[DiffEntry]) -> Vec<String> {
@@ -108,36 +45,29 @@ fn clip_value(v: &Value) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::json::json_diff;
+    use serde_json::json;
 
     #[test]
-    fn diff_names_every_differing_leaf_by_pointer() {
+    fn render_shows_each_pointer_with_both_sides() {
         let reference = json!({"run": {"status": "succeeded", "steps": [{"id": "a"}, {"id": "b"}]},
                                "checkpoints": 4, "a/b": 1});
         let candidate = json!({"run": {"status": "failed", "steps": [{"id": "a"}]},
                                "checkpoints": 4.0, "a/b": 1, "extra": true});
-        let d = json_diff(&reference, &candidate);
-        let ptrs: Vec<&str> = d.iter().map(|e| e.pointer.as_str()).collect();
-        assert_eq!(ptrs, ["/run/status", "/run/steps/1", "/extra"]);
-        assert_eq!(d[1].actual, None);
-        assert_eq!(d[2].expected, None);
         assert_eq!(
-            render(&d),
+            render(&json_diff(&reference, &candidate)),
             [
                 "/run/status: - \"succeeded\"  + \"failed\"",
                 "/run/steps/1: - {\"id\":\"b\"}  + (absent)",
                 "/extra: - (absent)  + true",
             ]
         );
-        assert!(json_diff(&reference, &reference).is_empty());
-        assert_eq!(json_diff(&json!(1), &json!("1"))[0].pointer, "");
-        assert_eq!(json_diff(&json!({"~": 1}), &json!({}))[0].pointer, "/~0");
     }
 
     #[test]
-    fn diff_is_bounded() {
+    fn render_says_where_a_bounded_diff_stopped() {
         let big: Vec<u32> = (0..1000).collect();
         let d = json_diff(&json!(big), &json!([]));
-        assert_eq!(d.len(), MAX_DIFF_ENTRIES);
         assert_eq!(render(&d).len(), MAX_DIFF_ENTRIES + 1);
     }
 }

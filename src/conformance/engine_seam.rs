@@ -16,15 +16,15 @@
 use serde_json::{Value, json};
 
 use super::{Adapter, AdapterError, Capabilities, LoadError, RunOptions, SuiteReport};
-use crate::host::{EngineFactory, ReferenceEngine};
 use crate::service::bad_request;
 use crate::sim::SimOptions;
+use crate::sim::{EngineFactory, ReferenceEngine};
 
 /// A Rust engine under test.
 ///
 /// ```no_run
 /// use w6w_sim::conformance::{self, Capabilities, EngineAdapter, RunOptions};
-/// use w6w_sim::host::ReferenceEngine;
+/// use w6w_sim::sim::ReferenceEngine;
 ///
 /// struct Mine;
 /// impl EngineAdapter for Mine {

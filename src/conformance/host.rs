@@ -25,8 +25,9 @@ use serde_json::{Value, json};
 
 use super::{Adapter, AdapterError, LoadError, RunOptions, SuiteReport};
 use crate::host::{RunStore, StoreError, StoreFactory};
-use crate::model::{RunState, RunStatePatch, ValidateOptions, ValidationError, validate_save};
+use crate::model::{RunState, RunStatePatch, ValidationError};
 use crate::service::{bad_request, ok};
+use crate::validate::{ValidateOptions, validate_save};
 
 /// What a host must provide for the suite to run the reference engine on it.
 ///

@@ -4,7 +4,8 @@
 //! Owns: [`CandidateSpec`] (how a candidate is named on the command line, `NAME=KIND[:ARG]`)
 //! and [`Matrix`] (the reports side by side, rendered). A new kind of candidate plugs in as
 //! one [`CandidateKind`] variant, one arm in [`CandidateKind::parse`] and one in
-//! [`CandidateSpec::open`]. Every cell counts passed, failed and not applicable (outside
+//! `cli/matrix.rs`'s `open`, the one place above both the suite and the process seams
+//! (`context_protocol`), which sit above this module (ARCHITECTURE.md#layers). Every cell counts passed, failed and not applicable (outside
 //! that candidate's capability profile) separately; not applicable is never a pass.
 
 use std::fmt::Write as _;
@@ -13,10 +14,7 @@ use serde_json::{Value, json};
 
 #[cfg(w6w_mutants)]
 use super::mutants::AnyMutant;
-use super::{
-    Adapter, Capabilities, ProcessAdapter, ProcessOptions, Reference, ReferenceEngineAdapter,
-    SuiteReport, WithCapabilities,
-};
+use super::{Capabilities, SuiteReport};
 
 /// What kind of implementation a candidate is.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -96,44 +94,6 @@ impl CandidateSpec {
             name: name.to_owned(),
             kind: CandidateKind::parse(spec.trim())?,
             capabilities: None,
-        })
-    }
-
-    /// The candidate as an adapter the suite can run.
-    pub fn open(&self, process: &ProcessOptions) -> Result<Box<dyn Adapter>, String> {
-        let adapter: Box<dyn Adapter> = match &self.kind {
-            CandidateKind::Reference => Box::new(Reference),
-            CandidateKind::ReferenceEngine => {
-                Box::new(super::EngineOnSim::new(ReferenceEngineAdapter))
-            }
-            CandidateKind::Adapter(cmd) => {
-                Box::new(ProcessAdapter::start(cmd, process.clone()).map_err(|e| e.to_string())?)
-            }
-            CandidateKind::Engine(cmd) => {
-                let options = crate::context_protocol::EngineOptions {
-                    line_timeout: process.request_timeout,
-                    startup_timeout: process.startup_timeout,
-                    ..crate::context_protocol::EngineOptions::default()
-                };
-                Box::new(
-                    crate::context_protocol::EngineProcess::start(cmd, options)
-                        .map_err(|e| e.to_string())?,
-                )
-            }
-            CandidateKind::Host(cmd) => Box::new(super::EngineOnHost::new(
-                crate::context_protocol::host_seam::HostProcess::start(
-                    cmd,
-                    process.request_timeout,
-                )?,
-            )),
-            #[cfg(w6w_mutants)]
-            CandidateKind::Mutant(name) => AnyMutant::by_name(name)
-                .map(AnyMutant::adapter)
-                .ok_or_else(|| format!("no mutant named {name:?}"))?,
-        };
-        Ok(match &self.capabilities {
-            Some(p) => Box::new(WithCapabilities::new(adapter, p.clone())),
-            None => adapter,
         })
     }
 }
@@ -304,7 +264,7 @@ fn md_escape(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::conformance::{Selection, Suite, run_suite};
+    use crate::conformance::{Adapter, Reference, Selection, Suite, WithCapabilities, run_suite};
 
     #[test]
     fn specs_parse_and_refuse() {
@@ -329,13 +289,11 @@ mod tests {
         let suite = Suite::load_default().expect("loads");
         let selection = Selection::new(&["RETRY".into(), "PLAN-1".into()], None).expect("ok");
         let mut columns = Vec::new();
-        for (name, spec, profile) in [
-            ("ref", "reference", None),
-            ("core", "reference", Some(Capabilities::engine_core())),
-        ] {
-            let mut c = CandidateSpec::parse(&format!("{name}={spec}")).expect("spec");
-            c.capabilities = profile;
-            let mut a = c.open(&ProcessOptions::default()).expect("opens");
+        for (name, profile) in [("ref", None), ("core", Some(Capabilities::engine_core()))] {
+            let mut a: Box<dyn Adapter> = match profile {
+                Some(p) => Box::new(WithCapabilities::new(Reference, p)),
+                None => Box::new(Reference),
+            };
             columns.push((
                 name.to_owned(),
                 run_suite(a.as_mut(), &suite, &selection, false, &mut |_, _, _| {}),

@@ -62,7 +62,6 @@ pub mod shard;
 
 pub use adapter::{Adapter, AdapterError, FnAdapter, Reference, WithCapabilities};
 pub use capability::{CAPABILITIES, Capabilities, UnknownCapability};
-pub use diff::{DiffEntry, MAX_DIFF_ENTRIES, json_diff};
 pub use engine_seam::{EngineAdapter, EngineOnSim, ReferenceEngineAdapter, run_engine};
 pub use host::{EngineOnHost, HostAdapter, MemoryDisk, SimulatedHost, run_host};
 pub use load::{
@@ -79,6 +78,8 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
+
+use crate::json::json_eq;
 
 /// The clause catalogue, vendored from the spec (`conformance/clauses.md`).
 pub const CLAUSES_MD: &str = include_str!("../../conformance/clauses.md");
@@ -282,22 +283,6 @@ fn string_leaves<'v>(v: &'v Value, out: &mut Vec<&'v str>) {
             string_leaves(i, out);
         }),
         _ => {}
-    }
-}
-
-/// JSON equality with numbers compared by value.
-pub fn json_eq(a: &Value, b: &Value) -> bool {
-    match (a, b) {
-        (Value::Number(x), Value::Number(y)) => x == y || x.as_f64() == y.as_f64(),
-        (Value::Array(x), Value::Array(y)) => {
-            x.len() == y.len() && x.iter().zip(y).all(|(a, b)| json_eq(a, b))
-        }
-        (Value::Object(x), Value::Object(y)) => {
-            x.len() == y.len()
-                && x.iter()
-                    .all(|(k, v)| y.get(k).is_some_and(|w| json_eq(v, w)))
-        }
-        _ => a == b,
     }
 }
 

@@ -15,7 +15,8 @@ use super::MemoryDisk;
 use super::load::{Selection, Suite};
 use super::{Adapter, AdapterError, EngineOnHost, HostAdapter, run_suite};
 use crate::host::{RunStore, StoreError, StoreFactory};
-use crate::model::{RunState, RunStatePatch, ValidateOptions, ValidationError, validate_save};
+use crate::model::{RunState, RunStatePatch, ValidationError};
+use crate::validate::{ValidateOptions, validate_save};
 
 pub use crate::mutants::Mutant;
 

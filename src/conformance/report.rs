@@ -11,10 +11,11 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use super::diff::{self, DiffEntry};
+use super::diff;
 use super::generate::{DEFAULT_GENERATE, DEFAULT_SEED, GeneratedReport, run_generated};
 use super::load::{LoadError, Selection, Suite};
 use super::{Adapter, Case, CaseOutcome, check_expectations, clause_catalogue};
+use crate::json::{DiffEntry, json_diff};
 
 /// What to run: where the cases are, which to select, whether to diff failures against
 /// the reference, and how many generated workflows to check.
@@ -212,7 +213,7 @@ pub fn run_suite(
             // SEC-1: both sides through the case's redaction sink before they are compared.
             let scrub = super::case_scrubber(&case.request);
             let reference = scrub.scrubbed(crate::service::handle(&case.request));
-            let mut d = diff::json_diff(&reference, &outcome.response);
+            let mut d = json_diff(&reference, &outcome.response);
             d.iter_mut()
                 .for_each(|e| e.pointer = scrub.line(&e.pointer));
             d

@@ -21,8 +21,9 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use super::wire::{Peer, clip};
-use crate::conformance::{HostAdapter, json_eq};
+use crate::conformance::HostAdapter;
 use crate::host::{RunStore, StoreError as HostStoreError, StoreFactory};
+use crate::json::json_eq;
 use crate::model::{PatchField, RunState, RunStatePatch};
 use crate::sim::StoreError;
 

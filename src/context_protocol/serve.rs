@@ -25,8 +25,9 @@ use crate::host::{
     HostError, InvokeError, InvokeRequest, LogLevel, RunInfo, RunTrigger, ScheduleDirective,
     WorkflowContext,
 };
-use crate::model::{Phase, RunState, RunStatePatch, StepError, ValidateOptions, validate_workflow};
+use crate::model::{Phase, RunState, RunStatePatch, StepError};
 use crate::sim::SimError;
+use crate::validate::{ValidateOptions, validate_workflow};
 
 /// What our engine declares it supports: everything.
 pub const REFERENCE_CAPABILITIES: &[&str] = super::CAPABILITIES;

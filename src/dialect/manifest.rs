@@ -119,7 +119,7 @@ fn compile(decl: &Value, at: &str) -> Result<ActionDecl, Vec<String>> {
         // The same well-formedness rules as any RetryPolicy (MODEL-4).
         let probe = json!({"manifestVersion": "2", "id": "m", "name": "m",
             "steps": [{"id": "s", "uses": {"app": "a", "action": "b"}, "retry": r}]});
-        if let Err(errors) = crate::model::validate_workflow(&probe, Default::default()) {
+        if let Err(errors) = crate::validate::validate_workflow(&probe, Default::default()) {
             for e in errors {
                 let field = e.path.trim_start_matches("/steps/0/retry");
                 problems.push(format!("{at}/retry{field}: {}", e.message));

@@ -310,9 +310,9 @@ pub fn import(
             format!("the imported workflow cannot run on w6w: {message}"),
         )
     };
-    let workflow = crate::model::validate_workflow(
+    let workflow = crate::validate::validate_workflow(
         &imported.workflow,
-        crate::model::ValidateOptions { runnable: true },
+        crate::validate::ValidateOptions { runnable: true },
     )
     .map_err(|errors| {
         errors

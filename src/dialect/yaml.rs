@@ -813,7 +813,7 @@ fn retry_policy(cx: &mut Ctx<'_>, v: &Y, path: &str) -> Option<Value> {
     };
     let probe = json!({"manifestVersion": "2", "id": "p", "name": "p",
         "steps": [{"id": "s", "uses": {"app": "a", "action": "b"}, "retry": policy}]});
-    match crate::model::validate_workflow(&probe, Default::default()) {
+    match crate::validate::validate_workflow(&probe, Default::default()) {
         Ok(_) => {
             if let Value::Object(m) = &policy {
                 for k in m.keys() {

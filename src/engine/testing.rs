@@ -18,9 +18,7 @@ use crate::host::{
     HostError, InvokeError, InvokeRequest, LogLevel, RunInfo, RunTrigger, ScheduleDirective,
     WorkflowContext,
 };
-use crate::model::{
-    Phase, RunState, RunStatePatch, StepError, ValidateOptions, Workflow, validate_workflow,
-};
+use crate::model::{KeyGate, Phase, RunState, RunStatePatch, StepError, Workflow};
 
 /// The host's clock: fixed unless a test moves it (2026-01-01T00:00:00Z).
 pub(crate) const NOW_MS: u64 = 1_767_225_600_000;
@@ -206,13 +204,20 @@ pub(crate) fn block_on<F: Future>(fut: F) -> F::Output {
     panic!("the future did not finish in 1,000,000 polls");
 }
 
-/// A runnable workflow from `steps` (and `edges`), as validation would accept it.
+/// A runnable workflow from `steps` (and `edges`), as validation would accept it: the
+/// storage rules (`model`) and the graph rules (`plan`) that `crate::validate` combines —
+/// the engine sits below `validate` (ARCHITECTURE.md#layers).
 pub(crate) fn workflow(steps: Value, edges: Value) -> Workflow {
     let doc =
         json!({"manifestVersion": "2", "id": "wf", "name": "wf", "steps": steps, "edges": edges});
-    match validate_workflow(&doc, ValidateOptions { runnable: true }) {
+    let mut problems = crate::model::storage_problems(&doc, KeyGate::Check, true);
+    problems.extend(crate::plan::document_problems(&doc));
+    if !problems.is_empty() {
+        panic!("test workflow is invalid: {problems:?}");
+    }
+    match serde_json::from_value(doc) {
         Ok(w) => w,
-        Err(e) => panic!("test workflow is invalid: {e:?}"),
+        Err(e) => panic!("test workflow does not fit the model: {e}"),
     }
 }
 

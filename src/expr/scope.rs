@@ -440,8 +440,14 @@ mod tests {
         scope.taint(&["vars", "a"]);
         scope.unpublish_step("a");
         assert!(!scope.is_tainted(&["steps", "a"]));
-        assert!(scope.is_tainted(&["steps", "b"]), "b's output is still secret-derived");
-        assert!(scope.is_tainted(&["vars", "a"]), "only a step entry is forgotten");
+        assert!(
+            scope.is_tainted(&["steps", "b"]),
+            "b's output is still secret-derived"
+        );
+        assert!(
+            scope.is_tainted(&["vars", "a"]),
+            "only a step entry is forgotten"
+        );
         assert!(scope.steps.get("a").is_none() && scope.steps.get("b").is_some());
     }
 }

@@ -4,14 +4,12 @@
 //! *when* it is checked — only when the previously stored document has no key (absent or
 //! `null`) and the new one sets it. A key that is already stored is never re-checked, even
 //! when a save changes it: the 2026-09-02 amendment pins only that the grammar is not
-//! re-checked, nothing about whether a key may change.
+//! re-checked, nothing about whether a key may change. `crate::validate::validate_save`
+//! applies the gate.
 //! Refuses to know: uniqueness over `(account, key)` (MODEL-6) — that needs a store of
 //! other workflows and belongs to the host.
 
 use serde_json::Value;
-
-use super::validate::{KeyGate, ValidateOptions, validate_document};
-use super::{ValidationError, Workflow};
 
 /// Shortest legal key (one leading letter plus at least two more characters).
 pub const KEY_LEN_MIN: usize = 3;
@@ -72,26 +70,9 @@ pub fn is_first_key_assignment(previous: Option<&Value>) -> bool {
     previous.and_then(stored_key).is_none()
 }
 
-/// Save-time validation of `doc` replacing `previous` (the stored document, `None` when
-/// the workflow is new): everything [`super::validate_workflow`] checks, except that the
-/// key grammar is checked only on the key's first assignment (MODEL-5).
-pub fn validate_save(
-    doc: &Value,
-    previous: Option<&Value>,
-    opts: ValidateOptions,
-) -> Result<Workflow, Vec<ValidationError>> {
-    let check = is_first_key_assignment(previous);
-    #[cfg(w6w_mutants)] // MODEL-5 mutant (mutant build only): re-check a kept key
-    let check = check || crate::mutants::active(crate::mutants::Mutant::KeyRevalidated);
-    let gate = if check { KeyGate::Check } else { KeyGate::Skip };
-    validate_document(doc, gate, opts)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::ValidationCode;
-    use serde_json::json;
 
     #[test]
     fn model_5_grammar_accepts_legal_keys() {
@@ -125,80 +106,5 @@ mod tests {
             let problems = key_grammar_problems(key).join("; ");
             assert!(problems.contains(needle), "{key:?}: {problems}");
         }
-    }
-
-    fn doc(key: Value) -> Value {
-        json!({"manifestVersion": "2", "id": "w", "name": "w", "key": key,
-               "steps": [{"id": "a", "uses": {"app": "x", "action": "y"}}]})
-    }
-
-    fn key_codes(result: Result<Workflow, Vec<ValidationError>>) -> Vec<(ValidationCode, String)> {
-        result
-            .err()
-            .unwrap_or_default()
-            .into_iter()
-            .map(|e| (e.code, e.path))
-            .collect()
-    }
-
-    #[test]
-    fn model_5_first_assignment_checks_the_grammar() {
-        let bad = doc(json!("Bad_Key"));
-        let want = vec![(ValidationCode::InvalidKey, "/key".to_owned())];
-        // A new workflow, a stored one with no key, and one with a null key: all first sets.
-        assert_eq!(
-            key_codes(validate_save(&bad, None, ValidateOptions::default())),
-            want
-        );
-        let stored_without = json!({"id": "w"});
-        assert_eq!(
-            key_codes(validate_save(
-                &bad,
-                Some(&stored_without),
-                ValidateOptions::default()
-            )),
-            want
-        );
-        let stored_null = doc(Value::Null);
-        assert_eq!(
-            key_codes(validate_save(
-                &bad,
-                Some(&stored_null),
-                ValidateOptions::default()
-            )),
-            want
-        );
-    }
-
-    #[test]
-    fn model_5_a_stored_key_is_never_rechecked() {
-        // Stored under an older, looser grammar; a later save that keeps it must pass.
-        let stored = doc(json!("Legacy_Key"));
-        assert!(validate_save(&stored, Some(&stored), ValidateOptions::default()).is_ok());
-        // A save that changes an already-set key is not a first assignment either.
-        let renamed = doc(json!("Other_Key"));
-        assert!(validate_save(&renamed, Some(&stored), ValidateOptions::default()).is_ok());
-    }
-
-    #[test]
-    fn model_5_clearing_and_absent_keys_are_never_checked() {
-        assert!(validate_save(&doc(Value::Null), None, ValidateOptions::default()).is_ok());
-        let mut no_key = doc(Value::Null);
-        no_key.as_object_mut().map(|o| o.remove("key"));
-        assert!(validate_save(&no_key, None, ValidateOptions::default()).is_ok());
-    }
-
-    #[test]
-    fn model_5_the_type_of_key_is_checked_on_every_save() {
-        // The gate covers the grammar only; a non-string key is not a key at all.
-        let stored = doc(json!("good-key"));
-        assert_eq!(
-            key_codes(validate_save(
-                &doc(json!(42)),
-                Some(&stored),
-                ValidateOptions::default()
-            )),
-            vec![(ValidationCode::InvalidType, "/key".to_owned())]
-        );
     }
 }

@@ -1,10 +1,12 @@
-//! Save-time validation: every problem of a workflow document, each with a JSON Pointer.
+//! The storage rules of a workflow document: every problem, each with a JSON Pointer.
 //!
-//! Owns: the storage rules of a workflow document (types, required fields, enums, retry
-//! well-formedness, the key grammar, dotted ids, graph validity) and the runnability gate
-//! (PLAN-9). Validation walks the raw `serde_json::Value` first and collects *all*
-//! problems, sorted into document order; only a document with none is deserialized into
-//! the typed [`Workflow`], so typed code never sees a malformed document.
+//! Owns: the per-field rules (types, required fields, enums, retry well-formedness, the
+//! key grammar, dotted ids) and the runnability gate (PLAN-9), walked over the raw
+//! `serde_json::Value` collecting *all* problems, and the nesting bound checked before
+//! anything recursive runs. The graph rules (PLAN-1/2/3, the plan-time control checks)
+//! are `plan`'s; `crate::validate` runs both, sorts the problems into document order and
+//! deserializes only a clean document into the typed [`Workflow`](super::Workflow), so
+//! typed code never sees a malformed document.
 //!
 //! Refuses to know: how anything runs. The declarative fields `settings`, `position`,
 //! `notes` and `ports` are never inspected (MODEL-2, CTRL-10): execution is identical with
@@ -16,23 +18,14 @@
 //! `invalid_type`, which is what makes every accepted document round-trip byte-for-value
 //! through the typed model (see `docs/decisions.md (Foundation: model, validation, planner, CLI)`).
 
-use serde::Deserialize;
 use serde_json::{Map, Number, Value};
 
-use super::{ValidationCode as Code, ValidationError, Workflow, pointer_token};
+use super::{ValidationCode as Code, ValidationError, pointer_token};
 use super::{json_kind, show_value};
-use crate::plan::{CONTROL_APP, EdgeEnds, StepView, analyse, analyse_controls};
 
 /// Deepest container nesting a document may have: the crate's one depth limit
 /// (`crate::limits`), so every with value fits what the store can read back.
 pub use crate::limits::MAX_NESTING_DEPTH;
-
-/// What a validation call checks beyond storage rules.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct ValidateOptions {
-    /// PLAN-9: also require runnability (≥ 1 step, `uses.app`/`uses.action` set).
-    pub runnable: bool,
-}
 
 /// Whether the MODEL-5 key grammar applies to this save (see `model::key`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -43,48 +36,17 @@ pub(crate) enum KeyGate {
     Skip,
 }
 
-/// Validate a workflow document. On success the typed workflow is returned; otherwise
-/// *all* problems found, in document order.
-///
-/// The document is treated as a first save, so a `key` it sets is checked against the
-/// MODEL-5 grammar; to validate a save over a stored document use
-/// [`validate_save`](super::validate_save), which skips the grammar for a stored key.
-pub fn validate_workflow(
-    doc: &Value,
-    opts: ValidateOptions,
-) -> Result<Workflow, Vec<ValidationError>> {
-    validate_document(doc, KeyGate::Check, opts)
-}
-
-pub(crate) fn validate_document(
-    doc: &Value,
-    gate: KeyGate,
-    opts: ValidateOptions,
-) -> Result<Workflow, Vec<ValidationError>> {
-    if let Some(too_deep) = nesting_problem(doc) {
-        return Err(vec![too_deep]);
-    }
+/// Every storage-rule problem of `doc`, in the order the walk finds them. `runnable`
+/// applies the PLAN-9 gate. Call [`nesting_problem`] first: the walk assumes a document
+/// within the depth bound.
+pub(crate) fn storage_problems(doc: &Value, gate: KeyGate, runnable: bool) -> Vec<ValidationError> {
     let mut walk = Walk {
         errors: Vec::new(),
         gate,
-        opts,
+        runnable,
     };
     walk.workflow(doc);
-    let mut errors = walk.errors;
-    if !errors.is_empty() {
-        sort_into_document_order(doc, &mut errors);
-        return Err(errors);
-    }
-    // The walk above checks every field the typed model reads, so this only fails on a
-    // bug; it is still an `Err`, never a panic. Deserializing from `&Value` avoids
-    // cloning the whole document first.
-    Workflow::deserialize(doc).map_err(|e| {
-        vec![ValidationError::new(
-            Code::InvalidType,
-            "",
-            format!("the document does not fit the workflow model: {e}"),
-        )]
-    })
+    walk.errors
 }
 
 fn child(path: &str, name: &str) -> String {
@@ -99,7 +61,7 @@ fn item(path: &str, index: usize) -> String {
 struct Walk {
     errors: Vec<ValidationError>,
     gate: KeyGate,
-    opts: ValidateOptions,
+    runnable: bool,
 }
 
 impl Walk {
@@ -256,22 +218,12 @@ impl Walk {
         self.optional_string(root, "", "description");
         self.optional_object(root, "", "trigger");
         self.variables(root);
-        let views = self.steps(root);
-        let ends = self.edges(root);
+        self.steps(root);
+        self.edges(root);
         // `settings` is declarative only (MODEL-1/2): never inspected.
         self.retry_field(root, "");
         self.workflow_on_error(root);
         self.reroute(root);
-        if let Some(views) = views {
-            // PLAN-1/2/3 over whatever ids and endpoints are usable, then the plan-time
-            // control checks (CTRL-1, PLAN-7, CTRL-4…9): they fail planning, so they are
-            // save-time problems too, reported with everything else.
-            let ids: Vec<Option<&str>> = views.iter().map(|v| v.id).collect();
-            let mut graph = analyse(&ids, &ends);
-            self.errors.append(&mut graph.errors);
-            self.errors
-                .extend(analyse_controls(&views, &ends, &graph).errors);
-        }
     }
 
     /// MODEL-5: `key` is a string or null; its grammar is checked on first assignment.
@@ -330,43 +282,33 @@ impl Walk {
         }
     }
 
-    /// The steps; returns what planning needs of each (its usable id, its control
-    /// action, its `with`) when `steps` is an array.
-    fn steps<'v>(&mut self, root: &'v Map<String, Value>) -> Option<Vec<StepView<'v>>> {
+    fn steps(&mut self, root: &Map<String, Value>) {
         let steps = match root.get("steps") {
             None => {
                 self.missing("", "steps", "the workflow's steps (an array)");
-                return None;
+                return;
             }
             Some(Value::Array(steps)) => steps,
             Some(other) => {
                 self.not_null_type("", "steps", "an array of steps", other);
-                return None;
+                return;
             }
         };
-        if steps.is_empty() && self.opts.runnable {
+        if steps.is_empty() && self.runnable {
             self.push(
                 Code::NoSteps,
                 "/steps",
                 "a runnable workflow needs at least one step; this one has none",
             );
         }
-        Some(
-            steps
-                .iter()
-                .enumerate()
-                .map(|(i, s)| self.step(s, &item("/steps", i)))
-                .collect(),
-        )
+        for (i, s) in steps.iter().enumerate() {
+            self.step(s, &item("/steps", i));
+        }
     }
 
-    fn step<'v>(&mut self, v: &'v Value, path: &str) -> StepView<'v> {
+    fn step(&mut self, v: &Value, path: &str) {
         let Some(obj) = self.object(v, path, "a step") else {
-            return StepView {
-                id: None,
-                control: None,
-                with: None,
-            };
+            return;
         };
         let id = self.required_string(obj, path, "id", "the step's machine name");
         if let Some(id) = id {
@@ -405,23 +347,13 @@ impl Walk {
             Code::InvalidValue,
         );
         // `ports`, `notes`, `position`: declarative only (MODEL-2, CTRL-10), never inspected.
-        let uses = obj.get("uses").and_then(Value::as_object);
-        let control = uses
-            .filter(|u| u.get("app").and_then(Value::as_str) == Some(CONTROL_APP))
-            .and_then(|u| u.get("action"))
-            .and_then(Value::as_str);
-        StepView {
-            id,
-            control,
-            with: obj.get("with").and_then(Value::as_object),
-        }
     }
 
     /// `uses`: `{ app, action, connection? }`. A stored draft may leave it, or its app and
     /// action, unset; the runnable gate (PLAN-9) requires them. `{ function }` (function.md,
     /// companion notes §4.3) is accepted as the other arm of the union.
     fn uses(&mut self, step: &Map<String, Value>, path: &str) {
-        let runnable = self.opts.runnable;
+        let runnable = self.runnable;
         let uses = match step.get("uses") {
             None => {
                 if runnable {
@@ -653,31 +585,25 @@ impl Walk {
         }
     }
 
-    fn edges<'v>(&mut self, root: &'v Map<String, Value>) -> Vec<EdgeEnds<'v>> {
+    fn edges(&mut self, root: &Map<String, Value>) {
         let Some(v) = root.get("edges") else {
-            return Vec::new();
+            return;
         };
         let Value::Array(edges) = v else {
             self.not_null_type("", "edges", "an array of edges", v);
-            return Vec::new();
+            return;
         };
-        edges
-            .iter()
-            .enumerate()
-            .map(|(i, edge)| self.edge(edge, &item("/edges", i)))
-            .collect()
+        for (i, edge) in edges.iter().enumerate() {
+            self.edge(edge, &item("/edges", i));
+        }
     }
 
-    fn edge<'v>(&mut self, v: &'v Value, path: &str) -> EdgeEnds<'v> {
+    fn edge(&mut self, v: &Value, path: &str) {
         let Some(obj) = self.object(v, path, "an edge") else {
-            return EdgeEnds {
-                from: None,
-                to: None,
-                error: false,
-            };
+            return;
         };
-        let from = self.required_string(obj, path, "from", "the id of the step the edge leaves");
-        let to = self.required_string(obj, path, "to", "the id of the step the edge enters");
+        self.required_string(obj, path, "from", "the id of the step the edge leaves");
+        self.required_string(obj, path, "to", "the id of the step the edge enters");
         // PLAN-6: only the two-member enum; an omitted `when` means "success".
         match obj.get("when") {
             None => {}
@@ -691,8 +617,6 @@ impl Walk {
                 ),
             ),
         }
-        let error = obj.get("when").and_then(Value::as_str) == Some("error");
-        EdgeEnds { from, to, error }
     }
 }
 
@@ -710,7 +634,7 @@ fn is_integer_at_least_one(n: &Number) -> bool {
 
 /// SEC-2: refuse documents nested deeper than [`MAX_NESTING_DEPTH`] before anything
 /// recursive (serde's `from_value`, `Clone`, `Display`) touches them. Iterative.
-fn nesting_problem(doc: &Value) -> Option<ValidationError> {
+pub(crate) fn nesting_problem(doc: &Value) -> Option<ValidationError> {
     enum Token<'a> {
         Index(usize),
         Key(&'a str),
@@ -761,51 +685,3 @@ fn nesting_problem(doc: &Value) -> Option<ValidationError> {
     }
     None
 }
-
-/// Sort problems into document order: by the position, in the document as written, of
-/// each path's members (a missing member sorts after its present siblings). A problem
-/// with a whole collection (`cycle` at `/edges`) sorts after that collection's members.
-/// The sort is stable, so problems at one path keep the order they were found in.
-fn sort_into_document_order(doc: &Value, errors: &mut [ValidationError]) {
-    errors.sort_by_cached_key(|e| {
-        let mut key = document_position(doc, &e.path);
-        if e.code == Code::Cycle {
-            key.push(usize::MAX);
-        }
-        key
-    });
-}
-
-fn document_position(doc: &Value, path: &str) -> Vec<usize> {
-    let mut key = Vec::new();
-    let mut at = Some(doc);
-    for raw in path.split('/').skip(1) {
-        let token = raw.replace("~1", "/").replace("~0", "~");
-        at = match at {
-            Some(Value::Object(o)) => match o.keys().position(|k| *k == token) {
-                Some(pos) => {
-                    key.push(pos);
-                    o.get(&token)
-                }
-                None => {
-                    key.push(o.len());
-                    None
-                }
-            },
-            Some(Value::Array(a)) => {
-                let i = token.parse::<usize>().unwrap_or(a.len());
-                key.push(i);
-                a.get(i)
-            }
-            _ => {
-                key.push(0);
-                None
-            }
-        };
-    }
-    key
-}
-
-#[cfg(test)]
-#[path = "validate_tests.rs"]
-mod tests;

@@ -19,19 +19,21 @@
 //! with one actual cycle found by a breadth-first search, so nothing here recurses.
 
 mod control;
+mod document;
 mod wait;
 
 pub use control::{
     BlockSlot, CONTROL_APP, ControlKind, ControlParams, ControlPlan, ControlStep, JoinMode,
     MAX_CONTROL_NESTING, ParallelStrategy, PlanValue, SubBlockKind, SubPlan, WaitSpec,
 };
-pub(crate) use control::{StepView, analyse_controls};
+pub(crate) use document::document_problems;
 pub use wait::{MAX_TIME_TEXT_LEN, parse_duration_ms, parse_timestamp_ms};
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap, VecDeque};
 
 use crate::model::{FanOut, ValidationCode, ValidationError, When, Workflow};
+use control::{StepView, analyse_controls};
 
 /// At most this many step ids are spelled out in one cycle message; longer cycles are
 /// abbreviated so a pathological document cannot produce a megabyte-long message.
@@ -120,9 +122,9 @@ impl Default for PlanOptions {
 /// Plan a workflow for no host in particular, returning every planning problem found.
 ///
 /// The typed [`Workflow`] cannot carry an invalid `when` (PLAN-6) or a dotted id check
-/// (PLAN-8): those are save-time rules of `model::validate_workflow`, which also runs the
-/// same graph and control checks over the raw document so that one call reports
-/// everything. Host capabilities are not checked here; see [`plan_with`].
+/// (PLAN-8): those are save-time rules of `validate::validate_workflow`, which also runs
+/// the same graph and control checks over the raw document (`document.rs`) so that one
+/// call reports everything. Host capabilities are not checked here; see [`plan_with`].
 pub fn plan(workflow: &Workflow) -> Result<Plan, Vec<ValidationError>> {
     plan_with(workflow, &PlanOptions::default())
 }

@@ -14,8 +14,9 @@
 use serde_json::{Value, json};
 
 use super::{bad_request, ok};
-use crate::model::{ValidateOptions, ValidationError, Workflow, errors_to_json, validate_save};
+use crate::model::{ValidationError, Workflow, errors_to_json};
 use crate::plan::{Plan, PlanOptions, SubBlockKind};
+use crate::validate::{ValidateOptions, validate_save};
 
 /// The error response for an invalid workflow.
 pub(crate) fn invalid(errors: &[ValidationError]) -> Value {
@@ -128,7 +129,7 @@ pub(crate) fn saves(request: &Value) -> Value {
     let Some(saves) = request.get("saves").and_then(Value::as_array) else {
         return bad_request("\"saves\" must be an array of {account, workflow} objects");
     };
-    let mut registry = crate::model::Registry::new();
+    let mut registry = crate::validate::Registry::new();
     let mut results = Vec::with_capacity(saves.len());
     for (i, save) in saves.iter().enumerate() {
         let (Some(account), Some(doc)) = (

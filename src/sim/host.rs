@@ -18,10 +18,9 @@ use crate::host::{
     HostError, InvokeError, InvokeRequest, LogLevel, RunInfo, RunTrigger, ScheduleDirective,
     WorkflowContext,
 };
-use crate::model::{
-    Phase, RunState, RunStatePatch, RunStatus, StepError, ValidateOptions, validate_workflow,
-};
+use crate::model::{Phase, RunState, RunStatePatch, RunStatus, StepError};
 use crate::redact::Scrubber;
+use crate::validate::{ValidateOptions, validate_workflow};
 
 /// CALL-2: the composition depth bound (node-types.md 2026-08-20, default 16): the
 /// engine's own bound, enforced again here for the run-level reroute.

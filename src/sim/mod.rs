@@ -16,6 +16,7 @@
 //! a `wait` suspends is resumed by firing its schedule: the clock moves to the scheduled
 //! time and the engine resumes with the token (unless `stop_at_suspend`).
 
+mod engine_seam;
 pub(crate) mod exec;
 pub(crate) mod host;
 mod hosted;
@@ -33,6 +34,7 @@ use std::rc::Rc;
 use serde_json::{Value, json};
 
 pub use crate::redact::Scrubber;
+pub use engine_seam::{EngineFactory, ReferenceEngine, WorkflowEngine};
 pub use host::CALL_DEPTH_MAX;
 pub use journal::{JOURNAL_FORMAT, JournalError, JournalStore};
 pub use scenario::{Scenario, ScenarioError, parse_scenario};
@@ -40,10 +42,9 @@ pub use store::{DiskStore, MemoryStore, STORE_FORMAT, Store, StoreError, StoredR
 pub use world::{EPOCH_MS, WorldSnapshot};
 
 use crate::engine::{Engine, EngineError, RunResult, RunSeed};
-use crate::host::{EngineFactory, HostError, RunInfo, RunTrigger, WorkflowEngine};
-use crate::model::{
-    RunState, RunStatus, ValidateOptions, ValidationError, Workflow, validate_workflow,
-};
+use crate::host::{HostError, RunInfo, RunTrigger};
+use crate::model::{RunState, RunStatus, ValidationError, Workflow};
+use crate::validate::{ValidateOptions, validate_workflow};
 use exec::{Exec, block_on};
 use host::{Role, SimHost};
 use world::World;
@@ -497,8 +498,8 @@ impl<'a> Sim<'a> {
                 .map(|s| s.state);
             let want_json = serde_json::to_value(want).unwrap_or_default();
             let got_json = serde_json::to_value(&got).unwrap_or_default();
-            if !crate::conformance::json_eq(&want_json, &got_json) {
-                let first = crate::conformance::json_diff(&want_json, &got_json)
+            if !crate::json::json_eq(&want_json, &got_json) {
+                let first = crate::json::json_diff(&want_json, &got_json)
                     .into_iter()
                     .next()
                     .map(|d| format!("; first difference at {:?}", d.pointer))

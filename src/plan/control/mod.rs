@@ -459,5 +459,3 @@ fn whole_u64(n: &Number) -> u64 {
 
 mod blocks;
 mod params;
-#[cfg(test)]
-mod tests;

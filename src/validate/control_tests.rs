@@ -1,12 +1,13 @@
 //! Unit tests of the plan-time control checks, tagged with clause IDs. Every rejection is
 //! checked twice: through save-time validation of the raw document and through
-//! `plan::plan` of the typed model, which must agree on codes and paths.
+//! `plan::plan` of the typed model, which must agree on codes and paths — so they live
+//! here, in the layer above both.
 
 use serde_json::{Value, json};
 
-use super::*;
-use crate::model::{ValidateOptions, Workflow, validate_workflow};
-use crate::plan::{NOT_ON_MAIN_GRAPH, Plan, PlanOptions, plan, plan_with};
+use super::{ValidateOptions, validate_workflow};
+use crate::model::Workflow;
+use crate::plan::*;
 
 fn task(id: &str) -> Value {
     json!({"id": id, "uses": {"app": "x", "action": "y"}})

@@ -1,25 +1,32 @@
-//! The engine half of the host contract, seen from the host: what a host drives.
+//! The engine seam, seen from the host: what the simulator (or any host) drives.
 //!
 //! Owns: [`WorkflowEngine`] (start / resume / replay a run against a
-//! [`WorkflowContext`]) and [`EngineFactory`] (boot an engine for one workflow). A Rust
-//! engine under test implements these two traits; the conformance suite hands it the
-//! simulator's `WorkflowContext` and observes every effect itself. Invariant: an engine
-//! reports nothing about a run but errors of the run as a whole — the run's state is what
-//! its checkpoints made durable, read back by the host. A simulated crash drops the engine
+//! [`WorkflowContext`]) and [`EngineFactory`] (boot an engine for one workflow), with
+//! [`ReferenceEngine`] booting this crate's engine. A Rust engine under test implements
+//! these two traits; the conformance suite hands it the simulator's `WorkflowContext` and
+//! observes every effect itself. They name the engine's own types (`RunSeed`,
+//! `EngineError`), so they sit above `engine` — here, in the simulator that drives them,
+//! not in `host`, which the engine itself imports (ARCHITECTURE.md#layers).
+//!
+//! Invariant: an engine reports nothing about a run but errors of the run as a whole — the
+//! run's state is what its checkpoints made durable, read back by the host. A simulated crash drops the engine
 //! (and its in-flight future) and boots a fresh one from the factory, which can recover
 //! only through `WorkflowContext::load`.
 
-use crate::engine::{Engine, EngineError, RunSeed};
-use crate::model::Workflow;
+// Like `WorkflowContext`: `async fn`, not object-safe on purpose — a simulated run polls
+// one engine future on one thread, which keeps it deterministic.
+#![allow(async_fn_in_trait)]
 
-use super::WorkflowContext;
+use crate::engine::{Engine, EngineError, RunSeed};
+use crate::host::WorkflowContext;
+use crate::model::Workflow;
 
 /// A workflow engine, booted for one workflow.
 pub trait WorkflowEngine {
     /// Start a run from `seed` (RUN-*): checkpoint as it goes; `Ok` once the run is
     /// terminal or suspended (a `wait`, CTRL-7). A run that *fails* is `Ok` — its state
     /// says so. `Err` only when the run could not be taken anywhere (rejected variables,
-    /// an unrunnable workflow, a host error such as [`super::HostError::Crashed`]).
+    /// an unrunnable workflow, a host error such as [`crate::host::HostError::Crashed`]).
     async fn start<C: WorkflowContext>(&self, seed: RunSeed, ctx: &C) -> Result<(), EngineError>;
 
     /// Continue a run from its durable state (`ctx.load`): after a crash (`token` `None`,

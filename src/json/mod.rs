@@ -8,7 +8,12 @@
 //! crates that add one replace the whole parser; a seed over `serde_json`'s own tokenizer
 //! keeps its line/column errors, number handling and recursion limit (docs/decisions.md
 //! D-47). Invariant: accepts exactly what `serde_json::from_str` accepts, minus duplicates,
-//! and yields the same `Value`.
+//! and yields the same `Value`. `diff.rs` compares values ([`json_eq`], [`json_diff`]).
+//! The bottom of the layer order: it uses only `limits`.
+
+mod diff;
+
+pub use diff::{DiffEntry, json_diff, json_eq};
 
 use std::fmt;
 

@@ -9,7 +9,8 @@ use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
 
-use super::{ValidateOptions, ValidationError, errors_to_json, stored_key, validate_save};
+use super::{ValidateOptions, validate_save};
+use crate::model::{ValidationError, errors_to_json, stored_key};
 
 /// Why a save was refused.
 #[derive(Debug, Clone, PartialEq, Eq)]

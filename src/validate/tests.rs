@@ -1,7 +1,8 @@
 //! Unit tests of save-time validation, one or more per code, tagged with clause IDs.
 
 use super::*;
-use serde_json::json;
+use crate::model::{MAX_NESTING_DEPTH, pointer_token};
+use serde_json::{Map, json};
 
 fn base() -> Value {
     json!({
@@ -630,7 +631,7 @@ fn every_problem_is_reported_in_document_order() {
 
 #[test]
 fn paths_escape_tilde_and_slash() {
-    assert_eq!(child("/steps/0", "a/b~c"), "/steps/0/a~1b~0c");
+    assert_eq!(pointer_token("a/b~c"), "a~1b~0c");
     let doc = json!({"a/b": {"c~d": [0, 1]}});
     assert_eq!(document_position(&doc, "/a~1b/c~0d/1"), vec![0, 0, 1]);
 }
@@ -696,4 +697,85 @@ fn accepted_documents_round_trip_exactly() {
     });
     let w = validate_workflow(&doc, ValidateOptions::default()).expect("valid");
     assert_eq!(serde_json::to_value(&w).expect("serializes"), doc);
+}
+
+/// MODEL-5's first-assignment gate, through [`validate_save`].
+mod key_gate {
+    use super::*;
+    use crate::model::ValidationCode;
+
+    fn doc(key: Value) -> Value {
+        json!({"manifestVersion": "2", "id": "w", "name": "w", "key": key,
+               "steps": [{"id": "a", "uses": {"app": "x", "action": "y"}}]})
+    }
+
+    fn key_codes(result: Result<Workflow, Vec<ValidationError>>) -> Vec<(ValidationCode, String)> {
+        result
+            .err()
+            .unwrap_or_default()
+            .into_iter()
+            .map(|e| (e.code, e.path))
+            .collect()
+    }
+
+    #[test]
+    fn model_5_first_assignment_checks_the_grammar() {
+        let bad = doc(json!("Bad_Key"));
+        let want = vec![(ValidationCode::InvalidKey, "/key".to_owned())];
+        // A new workflow, a stored one with no key, and one with a null key: all first sets.
+        assert_eq!(
+            key_codes(validate_save(&bad, None, ValidateOptions::default())),
+            want
+        );
+        let stored_without = json!({"id": "w"});
+        assert_eq!(
+            key_codes(validate_save(
+                &bad,
+                Some(&stored_without),
+                ValidateOptions::default()
+            )),
+            want
+        );
+        let stored_null = doc(Value::Null);
+        assert_eq!(
+            key_codes(validate_save(
+                &bad,
+                Some(&stored_null),
+                ValidateOptions::default()
+            )),
+            want
+        );
+    }
+
+    #[test]
+    fn model_5_a_stored_key_is_never_rechecked() {
+        // Stored under an older, looser grammar; a later save that keeps it must pass.
+        let stored = doc(json!("Legacy_Key"));
+        assert!(validate_save(&stored, Some(&stored), ValidateOptions::default()).is_ok());
+        // A save that changes an already-set key is not a first assignment either.
+        let renamed = doc(json!("Other_Key"));
+        assert!(validate_save(&renamed, Some(&stored), ValidateOptions::default()).is_ok());
+    }
+
+    #[test]
+    fn model_5_clearing_and_absent_keys_are_never_checked() {
+        assert!(validate_save(&doc(Value::Null), None, ValidateOptions::default()).is_ok());
+        let mut no_key = doc(Value::Null);
+        no_key.as_object_mut().map(|o| o.remove("key"));
+        assert!(validate_save(&no_key, None, ValidateOptions::default()).is_ok());
+    }
+
+    #[test]
+    fn model_5_the_type_of_key_is_checked_on_every_save() {
+        // The gate covers the grammar only; a non-string key is not a key at all.
+        let stored = doc(json!("good-key"));
+        assert_eq!(
+            key_codes(validate_save(
+                &doc(json!(42)),
+                Some(&stored),
+                ValidateOptions::default()
+            )),
+            vec![(ValidationCode::InvalidType, "/key".to_owned())]
+        );
+    }
 }
