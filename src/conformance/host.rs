@@ -195,6 +195,11 @@ impl<H: HostAdapter> Adapter for EngineOnHost<H> {
         format!("w6w-sim engine on {}", self.host.name())
     }
 
+    /// The suite ran the reference engine on this host and saw everything (D-102).
+    fn evidence(&self, _: super::adapter::sealed::Seal) -> super::Evidence {
+        super::Evidence::Observed
+    }
+
     fn handle(&mut self, request: &Value) -> Result<Value, AdapterError> {
         let op = request.get("op").and_then(Value::as_str);
         // Issue 10: a WOML / YAML run is imported, then run on the host's store like any.

@@ -123,6 +123,14 @@ impl Adapter for EngineMutantAdapter {
         format!("mutant {} ({})", self.0.name(), self.0.clause())
     }
 
+    /// The suite ran the reference engine on the reference with one mutant and saw everything (D-102).
+    fn evidence(
+        &self,
+        _: crate::conformance::adapter::sealed::Seal,
+    ) -> crate::conformance::Evidence {
+        crate::conformance::Evidence::Observed
+    }
+
     fn handle(&mut self, request: &Value) -> Result<Value, AdapterError> {
         Ok(with_mutant(self.0, || crate::service::handle(request)))
     }

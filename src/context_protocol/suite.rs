@@ -967,6 +967,15 @@ impl Adapter for EngineProcess {
         .unwrap_or_else(|_| crate::conformance::Capabilities::engine_core())
     }
 
+    /// The suite is the engine's `WorkflowContext`: the report is built from what it
+    /// observed, never from what the engine says (D-14, D-102).
+    fn evidence(
+        &self,
+        _: crate::conformance::adapter::sealed::Seal,
+    ) -> crate::conformance::Evidence {
+        crate::conformance::Evidence::Observed
+    }
+
     fn handle(&mut self, request: &Value) -> Result<Value, AdapterError> {
         match request.get("op").and_then(Value::as_str) {
             // Issue 10: a WOML / YAML document is imported by the suite, then run by the
