@@ -248,6 +248,71 @@ fn the_example_file_host_passes_and_the_broken_hosts_fail_naming_run_3_and_run_4
     }
 }
 
+/// D-103: `schedule` is routed to the host under test. The example file host keeps its
+/// timers on disk and passes the `wait` cases although the suite kills it while every run
+/// sleeps; a host that keeps checkpoints durably but timers in memory fails each case that
+/// resumes a wait, naming CTRL-7.
+#[test]
+fn the_host_keeps_the_schedules_and_a_host_that_forgets_them_fails_naming_ctrl_7() {
+    if !node() {
+        return;
+    }
+    let selection = options(&["CTRL-7"]);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut good = EngineOnHost::new(host("examples/hosts/file-host.js", dir.path()));
+    let report = conformance::run(&mut good, &selection).expect("loads");
+    report.assert_all_passed();
+    let resumed: Vec<String> = report
+        .cases
+        .iter()
+        .filter(|c| {
+            c.outcome
+                .response
+                .pointer("/ok/schedules")
+                .and_then(|s| s.as_array())
+                .is_some_and(|a| !a.is_empty())
+        })
+        .map(|c| c.outcome.id.clone())
+        .collect();
+    assert!(resumed.len() >= 2, "{resumed:?}");
+    let kept = std::fs::read_dir(dir.path())
+        .expect("the host's directory")
+        .flatten()
+        .flat_map(|ns| std::fs::read_dir(ns.path()).into_iter().flatten().flatten())
+        .filter(|f| f.file_name().to_string_lossy().ends_with(".schedules.json"))
+        .count();
+    assert!(
+        kept >= resumed.len(),
+        "the host wrote {kept} schedule files"
+    );
+
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut forgetful = EngineOnHost::new(host(
+        "tests/fixtures/context/forgets-schedules-host.js",
+        dir.path(),
+    ));
+    let report = conformance::run(&mut forgetful, &selection).expect("loads");
+    for id in &resumed {
+        let case = report
+            .cases
+            .iter()
+            .find(|c| &c.outcome.id == id)
+            .expect("the same case");
+        assert!(
+            case.failed(),
+            "{id} passed on a host that forgets schedules"
+        );
+        let message = case.outcome.response["error"]["message"]
+            .as_str()
+            .unwrap_or_default();
+        assert!(
+            message.contains("CTRL-7/RUN-3"),
+            "{id}: {}",
+            case.outcome.response
+        );
+    }
+}
+
 #[test]
 fn the_cli_checks_a_host_process() {
     if !node() {

@@ -233,6 +233,19 @@ impl RunStore for BrokenStore {
         }
         Ok(state)
     }
+
+    // Schedules are kept correctly (on the medium): each mutant breaks one rule only.
+    fn schedule(&mut self, entry: &crate::host::ScheduleEntry) -> Result<(), StoreError> {
+        self.disk.factory().open()?.schedule(entry)
+    }
+
+    fn schedules(&self, run_id: &str) -> Result<Vec<crate::host::ScheduleEntry>, StoreError> {
+        self.disk.factory().open()?.schedules(run_id)
+    }
+
+    fn unschedule(&mut self, run_id: &str, resume_token: &str) -> Result<(), StoreError> {
+        self.disk.factory().open()?.unschedule(run_id, resume_token)
+    }
 }
 
 /// One row of the kill table.
