@@ -154,7 +154,7 @@ mod tests {
         let b = ClockShift::for_request(&plain, WINDOW);
         assert!(a.active() && b.active());
         assert_ne!(a, b, "a fresh shift per run");
-        assert!(a.ms >= MIN_SHIFT_DAYS * DAY_MS && a.ms % DAY_MS == 0);
+        assert!(a.ms >= MIN_SHIFT_DAYS * DAY_MS && a.ms.is_multiple_of(DAY_MS));
         for timed in [
             json!({"workflow": {"steps": [{"with": {"until": "2026-01-01T00:05:00Z"}}]}}),
             json!({"scenario": {"actions": {"a": {"output": "due 2030-02-03 10:00"}}}}),
