@@ -209,15 +209,10 @@ impl<'a, C: WorkflowContext> StepCtx<'a, C> {
         // compiled once per workflow (`Engine::new`); a static problem surfaces here as a
         // resolution failure.
         let resolved = self.resolve();
-        let mut attempt = first_attempt.max(1);
-        if let Some(p) = pending.filter(|_| resolved.is_ok()) {
-            // D-111: the recorded attempt already failed; finish its backoff on the host's
-            // clock (only what is left of it) and start the attempt it scheduled.
-            let left = p.at_ms.saturating_sub(host.now_ms());
-            host.wait_before_retry(Some(&self.step.id), p.attempt, left)
-                .await;
-            attempt = p.attempt;
-        }
+        let attempt = match pending.filter(|_| resolved.is_ok()) {
+            Some(p) => self.finish_backoff(p).await,
+            None => first_attempt.max(1),
+        };
         let mut record = StepExecution::new(&self.step.id, StepStatus::Running, attempt);
         record.started_at = Some(iso8601_from_ms(host.now_ms()));
         if let Ok(r) = &resolved {
@@ -262,25 +257,47 @@ impl<'a, C: WorkflowContext> StepCtx<'a, C> {
             let Some((next, wait_ms)) = self.retry_after(&inv, attempt, &error) else {
                 return Ok(finish_failed(host, record, error, meta));
             };
-            // RUN-2 (D-111): the failed attempt is durable before its backoff begins, so a
-            // crash during the wait (another strand checkpointing) never re-runs it.
-            let mut failed = record.clone();
-            let at_ms = host.now_ms().saturating_add(wait_ms);
-            failed
-                .extra
-                .insert(NEXT_ATTEMPT.into(), PendingRetry::entry(next, at_ms));
-            journal
-                .commit_step(host, self.frame(), failed, Extras::default())
-                .await?;
-            // RETRY-4/5: wait on the host's clock, then record the retry attempt (RUN-2).
-            host.wait_before_retry(Some(&self.step.id), next, wait_ms)
-                .await;
+            self.backoff(&record, next, wait_ms).await?;
             record.attempt = next;
+            // RUN-2: the retry attempt, after the wait.
             record.started_at = Some(iso8601_from_ms(host.now_ms()));
             journal
                 .commit_step(host, self.frame(), record.clone(), Extras::default())
                 .await?;
         }
+    }
+
+    /// RUN-2 (D-111): make the failed attempt durable with the retry it schedules, then
+    /// wait the backoff (RETRY-4/5) on the host's clock — so a crash during the wait
+    /// (another strand checkpointing) never re-runs the failed attempt.
+    async fn backoff(
+        &self,
+        record: &StepExecution,
+        next: u32,
+        wait_ms: u64,
+    ) -> Result<(), EngineError> {
+        let host = self.host();
+        let mut failed = record.clone();
+        let at_ms = host.now_ms().saturating_add(wait_ms);
+        failed
+            .extra
+            .insert(NEXT_ATTEMPT.into(), PendingRetry::entry(next, at_ms));
+        self.journal()
+            .commit_step(host, self.frame(), failed, Extras::default())
+            .await?;
+        host.wait_before_retry(Some(&self.step.id), next, wait_ms)
+            .await;
+        Ok(())
+    }
+
+    /// D-111 on resume: the recorded attempt already failed — wait what is left of its
+    /// backoff on the host's clock; the attempt it scheduled is the one to run.
+    async fn finish_backoff(&self, pending: PendingRetry) -> u32 {
+        let host = self.host();
+        let left = pending.at_ms.saturating_sub(host.now_ms());
+        host.wait_before_retry(Some(&self.step.id), pending.attempt, left)
+            .await;
+        pending.attempt
     }
 
     fn invocation(&self, resolved: Resolved) -> Invocation<'a> {
