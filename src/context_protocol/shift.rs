@@ -16,10 +16,9 @@ use serde_json::Value;
 use crate::host::iso8601_from_ms;
 use crate::sim::world::EPOCH_MS;
 
-/// The smallest shift: 300 years of days, twice beyond the longest window shifted.
-const MIN_SHIFT_DAYS: u64 = 109_575;
-/// The largest shift: about 7,000 years (the ISO year stays four digits).
-const MAX_SHIFT_DAYS: u64 = 2_556_750;
+use crate::limits::{
+    CLOCK_SHIFT_DAYS_MAX as MAX_SHIFT_DAYS, CLOCK_SHIFT_DAYS_MIN as MIN_SHIFT_DAYS,
+};
 const DAY_MS: u64 = 86_400_000;
 
 /// How one run's clock is shifted for the candidate.
