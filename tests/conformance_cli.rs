@@ -626,3 +626,20 @@ fn shards_split_cases_and_generated_seeds_into_a_partition() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("expected K/N"));
 }
+
+/// Issue 9 item 7: a repro command names the candidate that was tested, for every seam.
+#[test]
+fn rerun_commands_name_the_engine_or_host_that_was_tested() {
+    let engine = format!("'{BIN}' engine serve");
+    let out = conformance(&["--cases", &fixture_cases(), "--engine", &engine]);
+    assert_eq!(out.status.code(), Some(1), "the fixture has a wrong case");
+    let text = stdout(&out);
+    let rerun = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("rerun: "))
+        .unwrap_or_else(|| panic!("no rerun line: {text}"));
+    assert!(
+        rerun.contains(" --engine ") && rerun.contains("engine serve"),
+        "{rerun}"
+    );
+}

@@ -229,8 +229,14 @@ fn conformance(args: &ConformanceArgs) -> ExitCode {
     }
     // Every printed repro command names the candidate that was tested.
     let mut candidate_args = String::new();
-    if let Some(command) = &args.adapter {
-        candidate_args.push_str(&format!(" --adapter {}", shell_quote(command)));
+    for (flag, command) in [
+        ("--adapter", &args.adapter),
+        ("--engine", &args.engine),
+        ("--host", &args.host),
+    ] {
+        if let Some(command) = command {
+            candidate_args.push_str(&format!(" {flag} {}", shell_quote(command)));
+        }
     }
     if let Some(name) = mutant {
         candidate_args.push_str(&format!(" --mutant {}", shell_quote(name)));
