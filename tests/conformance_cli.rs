@@ -643,3 +643,71 @@ fn rerun_commands_name_the_engine_or_host_that_was_tested() {
         "{rerun}"
     );
 }
+
+/// Issue 13 item 5: `w6w-sim merge` joins the shards' `--json` reports into the report one
+/// unsharded run prints (timing aside), writes JUnit, and refuses part of a campaign.
+#[test]
+fn merge_joins_the_shards_into_the_unsharded_report() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut files = Vec::new();
+    for k in 1..=3 {
+        let shard = format!("{k}/3");
+        let out = conformance(&[
+            "--clause",
+            "RETRY",
+            "--clause",
+            "PLAN",
+            "--generate",
+            "12",
+            "--seed",
+            "9",
+            "--shard",
+            &shard,
+            "--json",
+        ]);
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        let file = dir.path().join(format!("s{k}.json"));
+        std::fs::write(&file, &out.stdout).expect("write");
+        files.push(file.display().to_string());
+    }
+    let junit = dir.path().join("merged.xml");
+    let mut args = vec![
+        "merge".to_owned(),
+        "--junit".into(),
+        junit.display().to_string(),
+    ];
+    args.extend(files.iter().cloned());
+    let merged = Command::new(BIN).args(&args).output().expect("runs");
+    assert_eq!(merged.status.code(), Some(0), "{}", stderr(&merged));
+    let whole = conformance(&[
+        "--clause",
+        "RETRY",
+        "--clause",
+        "PLAN",
+        "--generate",
+        "12",
+        "--seed",
+        "9",
+    ]);
+    let untimed = |o: &Output| -> Vec<String> {
+        stdout(o)
+            .lines()
+            .filter(|l| !l.contains(" cases/s"))
+            .map(str::to_owned)
+            .collect()
+    };
+    assert_eq!(untimed(&merged), untimed(&whole));
+    let xml = std::fs::read_to_string(&junit).expect("junit written");
+    assert!(xml.contains("generated-9\""), "{xml}");
+
+    let partial = Command::new(BIN)
+        .args(["merge", &files[0], &files[2]])
+        .output()
+        .expect("runs");
+    assert_eq!(partial.status.code(), Some(2));
+    assert!(
+        stderr(&partial).contains("2/3 missing"),
+        "{}",
+        stderr(&partial)
+    );
+}

@@ -260,6 +260,7 @@ fn conformance(args: &ConformanceArgs) -> ExitCode {
     );
     progress.clear();
     report.candidate_args = candidate_args;
+    report.shard = shard.map(|s| s.to_string());
     if generate == 0 && args.generate.is_none() && filtered {
         report.generated_note = Some(format!(
             "No generated workflows: {} selects cases only; add --generate N to also run N of them",

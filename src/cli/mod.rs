@@ -17,6 +17,7 @@ mod context;
 mod dialect;
 mod input;
 mod matrix;
+mod merge;
 mod model;
 mod sim;
 
@@ -45,6 +46,8 @@ enum Command {
     #[command(flatten)]
     Matrix(matrix::MatrixCommand),
     #[command(flatten)]
+    Merge(merge::MergeCommand),
+    #[command(flatten)]
     Context(context::ContextCommand),
     /// `import`: WOML / YAML documents into w6w (issue 10).
     #[command(flatten)]
@@ -60,6 +63,7 @@ pub fn main() -> ExitCode {
         Command::Conf(c) => conformance::main(c),
         Command::Sim(cmd) => sim::main(cmd),
         Command::Matrix(cmd) => matrix::main(cmd),
+        Command::Merge(cmd) => merge::main(cmd),
         Command::Context(cmd) => context::main(cmd),
         Command::Dialect(cmd) => dialect::main(cmd),
     }

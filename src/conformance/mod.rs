@@ -53,6 +53,7 @@ pub mod generate;
 mod host;
 mod load;
 pub mod matrix;
+pub mod merge;
 #[cfg(w6w_mutants)]
 pub mod mutants;
 mod process;

@@ -136,6 +136,9 @@ pub struct SuiteReport {
     pub failure_dir: Option<PathBuf>,
     /// Why no generated workflows ran, when that is worth saying (`--clause`/`--case`).
     pub generated_note: Option<String>,
+    /// `K/N` when only shard K of N of the cases ran (`--shard`); `w6w-sim merge` joins
+    /// the N shards' JSON reports into one.
+    pub shard: Option<String>,
 }
 
 /// Load the cases `options` names and run them against `adapter`: the entry point a host
@@ -290,6 +293,7 @@ pub fn run_suite(
         candidate_args: String::new(),
         failure_dir: None,
         generated_note: None,
+        shard: None,
     }
 }
 
@@ -667,6 +671,7 @@ impl SuiteReport {
                     "id": c.outcome.id,
                     "file": c.file,
                     "family": c.family,
+                    "description": c.description,
                     "clauses": c.outcome.clauses,
                     "status": c.status(),
                     "passed": c.passed(),
@@ -724,18 +729,23 @@ impl SuiteReport {
                 "failed": g.failed(),
                 "selfReported": g.self_reported,
                 "notApplicable": g.not_applicable,
+                "notApplicableSeeds": g.not_applicable_seeds,
                 "elapsedMs": g.elapsed.as_secs_f64() * 1000.0,
                 "failures": g.failures.iter().map(|f| json!({
                     "seed": f.seed,
                     "property": f.violation.property,
                     "message": f.violation.message,
                     "replay": f.violation.replay,
+                    "stepsBefore": f.steps_before,
+                    "stepsAfter": f.steps_after,
                     "workflow": f.workflow,
                     "scenario": f.scenario,
                 })).collect::<Vec<_>>(),
             })),
             "elapsedMs": self.elapsed.as_secs_f64() * 1000.0,
             "casesPerSecond": self.cases_per_second(),
+            "shard": self.shard,
+            "candidateArgs": self.candidate_args,
         })
     }
 
