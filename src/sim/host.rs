@@ -836,7 +836,7 @@ impl SimHost<'_> {
 /// D-120: the child run a dispatch key names, `<caller>.<key>` (`run_1.call1`,
 /// `run_1.reroute`); past the run-id length bound (a deep chain), the top run's id and a
 /// stable hash of the full name, so every store accepts it.
-fn child_run_id(caller: &str, key: &str) -> String {
+pub(crate) fn child_run_id(caller: &str, key: &str) -> String {
     let full = format!("{caller}.{key}");
     if super::scenario::run_id_ok(&full) {
         return full;

@@ -913,7 +913,9 @@ pub fn resume(
         .load(run_id)
         .map_err(|e| SimError::Store(e.0))?
         .ok_or_else(|| SimError::Engine(EngineError::RunNotFound(run_id.to_owned())))?;
-    let snap = stored.world.clone().unwrap_or_default();
+    let snap = latest_world(store.as_ref(), &stored, 0)
+        .or_else(|| stored.world.clone())
+        .unwrap_or_default();
     let sim = Sim::new(workflow, scenario, options, snap, sink, store, run_id)?;
     if let Some(token) = token {
         let mut w = sim.world.borrow_mut();
@@ -944,6 +946,47 @@ pub fn resume(
     }
     sim.drive(run_id, Mode::Resume)?;
     sim.report(run_id)
+}
+
+/// D-122: the newest world snapshot among `stored` and the child runs it dispatched
+/// (a process killed inside a child last wrote the world into the child's journal).
+fn latest_world(store: &dyn Store, stored: &StoredRun, depth: u32) -> Option<WorldSnapshot> {
+    let mut best = stored.world.clone();
+    if depth > CALL_DEPTH_MAX {
+        return best;
+    }
+    let mut keys = vec!["reroute".to_owned()];
+    dispatch_ids(&serde_json::to_value(&stored.state).unwrap_or_default(), &mut keys);
+    for key in keys {
+        let child = host::child_run_id(&stored.state.run_id, &key);
+        let Ok(Some(c)) = store.load(&child) else {
+            continue;
+        };
+        if let Some(w) = latest_world(store, &c, depth + 1)
+            && best
+                .as_ref()
+                .is_none_or(|b| (w.checkpoints, w.seq) > (b.checkpoints, b.seq))
+        {
+            best = Some(w);
+        }
+    }
+    best
+}
+
+/// Every `dispatchId` recorded anywhere in a run state (call steps, in frames too).
+fn dispatch_ids(v: &Value, out: &mut Vec<String>) {
+    match v {
+        Value::Object(m) => {
+            if let Some(Value::String(k)) = m.get("dispatchId")
+                && !out.contains(k)
+            {
+                out.push(k.clone());
+            }
+            m.values().for_each(|x| dispatch_ids(x, out));
+        }
+        Value::Array(a) => a.iter().for_each(|x| dispatch_ids(x, out)),
+        _ => {}
+    }
 }
 
 /// Replay a finished run (REPLAY-*), optionally `from` a step.
