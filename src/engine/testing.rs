@@ -71,6 +71,13 @@ impl TestHost {
         }
     }
 
+    /// A host whose store already holds `state` (what a crash left behind).
+    pub(crate) fn with_state(state: RunState) -> Self {
+        let host = TestHost::new();
+        *host.state.borrow_mut() = Some(state);
+        host
+    }
+
     /// The step ids invoked, in call order.
     pub(crate) fn invoked_ids(&self) -> Vec<String> {
         self.invoked

@@ -653,6 +653,55 @@ mod tests {
         assert!(ok.is_ok_and(|s| s.faults.crash_in_invoke[0].attempt == u32::MAX));
     }
 
+    /// D-126: function targets are scripted by outcomes only (no idempotent, no meta).
+    #[test]
+    fn functions_parse_outcomes_only() {
+        let s = parse_scenario(&json!({"functions": {"fn_a": {"outcomes": [
+            {"output": 1, "latencyMs": 5}, {"error": {"code": "x", "retryable": true}}]}}}))
+        .expect("valid");
+        assert_eq!(s.functions["fn_a"].outcomes.len(), 2);
+        let errs = parse_scenario(&json!({"functions": {"fn_a": {"idempotent": true,
+            "outcomes": [{"echo": true, "meta": {"app": "a"}}]}}}))
+        .expect_err("no idempotent, no meta");
+        let paths: Vec<&str> = errs.iter().map(|e| e.path.as_str()).collect();
+        assert!(paths.contains(&"/functions/fn_a/idempotent"), "{paths:?}");
+        assert!(paths.contains(&"/functions/fn_a/outcomes/0/meta"), "{paths:?}");
+    }
+
+    /// D-121: a fault no run of the tree can reach is named, with its pointer and why.
+    #[test]
+    fn faults_that_can_never_fire_are_named() {
+        let wf = json!({"steps": [
+            {"id": "a", "uses": {"app": "demo", "action": "x"}, "retry": {"maxAttempts": 2}},
+            {"id": "g", "uses": {"app": "@w6w/control", "action": "if"}},
+            {"id": "c", "uses": {"app": "@w6w/call", "action": "call"}},
+            {"id": "d", "uses": {"app": "@w6w/document", "action": "get"}}]});
+        let child = json!({"steps": [{"id": "k", "uses": {"app": "demo", "action": "y"}}]});
+        let s = parse_scenario(&json!({
+            "workflows": {"child": child},
+            "actions": {"d": {"outcomes": [{"error": {"code": "down"}}, {"output": 1}]},
+                        "a": {"outcomes": [{"output": 1}]}},
+            "faults": {"crashInInvoke": [
+                {"step": "a", "attempt": 2}, {"step": "a", "attempt": 3},
+                {"step": "g"}, {"step": "c"}, {"step": "c", "attempt": 2},
+                {"step": "k"}, {"step": "nope"}, {"step": "d"}]}}))
+        .expect("valid");
+        let errs = unreachable_faults(&wf, &s);
+        let paths: Vec<&str> = errs.iter().map(|e| e.path.as_str()).collect();
+        assert_eq!(
+            paths,
+            [
+                "/faults/crashInInvoke/1",
+                "/faults/crashInInvoke/2",
+                "/faults/crashInInvoke/4",
+                "/faults/crashInInvoke/6",
+                "/actions/d/outcomes/1/output"
+            ]
+        );
+        assert!(errs[0].message.contains("at most 2 attempt"), "{}", errs[0].message);
+        assert!(errs[1].message.contains("@w6w/control"), "{}", errs[1].message);
+    }
+
     #[test]
     fn outcomes_parse() {
         let s = parse_scenario(&json!({"actions": {"f": {"idempotent": true, "outcomes": [

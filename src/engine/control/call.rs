@@ -201,8 +201,8 @@ pub(super) fn declare_secret_derived<C: WorkflowContext>(
 mod tests {
     use serde_json::{Map, Value, json};
 
-    use super::{CALL_DEPTH_MAX, Dispatch, declare_secret_derived, dispatch};
-    use crate::engine::testing::{TestHost, run, workflow};
+    use super::{CALL_DEPTH_MAX, Dispatch, declare_secret_derived, dispatch, input_secret_paths};
+    use crate::engine::testing::{TestHost, block_on, run, workflow};
     use crate::model::RunStatus;
 
     fn params(v: Value) -> Map<String, Value> {
@@ -267,6 +267,65 @@ mod tests {
                               "input": {"token": "[redacted]", "n": 1, "list": ["a", "[redacted]"]}});
         declare_secret_derived(&host, &params, &recorded);
         assert_eq!(*host.declared.borrow(), [json!("s3cr3t"), json!("k")]);
+    }
+
+    #[test]
+    fn only_secret_paths_inside_the_input_reach_the_callee() {
+        let paths: Vec<String> = ["/input/token", "/target/workflow", "/input", "/inputs/x"]
+            .iter()
+            .map(|p| (*p).to_owned())
+            .collect();
+        assert_eq!(input_secret_paths(&paths), ["/token", ""]);
+    }
+
+    /// D-120: each dispatch gets a fresh key, durable in the call's start record; a call
+    /// a crash interrupted re-dispatches with the key it recorded.
+    #[test]
+    fn dispatch_keys_are_fresh_per_dispatch_and_reused_after_a_crash() {
+        let host = TestHost::new();
+        let call = |id: &str| {
+            json!({"id": id, "uses": {"app": "@w6w/call", "action": "call"},
+                   "with": {"target": {"kind": "workflow", "workflow": "child"}}})
+        };
+        let wf = workflow(json!([call("c"), call("d")]), json!([]));
+        let r = run(&wf, &host);
+        assert_eq!(*host.dispatch_ids.borrow(), ["call1", "call2"]);
+        assert_eq!(r.state.steps["d"].extra["dispatchId"], json!("call2"));
+        assert_eq!(r.state.extra["callSeq"], json!(2));
+        // The state a crash left: d started (key call2) and never ended.
+        let mut crashed = r.state.clone();
+        crashed.status = RunStatus::Running;
+        crashed.output = None;
+        let mut d = crashed.steps["d"].clone();
+        d.status = crate::model::StepStatus::Running;
+        d.output = None;
+        crashed.steps.insert("d".into(), d);
+        let host = TestHost::with_state(crashed);
+        let engine = crate::engine::Engine::new(&wf).expect("engine");
+        let resumed = block_on(engine.resume("r1", &host)).expect("resume");
+        assert_eq!(resumed.status, RunStatus::Succeeded);
+        assert_eq!(*host.dispatch_ids.borrow(), ["call2"], "the same key again");
+        assert_eq!(resumed.state.extra["callSeq"], json!(2), "no key minted");
+    }
+
+    /// D-124: a run seeded with secret-derived variables treats them as such.
+    #[test]
+    fn secret_derived_variables_taint_what_reads_them() {
+        let host = TestHost::new();
+        let wf = workflow(
+            json!([{"id": "a", "uses": {"app": "demo", "action": "do"},
+                    "with": {"t": {"$": "vars.token"}, "plain": {"$": "vars.other"}}}]),
+            json!([]),
+        );
+        let engine = crate::engine::Engine::new(&wf).expect("engine");
+        let mut seed = crate::engine::RunSeed::manual("r1");
+        seed.variables = params(json!({"token": "derived-value", "other": "x"}));
+        seed.secret_paths = vec!["/token".into()];
+        let r = block_on(engine.run(seed, &host)).expect("run");
+        let a = &r.state.steps["a"];
+        assert_eq!(a.input, Some(json!({"t": "[redacted]", "plain": "x"})));
+        assert_eq!(a.extra.get("secretDerived"), Some(&json!(true)));
+        assert_eq!(r.state.extra["secretVariables"], json!(["/token"]));
     }
 
     #[test]
