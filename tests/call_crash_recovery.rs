@@ -120,7 +120,11 @@ fn baseline(name: &str, wf: &Value, sc: &Value) -> Report {
     assert_eq!(plain.run.status.as_str(), "succeeded", "{name}: crash-free");
     assert_eq!(plain.world.crashes, 0, "{name}");
     assert!(
-        plain.world.schedules.iter().all(|s| s.get("runId").is_some()),
+        plain
+            .world
+            .schedules
+            .iter()
+            .all(|s| s.get("runId").is_some()),
         "{name}: every wait is a child's"
     );
     assert!(
@@ -145,8 +149,14 @@ fn same_run(name: &str, plain: &Report, crashed: &Report, repeats: &[(&str, &str
         serde_json::to_value(&plain.run).expect("state"),
         serde_json::to_value(&crashed.run).expect("state"),
     );
-    assert_eq!(got, want, "{name}: the RunState does not depend on the crash");
-    assert_eq!(crashed.world.clock_ms, plain.world.clock_ms, "{name}: clock");
+    assert_eq!(
+        got, want,
+        "{name}: the RunState does not depend on the crash"
+    );
+    assert_eq!(
+        crashed.world.clock_ms, plain.world.clock_ms,
+        "{name}: clock"
+    );
     let before = invocations(plain);
     for (key, n) in invocations(crashed) {
         let was = before.get(&key).copied().unwrap_or(0);
@@ -164,7 +174,12 @@ fn crash_after_every_checkpoint(name: &str, (wf, sc): (Value, Value)) {
         let mut faulted = sc.clone();
         faulted["faults"] = json!({"crashAfterCheckpoint": [k]});
         let crashed = simulate(&wf, &faulted);
-        same_run(&format!("{name}: crash after checkpoint {k}"), &plain, &crashed, &[]);
+        same_run(
+            &format!("{name}: crash after checkpoint {k}"),
+            &plain,
+            &crashed,
+            &[],
+        );
     }
 }
 
@@ -179,7 +194,12 @@ fn crash_in_every_invocation(name: &str, (wf, sc): (Value, Value), calls: &[&str
         // The interrupted invocation ran; its result was never recorded: it runs again
         // (RUN-4). A call step's dispatch is not an action: its child is continued.
         let again = [(run.as_str(), step.as_str())];
-        same_run(&format!("{name}: crash in {run}/{step}"), &plain, &crashed, &again);
+        same_run(
+            &format!("{name}: crash in {run}/{step}"),
+            &plain,
+            &crashed,
+            &again,
+        );
     }
 }
 

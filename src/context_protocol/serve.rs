@@ -22,9 +22,8 @@ use serde_json::{Map, Value, json};
 use super::wire::{Line, MAX_LINE_BYTES, read_bounded_line};
 use crate::engine::{Engine, EngineError, RunResult, RunSeed};
 use crate::host::{
-    CallableRequest,
-    HostError, InvokeError, InvokeRequest, LogLevel, RunInfo, RunTrigger, ScheduleDirective,
-    WorkflowContext,
+    CallableRequest, HostError, InvokeError, InvokeRequest, LogLevel, RunInfo, RunTrigger,
+    ScheduleDirective, WorkflowContext,
 };
 use crate::model::{Phase, RunState, RunStatePatch, StepError};
 use crate::sim::SimError;

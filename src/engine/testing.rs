@@ -15,9 +15,8 @@ use serde_json::{Map, Value, json};
 
 use super::{Engine, RunResult, RunSeed};
 use crate::host::{
-    CallableRequest,
-    HostError, InvokeError, InvokeRequest, LogLevel, RunInfo, RunTrigger, ScheduleDirective,
-    WorkflowContext,
+    CallableRequest, HostError, InvokeError, InvokeRequest, LogLevel, RunInfo, RunTrigger,
+    ScheduleDirective, WorkflowContext,
 };
 use crate::model::{KeyGate, Phase, RunState, RunStatePatch, StepError, Workflow};
 

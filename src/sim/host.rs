@@ -507,7 +507,10 @@ impl Drop for CancelGuard<'_, '_> {
         if let (Some(id), Value::Object(m)) = (self.entry.get("runId"), &mut fields) {
             m.insert("runId".into(), id.clone());
         }
-        self.host.world.borrow_mut().event("invoke_canceled", fields);
+        self.host
+            .world
+            .borrow_mut()
+            .event("invoke_canceled", fields);
     }
 }
 
@@ -845,7 +848,13 @@ pub(crate) fn child_run_id(caller: &str, key: &str) -> String {
     let hash = full.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
         (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
     });
-    let root: String = caller.split('.').next().unwrap_or(caller).chars().take(100).collect();
+    let root: String = caller
+        .split('.')
+        .next()
+        .unwrap_or(caller)
+        .chars()
+        .take(100)
+        .collect();
     format!("{root}.h{hash:016x}")
 }
 

@@ -325,8 +325,10 @@ fn unfired_faults(scenario: &Scenario, snap: &WorldSnapshot) -> Vec<Value> {
     let mut out = Vec::new();
     for (i, n) in scenario.faults.crash_after_checkpoint.iter().enumerate() {
         if *n > snap.checkpoints {
-            out.push(json!({"fault": "crashAfterCheckpoint", "index": i, "afterCheckpoint": n,
-                            "why": format!("the run tree made {} checkpoints", snap.checkpoints)}));
+            out.push(
+                json!({"fault": "crashAfterCheckpoint", "index": i, "afterCheckpoint": n,
+                            "why": format!("the run tree made {} checkpoints", snap.checkpoints)}),
+            );
         }
     }
     for (i, f) in scenario.faults.crash_in_invoke.iter().enumerate() {
@@ -339,8 +341,10 @@ fn unfired_faults(scenario: &Scenario, snap: &WorldSnapshot) -> Vec<Value> {
     if let Some(n) = scenario.cancel_after_checkpoint
         && n > snap.checkpoints
     {
-        out.push(json!({"fault": "cancelAfterCheckpoint", "afterCheckpoint": n,
-                        "why": format!("the run tree made {} checkpoints", snap.checkpoints)}));
+        out.push(
+            json!({"fault": "cancelAfterCheckpoint", "afterCheckpoint": n,
+                        "why": format!("the run tree made {} checkpoints", snap.checkpoints)}),
+        );
     }
     out
 }
@@ -956,7 +960,10 @@ fn latest_world(store: &dyn Store, stored: &StoredRun, depth: u32) -> Option<Wor
         return best;
     }
     let mut keys = vec!["reroute".to_owned()];
-    dispatch_ids(&serde_json::to_value(&stored.state).unwrap_or_default(), &mut keys);
+    dispatch_ids(
+        &serde_json::to_value(&stored.state).unwrap_or_default(),
+        &mut keys,
+    );
     for key in keys {
         let child = host::child_run_id(&stored.state.run_id, &key);
         let Ok(Some(c)) = store.load(&child) else {

@@ -379,7 +379,12 @@ struct StepFacts<'v> {
 fn steps_of<'v>(workflow: &'v Value, scenario: &'v Scenario) -> Vec<(&'v str, StepFacts<'v>)> {
     let mut out = Vec::new();
     for doc in std::iter::once(workflow).chain(scenario.workflows.values()) {
-        for step in doc.get("steps").and_then(Value::as_array).into_iter().flatten() {
+        for step in doc
+            .get("steps")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
             let Some(id) = step.get("id").and_then(Value::as_str) else {
                 continue;
             };
@@ -444,8 +449,8 @@ pub fn unreachable_faults(workflow: &Value, scenario: &Scenario) -> Vec<Scenario
     }
     for (step, script) in &scenario.actions {
         let mut same = steps.iter().filter(|(id, _)| id == step).peekable();
-        let all_documents = same.peek().is_some()
-            && same.all(|(_, facts)| facts.app == Some("@w6w/document"));
+        let all_documents =
+            same.peek().is_some() && same.all(|(_, facts)| facts.app == Some("@w6w/document"));
         if !all_documents {
             continue;
         }
@@ -665,7 +670,10 @@ mod tests {
         .expect_err("no idempotent, no meta");
         let paths: Vec<&str> = errs.iter().map(|e| e.path.as_str()).collect();
         assert!(paths.contains(&"/functions/fn_a/idempotent"), "{paths:?}");
-        assert!(paths.contains(&"/functions/fn_a/outcomes/0/meta"), "{paths:?}");
+        assert!(
+            paths.contains(&"/functions/fn_a/outcomes/0/meta"),
+            "{paths:?}"
+        );
     }
 
     /// D-121: a fault no run of the tree can reach is named, with its pointer and why.
@@ -698,8 +706,16 @@ mod tests {
                 "/actions/d/outcomes/1/output"
             ]
         );
-        assert!(errs[0].message.contains("at most 2 attempt"), "{}", errs[0].message);
-        assert!(errs[1].message.contains("@w6w/control"), "{}", errs[1].message);
+        assert!(
+            errs[0].message.contains("at most 2 attempt"),
+            "{}",
+            errs[0].message
+        );
+        assert!(
+            errs[1].message.contains("@w6w/control"),
+            "{}",
+            errs[1].message
+        );
     }
 
     #[test]
