@@ -97,6 +97,25 @@ fn nested_calls() -> (Value, Value) {
     )
 }
 
+/// A run whose only step fails; its run-level reroute target waits ten minutes and
+/// answers (RUNERR-7; D-110: a crash-resumed run still reroutes).
+fn reroute_that_waits() -> (Value, Value) {
+    let mut wf = workflow("wf", vec![app("x", json!({}))]);
+    wf["reroute"] = json!({"target": {"kind": "workflow", "workflow": "handler"},
+                           "with": {"code": {"$": "error.code"}}});
+    let handler = workflow(
+        "handler",
+        vec![
+            app("h1", json!({"code": {"$": "vars.code"}})),
+            wait("hw", "PT1H"),
+            app("h2", json!({"seen": {"$": "steps.h1.output.code"}})),
+        ],
+    );
+    let sc = json!({"workflows": {"handler": handler},
+                    "actions": {"x": {"outcomes": [{"error": {"code": "down", "phase": "execute"}}]}}});
+    (wf, sc)
+}
+
 fn simulate(wf: &Value, sc: &Value) -> Report {
     let wf = sim::load_workflow(wf).expect("workflow is valid");
     let sc = sim::load_scenario(sc).expect("scenario is valid");
@@ -219,7 +238,13 @@ fn nested_calls_recover_from_a_crash_at_every_checkpoint_of_the_tree() {
 }
 
 #[test]
+fn a_reroute_that_waits_recovers_from_a_crash_at_every_checkpoint_of_the_tree() {
+    crash_after_every_checkpoint("reroute", reroute_that_waits());
+}
+
+#[test]
 fn a_crash_in_any_invocation_of_the_tree_fires_and_changes_nothing() {
+    crash_in_every_invocation("reroute", reroute_that_waits(), &[]);
     crash_in_every_invocation("sequential call", sequential_call(), &["call"]);
     crash_in_every_invocation("nested calls", nested_calls(), &["top", "down"]);
 }

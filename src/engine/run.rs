@@ -196,7 +196,8 @@ impl<'w> Engine<'w> {
 
     /// Continue a run after a crash from its last durable state (RUN-3, RUN-4). Terminal
     /// steps are not re-invoked; a step recorded `running` is re-run with the same attempt
-    /// number. The authored run-level ladder never runs here (RUNERR-4). A run suspended
+    /// number. The authored run-level retry never runs here (RUNERR-4); a final failure
+    /// still meets reroute and onError (D-110). A run suspended
     /// by a `wait` is refused: it resumes only with its token ([`Engine::resume_with`]).
     pub async fn resume<C: WorkflowContext>(
         &self,
@@ -208,7 +209,8 @@ impl<'w> Engine<'w> {
 
     /// Continue a run: after a crash (`token` `None`), or a run suspended by a `wait`
     /// with the token that wait gave `schedule` (CTRL-7, engine.md invariant 8). A token
-    /// resume runs inside the run-level ladder (D-72); a crash resume never does (RUNERR-4).
+    /// resume runs inside the run-level ladder (D-72); a crash resume runs no retry but
+    /// still reroutes / applies onError (RUNERR-4, D-110).
     pub async fn resume_with<C: WorkflowContext>(
         &self,
         run_id: &str,
@@ -238,7 +240,7 @@ impl<'w> Engine<'w> {
         };
         // D-72: a run a fired `wait` resumed is the run going on — the authored ladder holds
         // for it, counting the attempts already made. Only a crash-resumed execution (no
-        // token: a host redelivery) skips the ladder (RUNERR-4).
+        // token: a host redelivery) skips the retry (RUNERR-4).
         if token.is_some() {
             let attempt = journal
                 .extra("runAttempt")
@@ -248,8 +250,16 @@ impl<'w> Engine<'w> {
             let carried = super::replay::Carried::default();
             return self.ladder_from(ctx, journal, &carried, rc, attempt).await;
         }
-        let outcome = self.drive_with(ctx, &journal, &rc).await?;
-        self.finalize(ctx, journal, outcome).await
+        // RUNERR-4 (D-110): a crash-resumed execution runs no authored retry — the host's
+        // redelivery and the retry ladder would multiply — but a final failure is still
+        // handled by reroute and onError, which re-run nothing: a crash must not change
+        // how a run ends.
+        match self.drive_with(ctx, &journal, &rc).await? {
+            GraphOutcome::Failed(error) => {
+                self.handle_failure(ctx, journal, error, call_depth).await
+            }
+            outcome => self.finalize(ctx, journal, outcome).await,
+        }
     }
 
     /// Whether `state` may be resumed with `token`: `Ok(true)` when it is already finished

@@ -2,8 +2,10 @@
 //!
 //! Owns: what happens once a whole pass over the graph has failed. Invariant: read only
 //! by [`Engine::run`], [`Engine::replay`] and a `wait`'s token resume — the run's choke
-//! points — and never on a crash-resumed execution (RUNERR-4, D-72). A queued or canceled
-//! run is not a failure (RUNERR-7).
+//! points (D-72). A crash-resumed execution runs no retry (RUNERR-4: the host's redelivery
+//! and the retry ladder would multiply) but its final failure still meets reroute and
+//! onError ([`Engine::handle_failure`], D-110). A queued or canceled run is not a failure
+//! (RUNERR-7).
 
 use serde_json::{Value, json};
 
@@ -89,7 +91,7 @@ impl Engine<'_> {
     }
 
     /// Retry is spent: reroute once if declared, else onError (companion §4.4 order).
-    async fn handle_failure<C: WorkflowContext>(
+    pub(crate) async fn handle_failure<C: WorkflowContext>(
         &self,
         ctx: &C,
         journal: Journal,

@@ -84,13 +84,16 @@ impl<'a, C: WorkflowContext> StepCtx<'a, C> {
         let mut extras = Extras::default();
         let mut end = match self.kind {
             StepKind::App | StepKind::Internal => {
-                // A step interrupted by a crash is re-run with its recorded attempt.
-                let first = self
+                // A step interrupted by a crash is re-run with its recorded attempt — or,
+                // when that attempt's failure was already durable (D-111), goes on with
+                // the retry it had scheduled.
+                let running = self
                     .existing
                     .as_ref()
-                    .filter(|r| r.status == StepStatus::Running)
-                    .map_or(1, |r| r.attempt.max(1));
-                StepEnd::Done(self.execute(first).await?)
+                    .filter(|r| r.status == StepStatus::Running);
+                let first = running.map_or(1, |r| r.attempt.max(1));
+                let pending = running.and_then(PendingRetry::of);
+                StepEnd::Done(self.execute(first, pending).await?)
             }
             StepKind::Call => StepEnd::Done(super::control::call(&self).await?),
             StepKind::Control => {
@@ -148,6 +151,37 @@ impl<'a, C: WorkflowContext> StepCtx<'a, C> {
     }
 }
 
+/// RUN-2 / RUN-4 (D-111): the record `extra` key that says the attempt recorded in it has
+/// failed and the next one is scheduled: `{"attempt": n+1, "at": ISO-8601}`. Written
+/// *before* the backoff wait, removed by the retry-attempt checkpoint after it, so a crash
+/// during the backoff never re-runs an attempt whose failure the engine recorded.
+pub(crate) const NEXT_ATTEMPT: &str = "nextAttempt";
+
+/// A retry a crash interrupted during its backoff (see [`NEXT_ATTEMPT`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct PendingRetry {
+    attempt: u32,
+    at_ms: u64,
+}
+
+impl PendingRetry {
+    /// The pending retry a `running` record carries, if any. A malformed entry (not one
+    /// this engine wrote) reads as none: the recorded attempt then simply runs again.
+    fn of(record: &StepExecution) -> Option<Self> {
+        let next = record.extra.get(NEXT_ATTEMPT)?;
+        let attempt = u32::try_from(next.get("attempt")?.as_u64()?).ok()?;
+        let at = crate::plan::parse_timestamp_ms(next.get("at")?.as_str()?).ok()?;
+        (attempt > record.attempt).then_some(PendingRetry {
+            attempt,
+            at_ms: u64::try_from(at).unwrap_or(0),
+        })
+    }
+
+    fn entry(attempt: u32, at_ms: u64) -> Value {
+        serde_json::json!({"attempt": attempt, "at": iso8601_from_ms(at_ms)})
+    }
+}
+
 /// What every attempt of one app step sends and how its failures are retried (built once
 /// per step).
 struct Invocation<'a> {
@@ -164,14 +198,21 @@ impl<'a, C: WorkflowContext> StepCtx<'a, C> {
     /// Run an app or internal step to a terminal record, starting at `first_attempt` (1 for
     /// a fresh step; the interrupted attempt's number on resume, see `docs/decisions.md
     /// (Engine and simulator)` RUN-4).
-    async fn execute(&self, first_attempt: u32) -> Result<StepExecution, EngineError> {
+    async fn execute(
+        &self,
+        first_attempt: u32,
+        pending: Option<PendingRetry>,
+    ) -> Result<StepExecution, EngineError> {
         let (host, journal) = (self.host(), self.journal());
         // Resolution happens once per step: the scope a step reads is terminal upstream
         // state, so every attempt would resolve the same params. The with block was
         // compiled once per workflow (`Engine::new`); a static problem surfaces here as a
         // resolution failure.
         let resolved = self.resolve();
-        let attempt = first_attempt.max(1);
+        let attempt = match pending.filter(|_| resolved.is_ok()) {
+            Some(p) => self.finish_backoff(p).await,
+            None => first_attempt.max(1),
+        };
         let mut record = StepExecution::new(&self.step.id, StepStatus::Running, attempt);
         record.started_at = Some(iso8601_from_ms(host.now_ms()));
         if let Ok(r) = &resolved {
@@ -179,7 +220,7 @@ impl<'a, C: WorkflowContext> StepCtx<'a, C> {
             record.input = Some(Value::Object(r.redacted()));
             super::journal::mark_secret_derived(&mut record, r);
         }
-        // RUN-2: step start.
+        // RUN-2: step start (or, after a pending retry, the retry attempt).
         journal
             .commit_step(host, self.frame(), record.clone(), Extras::default())
             .await?;
@@ -216,15 +257,47 @@ impl<'a, C: WorkflowContext> StepCtx<'a, C> {
             let Some((next, wait_ms)) = self.retry_after(&inv, attempt, &error) else {
                 return Ok(finish_failed(host, record, error, meta));
             };
-            // RETRY-4/5: wait on the host's clock, then record the retry attempt (RUN-2).
-            host.wait_before_retry(Some(&self.step.id), next, wait_ms)
-                .await;
+            self.backoff(&record, next, wait_ms).await?;
             record.attempt = next;
+            // RUN-2: the retry attempt, after the wait.
             record.started_at = Some(iso8601_from_ms(host.now_ms()));
             journal
                 .commit_step(host, self.frame(), record.clone(), Extras::default())
                 .await?;
         }
+    }
+
+    /// RUN-2 (D-111): make the failed attempt durable with the retry it schedules, then
+    /// wait the backoff (RETRY-4/5) on the host's clock — so a crash during the wait
+    /// (another strand checkpointing) never re-runs the failed attempt.
+    async fn backoff(
+        &self,
+        record: &StepExecution,
+        next: u32,
+        wait_ms: u64,
+    ) -> Result<(), EngineError> {
+        let host = self.host();
+        let mut failed = record.clone();
+        let at_ms = host.now_ms().saturating_add(wait_ms);
+        failed
+            .extra
+            .insert(NEXT_ATTEMPT.into(), PendingRetry::entry(next, at_ms));
+        self.journal()
+            .commit_step(host, self.frame(), failed, Extras::default())
+            .await?;
+        host.wait_before_retry(Some(&self.step.id), next, wait_ms)
+            .await;
+        Ok(())
+    }
+
+    /// D-111 on resume: the recorded attempt already failed — wait what is left of its
+    /// backoff on the host's clock; the attempt it scheduled is the one to run.
+    async fn finish_backoff(&self, pending: PendingRetry) -> u32 {
+        let host = self.host();
+        let left = pending.at_ms.saturating_sub(host.now_ms());
+        host.wait_before_retry(Some(&self.step.id), pending.attempt, left)
+            .await;
+        pending.attempt
     }
 
     fn invocation(&self, resolved: Resolved) -> Invocation<'a> {
