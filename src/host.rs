@@ -18,7 +18,7 @@ use serde_json::{Map, Value};
 use crate::model::{RunState, RunStatePatch, StepError};
 
 pub mod store;
-pub use store::{RunStore, StoreError, StoreFactory};
+pub use store::{RunStore, ScheduleEntry, StoreError, StoreFactory};
 
 /// How a run was started (`RunTrigger`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -126,6 +126,14 @@ pub fn nests_deeper_than(v: &serde_json::Value, max: usize) -> bool {
     false
 }
 
+/// The smallest per-run shift of an engine-seam session clock, in days (D-104): 300 years,
+/// twice beyond the longest virtual-time window that is shifted at all.
+pub const CLOCK_SHIFT_DAYS_MIN: u64 = 109_575;
+
+/// The largest per-run shift of an engine-seam session clock, in days (D-104): about 7,000
+/// years, so a shifted ISO year keeps four digits.
+pub const CLOCK_SHIFT_DAYS_MAX: u64 = 2_556_750;
+
 #[cfg(test)]
 mod tests {
     use super::*;

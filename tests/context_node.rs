@@ -165,7 +165,7 @@ fn a_caching_engine_fails_every_effectful_case() {
         line_timeout: Duration::from_secs(5),
         ..EngineOptions::default()
     };
-    let mut cheat = EngineProcess::start(&replay, options).expect("starts");
+    let mut cheat = EngineProcess::start(&replay, options.clone()).expect("starts");
     let report = conformance::run(&mut cheat, &selection).expect("loads");
     let mut effectful = 0;
     for case in &report.cases {
@@ -198,6 +198,54 @@ fn a_caching_engine_fails_every_effectful_case() {
         }
     }
     assert!(effectful > 40, "{effectful} effectful cases");
+
+    // Pass 3 (D-104): the cheat D-16 could not stop — the recorded run id rewritten to the
+    // new session's everywhere. Each run's clock is shifted by a fresh random number of
+    // days, so the recorded step times were never shown by this session's clock: every
+    // effectful case fails, except those whose request authors a time (not shifted).
+    let rewrite = format!("node {} rewrite {}", quoted(&script), quoted(&cache));
+    let mut cheat = EngineProcess::start(&rewrite, options).expect("starts");
+    let report = conformance::run(&mut cheat, &selection).expect("loads");
+    let suite = conformance::Suite::load_default().expect("cases");
+    let (mut caught, mut by_clock) = (0, 0);
+    for case in &report.cases {
+        let request = suite
+            .cases()
+            .find(|(_, c)| c.id == case.outcome.id)
+            .map(|(_, c)| c.request.clone())
+            .unwrap_or(Value::Null);
+        let reports = w6w_sim::service::handle(&request).get("ok").is_some();
+        if !matches!(
+            op_of(&report, &case.outcome.id).as_deref(),
+            Some("run" | "replay")
+        ) || !reports
+        {
+            continue;
+        }
+        if case.outcome.passed() {
+            let mut authored = request.clone();
+            if let Some(m) = authored.as_object_mut() {
+                m.remove("run");
+            }
+            assert!(
+                authors_a_time(&authored),
+                "{} passed on a rewritten recording",
+                case.outcome.id
+            );
+        } else {
+            caught += 1;
+            by_clock += usize::from(
+                case.outcome
+                    .failures
+                    .iter()
+                    .any(|f| f.contains("never showed in this session")),
+            );
+        }
+    }
+    assert!(
+        caught > 40 && by_clock > 40,
+        "{caught} caught, {by_clock} by the clock"
+    );
 }
 
 fn host(script: &str, dir: &Path) -> HostProcess {
@@ -248,6 +296,71 @@ fn the_example_file_host_passes_and_the_broken_hosts_fail_naming_run_3_and_run_4
     }
 }
 
+/// D-103: `schedule` is routed to the host under test. The example file host keeps its
+/// timers on disk and passes the `wait` cases although the suite kills it while every run
+/// sleeps; a host that keeps checkpoints durably but timers in memory fails each case that
+/// resumes a wait, naming CTRL-7.
+#[test]
+fn the_host_keeps_the_schedules_and_a_host_that_forgets_them_fails_naming_ctrl_7() {
+    if !node() {
+        return;
+    }
+    let selection = options(&["CTRL-7"]);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut good = EngineOnHost::new(host("examples/hosts/file-host.js", dir.path()));
+    let report = conformance::run(&mut good, &selection).expect("loads");
+    report.assert_all_passed();
+    let resumed: Vec<String> = report
+        .cases
+        .iter()
+        .filter(|c| {
+            c.outcome
+                .response
+                .pointer("/ok/schedules")
+                .and_then(|s| s.as_array())
+                .is_some_and(|a| !a.is_empty())
+        })
+        .map(|c| c.outcome.id.clone())
+        .collect();
+    assert!(resumed.len() >= 2, "{resumed:?}");
+    let kept = std::fs::read_dir(dir.path())
+        .expect("the host's directory")
+        .flatten()
+        .flat_map(|ns| std::fs::read_dir(ns.path()).into_iter().flatten().flatten())
+        .filter(|f| f.file_name().to_string_lossy().ends_with(".schedules.json"))
+        .count();
+    assert!(
+        kept >= resumed.len(),
+        "the host wrote {kept} schedule files"
+    );
+
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut forgetful = EngineOnHost::new(host(
+        "tests/fixtures/context/forgets-schedules-host.js",
+        dir.path(),
+    ));
+    let report = conformance::run(&mut forgetful, &selection).expect("loads");
+    for id in &resumed {
+        let case = report
+            .cases
+            .iter()
+            .find(|c| &c.outcome.id == id)
+            .expect("the same case");
+        assert!(
+            case.failed(),
+            "{id} passed on a host that forgets schedules"
+        );
+        let message = case.outcome.response["error"]["message"]
+            .as_str()
+            .unwrap_or_default();
+        assert!(
+            message.contains("CTRL-7/RUN-3"),
+            "{id}: {}",
+            case.outcome.response
+        );
+    }
+}
+
 #[test]
 fn the_cli_checks_a_host_process() {
     if !node() {
@@ -276,4 +389,18 @@ fn the_cli_checks_a_host_process() {
         report.to_string().contains("RUN-3/RUN-4"),
         "the report names the clause"
     );
+}
+
+/// Whether a request authors a time (`DDDD-DD-DDT…` anywhere): such runs keep the
+/// canonical clock (D-104).
+fn authors_a_time(v: &Value) -> bool {
+    let text = v.to_string();
+    text.as_bytes().windows(11).any(|w| {
+        w[..4].iter().all(u8::is_ascii_digit)
+            && w[4] == b'-'
+            && w[5..7].iter().all(u8::is_ascii_digit)
+            && w[7] == b'-'
+            && w[8..10].iter().all(u8::is_ascii_digit)
+            && matches!(w[10], b'T' | b't' | b' ')
+    })
 }

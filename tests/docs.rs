@@ -1,6 +1,7 @@
 //! The documents a host author copies from must work as written (issue 9 item 7): every
-//! `w6w-sim` command in docs/ci.md runs against the built binary, with `$ADAPTER` standing
-//! for the reference behind the adapter protocol, and every capability name is documented.
+//! `w6w-sim` command in docs/ci.md runs against the built binary, with `$ENGINE` standing
+//! for the reference engine behind the context protocol and `$ADAPTER` for the reference
+//! behind the adapter protocol, and every capability name is documented.
 
 use std::path::Path;
 use std::process::Command;
@@ -33,6 +34,7 @@ fn every_command_in_ci_md_runs_as_written() {
     let cmds = commands(&text);
     assert!(cmds.len() >= 6, "{cmds:?}");
     let adapter = format!("'{BIN}' adapter serve");
+    let engine = format!("'{BIN}' engine serve");
     for cmd in cmds {
         // A matrix job's line (`${{ matrix.shard }}`, a 100,000-workflow campaign) runs
         // only inside GitHub Actions; its flags are the ones the lines below check.
@@ -44,7 +46,9 @@ fn every_command_in_ci_md_runs_as_written() {
             Some((l, file)) => (l.to_owned(), Some(file.trim().to_owned())),
             None => (cmd.clone(), None),
         };
-        let line = line.replace("$ADAPTER", &adapter);
+        let line = line
+            .replace("$ADAPTER", &adapter)
+            .replace("$ENGINE", &engine);
         let words = split_command(&line).unwrap_or_else(|e| panic!("{cmd}: {e}"));
         let out = Command::new(BIN)
             .current_dir(dir.path())

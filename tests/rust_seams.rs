@@ -344,3 +344,135 @@ mod engine_seam {
         assert!(plan.failed > 0, "unsupported_op answers fail");
     }
 }
+
+/// D-103: a `wait`'s schedule is the host's. A store that keeps checkpoints durably but
+/// schedules only in the object's memory loses them when the suite restarts the host while
+/// the run sleeps: every case that resumes a wait fails, naming CTRL-7; the reference's
+/// medium (`MemoryDisk`) passes the same cases. A store that keeps no schedules at all fails
+/// them too, unless its host declares a profile without `schedule` (then not applicable).
+#[test]
+fn a_host_that_forgets_schedules_fails_naming_ctrl_7() {
+    struct Durable {
+        inner: Box<dyn RunStore>,
+        schedules: Vec<w6w_sim::host::ScheduleEntry>,
+        keeps: bool,
+    }
+    impl RunStore for Durable {
+        fn checkpoint(&mut self, patch: &RunStatePatch) -> Result<(), StoreError> {
+            self.inner.checkpoint(patch)
+        }
+        fn put(&mut self, state: &RunState) -> Result<(), StoreError> {
+            self.inner.put(state)
+        }
+        fn load(&self, run_id: &str) -> Result<Option<RunState>, StoreError> {
+            self.inner.load(run_id)
+        }
+        fn schedule(&mut self, entry: &w6w_sim::host::ScheduleEntry) -> Result<(), StoreError> {
+            if !self.keeps {
+                return Err(StoreError::Unsupported("schedule"));
+            }
+            self.schedules.push(entry.clone()); // memory only: gone with the process
+            Ok(())
+        }
+        fn schedules(&self, run_id: &str) -> Result<Vec<w6w_sim::host::ScheduleEntry>, StoreError> {
+            Ok(self
+                .schedules
+                .iter()
+                .filter(|e| e.run_id == run_id)
+                .cloned()
+                .collect())
+        }
+    }
+    struct Host {
+        keeps: bool,
+        profile: conformance::Capabilities,
+    }
+    impl HostAdapter for Host {
+        fn name(&self) -> String {
+            "forgets schedules".into()
+        }
+        fn storage(&mut self) -> Result<Box<dyn StoreFactory>, StoreError> {
+            let mut disk = MemoryDisk::new().factory();
+            let keeps = self.keeps;
+            Ok(Box::new(
+                move || -> Result<Box<dyn RunStore>, StoreError> {
+                    Ok(Box::new(Durable {
+                        inner: disk.open()?,
+                        schedules: Vec::new(),
+                        keeps,
+                    }))
+                },
+            ))
+        }
+        fn capabilities(&self) -> conformance::Capabilities {
+            self.profile.clone()
+        }
+    }
+    let options = RunOptions {
+        clauses: vec!["CTRL-7".into()],
+        generate: 0,
+        ..RunOptions::default()
+    };
+    let good = conformance::run_host(SimulatedHost, &options).expect("suite loads");
+    good.assert_all_passed();
+    let resumed: Vec<String> = good
+        .cases
+        .iter()
+        .filter(|c| {
+            c.outcome
+                .response
+                .pointer("/ok/schedules")
+                .is_some_and(|s| s.as_array().is_some_and(|a| !a.is_empty()))
+        })
+        .map(|c| c.outcome.id.clone())
+        .collect();
+    assert!(
+        resumed.len() >= 2,
+        "cases that fire a schedule: {resumed:?}"
+    );
+
+    let all = conformance::Capabilities::all();
+    let forgetful = conformance::run_host(
+        Host {
+            keeps: true,
+            profile: all.clone(),
+        },
+        &options,
+    )
+    .expect("suite loads");
+    let failed: Vec<_> = forgetful.cases.iter().filter(|c| c.failed()).collect();
+    assert!(failed.len() >= 2, "only {} failed", failed.len());
+    for c in &failed {
+        let text = c.outcome.response.to_string();
+        assert!(text.contains("CTRL-7/RUN-3"), "{}: {text}", c.outcome.id);
+    }
+    for id in &resumed {
+        assert!(
+            failed.iter().any(|c| &c.outcome.id == id),
+            "{id} resumed a wait from a forgotten schedule"
+        );
+    }
+
+    let without = conformance::run_host(
+        Host {
+            keeps: false,
+            profile: all.clone(),
+        },
+        &options,
+    )
+    .expect("suite loads");
+    assert!(
+        without.failed() >= failed.len(),
+        "a host without schedules passed waits"
+    );
+    let declared = conformance::run_host(
+        Host {
+            keeps: false,
+            profile: all.without("schedule"),
+        },
+        &options,
+    )
+    .expect("suite loads");
+    assert_eq!(declared.failed(), 0, "{}", declared.to_text());
+    assert!(declared.not_applicable() >= failed.len());
+}

@@ -53,7 +53,9 @@ function writeDurably(file, state) {
 }
 
 // `persist(file, state, answer)`: the durability policy. This host's: write, then answer.
-function serve({ name, persist, load }) {
+// Schedules (CTRL-7: a `wait` resumes at a time) are kept per run in `<runId>.schedules.json`
+// with the same policy unless `persistSchedules` / `loadSchedules` say otherwise.
+function serve({ name, persist, load, persistSchedules = persist, loadSchedules = load }) {
   const args = process.argv.slice(2);
   const dir = args[args.indexOf('--dir') + 1];
   if (!args.includes('--dir') || !dir) { process.stderr.write('usage: --dir DIR\n'); process.exit(2); }
@@ -75,6 +77,15 @@ function serve({ name, persist, load }) {
         persist(file, state, () => answer({ ok: null }));
       } else if (m.member === 'state.load') {
         answer({ ok: load(fileOf(dir, namespace, m.args.runId)) });
+      } else if (m.member === 'schedule' || m.member === 'schedule.fired') {
+        // Keep (or forget, once fired) a timer: durable before the answer, like a checkpoint.
+        const { runId, resumeToken } = m.args;
+        const file = fileOf(dir, namespace, `${runId}.schedules`);
+        const kept = (loadSchedules(file) || []).filter((e) => e.resumeToken !== resumeToken);
+        if (m.member === 'schedule') kept.push({ runId, resumeToken, fireAtMs: m.args.fireAtMs });
+        persistSchedules(file, kept, () => answer({ ok: null }));
+      } else if (m.member === 'schedule.pending') {
+        answer({ ok: loadSchedules(fileOf(dir, namespace, `${m.args.runId}.schedules`)) || [] });
       } else {
         answer({ error: { code: 'unsupported_member', message: `no member ${m.member}` } });
       }

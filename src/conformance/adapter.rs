@@ -26,6 +26,91 @@ pub trait Adapter {
     fn capabilities(&self) -> super::Capabilities {
         super::Capabilities::all()
     }
+
+    /// Who stands behind this candidate's `run` / `replay` answers (D-102). Sealed: a
+    /// candidate outside this crate cannot override it (the argument's type cannot be
+    /// named there), so only the suite's own seams — the in-process reference, the Rust
+    /// engine and host seams and the context protocol, where the suite observes every
+    /// invocation and checkpoint itself — are [`Evidence::Observed`]. Any other adapter
+    /// answers `run` / `replay` with a report it wrote itself: those cases fail (or are
+    /// not applicable when its profile leaves out `op.run` / `op.replay`).
+    #[doc(hidden)]
+    fn evidence(&self, _: sealed::Seal) -> Evidence {
+        Evidence::SelfReported
+    }
+}
+
+/// The seal of [`Adapter::evidence`]: public in a private module, so no code outside
+/// this crate can name it, build one, or override the method.
+pub(crate) mod sealed {
+    /// Only this crate can make one.
+    #[derive(Debug, Clone, Copy)]
+    pub struct Seal(());
+
+    impl Seal {
+        pub(crate) fn new() -> Self {
+            Seal(())
+        }
+    }
+}
+
+/// Who stands behind an adapter's `run` / `replay` answers (D-102).
+///
+/// A candidate crate implements [`Adapter`] freely …
+///
+/// ```
+/// use serde_json::Value;
+/// use w6w_sim::conformance::{Adapter, AdapterError};
+/// struct Cache;
+/// impl Adapter for Cache {
+///     fn name(&self) -> String { "cache".into() }
+///     fn handle(&mut self, r: &Value) -> Result<Value, AdapterError> { Ok(r.clone()) }
+/// }
+/// ```
+///
+/// … but cannot claim that its runs were observed: the method is sealed.
+///
+/// ```compile_fail
+/// use serde_json::Value;
+/// use w6w_sim::conformance::{Adapter, AdapterError, Evidence};
+/// struct Cache;
+/// impl Adapter for Cache {
+///     fn name(&self) -> String { "cache".into() }
+///     fn handle(&mut self, r: &Value) -> Result<Value, AdapterError> { Ok(r.clone()) }
+///     fn evidence(&self, seal: w6w_sim::conformance::adapter::sealed::Seal) -> Evidence {
+///         Evidence::Observed
+///     }
+/// }
+/// ```
+///
+/// Nor borrow the reference's answer (no `Seal` can be made outside this crate):
+///
+/// ```compile_fail
+/// use w6w_sim::conformance::{Adapter, Reference};
+/// let seal = w6w_sim::conformance::adapter::sealed::Seal::new();
+/// let _ = Reference.evidence(seal);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Evidence {
+    /// The suite saw every invocation and checkpoint itself (its own host or context)
+    /// and built the report from them.
+    Observed,
+    /// The adapter wrote the report it answers with; nothing it claims was observed.
+    SelfReported,
+}
+
+/// The failure of an effectful case (or generated workflow) against a self-reporting
+/// adapter; stable prefix `self_reported:`.
+pub const SELF_REPORTED: &str = "self_reported: `run`/`replay` through the adapter protocol are \
+answered with a report the adapter writes itself, so nothing in it was observed (an adapter \
+replaying recorded answers would pass). Judge an engine with --engine 'CMD' or a host with \
+--host 'CMD' (docs/context-protocol.md), where the suite observes every invocation and \
+checkpoint itself; or declare a profile without op.run/op.replay (e.g. \
+--capabilities '*,-op.run,-op.replay') to report these cases not applicable";
+
+/// What `adapter` says about who stands behind its answers.
+pub(crate) fn evidence_of(adapter: &dyn Adapter) -> Evidence {
+    adapter.evidence(sealed::Seal::new())
 }
 
 /// Why an adapter produced no response. Codes are stable.
@@ -91,6 +176,11 @@ impl Adapter for Reference {
     fn handle(&mut self, request: &Value) -> Result<Value, AdapterError> {
         Ok(crate::service::handle(request))
     }
+
+    /// The reference's runs are the simulator's: the suite's own host saw everything.
+    fn evidence(&self, _: sealed::Seal) -> Evidence {
+        Evidence::Observed
+    }
 }
 
 /// Any closure over requests is an adapter; handy in a host crate's tests.
@@ -142,6 +232,10 @@ impl<A: Adapter> Adapter for WithCapabilities<A> {
     fn capabilities(&self) -> super::Capabilities {
         self.profile.clone()
     }
+
+    fn evidence(&self, seal: sealed::Seal) -> Evidence {
+        self.inner.evidence(seal)
+    }
 }
 
 impl Adapter for Box<dyn Adapter> {
@@ -155,5 +249,9 @@ impl Adapter for Box<dyn Adapter> {
 
     fn capabilities(&self) -> super::Capabilities {
         (**self).capabilities()
+    }
+
+    fn evidence(&self, seal: sealed::Seal) -> Evidence {
+        (**self).evidence(seal)
     }
 }

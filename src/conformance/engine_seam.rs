@@ -82,6 +82,11 @@ impl<E: EngineAdapter> Adapter for EngineOnSim<E> {
         self.engine.capabilities()
     }
 
+    /// The engine ran against the suite's own simulated host, which saw everything (D-102).
+    fn evidence(&self, _: super::adapter::sealed::Seal) -> super::Evidence {
+        super::Evidence::Observed
+    }
+
     fn handle(&mut self, request: &Value) -> Result<Value, AdapterError> {
         let factory = self.engine.factory();
         // The run's budgets (`"limits"`), as for the in-process `run` op.

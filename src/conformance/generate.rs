@@ -672,14 +672,26 @@ pub struct GeneratedReport {
     /// `K/N` when only one shard of the seeds ran.
     pub shard: Option<String>,
     pub failures: Vec<GeneratedFailure>,
+    /// Every seed this shard considered, in order (`count` of them).
+    pub seeds: Vec<u64>,
     /// Workflows needing a capability the candidate's profile lacks: not run.
     pub not_applicable: usize,
+    /// Their seeds.
+    pub not_applicable_seeds: Vec<u64>,
+    /// Workflows not run because the candidate's `run` / `replay` answers are
+    /// self-reported ([`super::SELF_REPORTED`], D-102): counted as failed.
+    pub self_reported: usize,
     pub elapsed: Duration,
 }
 
 impl GeneratedReport {
     pub fn passed(&self) -> usize {
-        self.count - self.failures.len() - self.not_applicable
+        self.count - self.failed() - self.not_applicable
+    }
+
+    /// Workflows that failed a property, or could not be judged (self-reported).
+    pub fn failed(&self) -> usize {
+        self.failures.len() + self.self_reported
     }
 }
 
@@ -703,7 +715,11 @@ pub fn run_generated_shard(
     let started = Instant::now();
     let mut failures = Vec::new();
     let mut not_applicable = 0;
+    let mut seeds = Vec::new();
+    let mut not_applicable_seeds = Vec::new();
     let profile = adapter.capabilities();
+    let observed = super::adapter::evidence_of(adapter) == super::Evidence::Observed;
+    let mut self_reported = 0;
     let mut ran = 0;
     for i in 0..count {
         if shard.is_some_and(|sh| !sh.takes_seed_index(i as u64)) {
@@ -711,6 +727,7 @@ pub fn run_generated_shard(
         }
         ran += 1;
         let s = seed.wrapping_add(i as u64);
+        seeds.push(s);
         let g = Generated::from_seed(s);
         let request = json!({"op": "run", "workflow": g.workflow(),
                              "scenario": g.scenario(json!({}))});
@@ -718,6 +735,11 @@ pub fn run_generated_shard(
         needs.insert("op.replay".into());
         if !profile.missing(&needs).is_empty() {
             not_applicable += 1;
+            not_applicable_seeds.push(s);
+            continue;
+        }
+        if !observed {
+            self_reported += 1;
             continue;
         }
         if let Err(v) = check(adapter, &g) {
@@ -738,7 +760,10 @@ pub fn run_generated_shard(
         span: count,
         shard: shard.map(|s| s.to_string()),
         failures,
+        seeds,
         not_applicable,
+        not_applicable_seeds,
+        self_reported,
         elapsed: started.elapsed(),
     }
 }

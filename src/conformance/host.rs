@@ -10,7 +10,9 @@
 //!
 //! What the suite still owns when a `HostAdapter` is under test: the scripted actions
 //! (invocations answer as the case's scenario says), the virtual clock, the fault plan and
-//! its own world state (counters, schedules — never written to the host's store). A crash
+//! its own world state (counters — never written to the host's store). A `wait`'s schedule
+//! is the host's (`RunStore::schedule`, CTRL-7): the suite restarts the host while the run
+//! sleeps and fires only what the fresh store still holds (D-103). A crash
 //! fault drops the host's store object — its destructor does not run before the run is
 //! over, like a killed process — and opens a fresh one from the factory; the suite then
 //! checks that the fresh store loads exactly the state of the last acknowledged
@@ -24,7 +26,7 @@ use std::rc::Rc;
 use serde_json::{Value, json};
 
 use super::{Adapter, AdapterError, LoadError, RunOptions, SuiteReport};
-use crate::host::{RunStore, StoreError, StoreFactory};
+use crate::host::{RunStore, ScheduleEntry, StoreError, StoreFactory};
 use crate::model::{RunState, RunStatePatch, ValidationError};
 use crate::service::{bad_request, ok};
 use crate::validate::{ValidateOptions, validate_save};
@@ -60,6 +62,13 @@ pub trait HostAdapter {
     /// durable (RUN-3).
     fn storage(&mut self) -> Result<Box<dyn StoreFactory>, StoreError>;
 
+    /// What this host supports ([`super::Capabilities`]); cases needing anything else are
+    /// not applicable. A store that keeps no schedules (the default of
+    /// [`RunStore::schedule`]) should leave out `schedule`. Default: everything.
+    fn capabilities(&self) -> super::Capabilities {
+        super::Capabilities::all()
+    }
+
     /// Save-time validation (the `validate` op, MODEL-*/PLAN-*): `previous` is the stored
     /// document a save replaces. Default: this crate's validator.
     fn validate(
@@ -79,6 +88,8 @@ pub trait HostAdapter {
 #[derive(Debug, Clone, Default)]
 pub struct MemoryDisk {
     runs: Rc<RefCell<BTreeMap<String, RunState>>>,
+    /// CTRL-7 timers: (run id, resume token) → entry.
+    schedules: Rc<RefCell<BTreeMap<(String, String), ScheduleEntry>>>,
 }
 
 impl MemoryDisk {
@@ -130,6 +141,33 @@ impl RunStore for MemoryDiskStore {
 
     fn load(&self, run_id: &str) -> Result<Option<RunState>, StoreError> {
         Ok(self.disk.get(run_id))
+    }
+
+    fn schedule(&mut self, entry: &ScheduleEntry) -> Result<(), StoreError> {
+        self.disk.schedules.borrow_mut().insert(
+            (entry.run_id.clone(), entry.resume_token.clone()),
+            entry.clone(),
+        );
+        Ok(())
+    }
+
+    fn schedules(&self, run_id: &str) -> Result<Vec<ScheduleEntry>, StoreError> {
+        Ok(self
+            .disk
+            .schedules
+            .borrow()
+            .values()
+            .filter(|e| e.run_id == run_id)
+            .cloned()
+            .collect())
+    }
+
+    fn unschedule(&mut self, run_id: &str, resume_token: &str) -> Result<(), StoreError> {
+        self.disk
+            .schedules
+            .borrow_mut()
+            .remove(&(run_id.to_owned(), resume_token.to_owned()));
+        Ok(())
     }
 }
 
@@ -193,6 +231,15 @@ impl<H: HostAdapter> EngineOnHost<H> {
 impl<H: HostAdapter> Adapter for EngineOnHost<H> {
     fn name(&self) -> String {
         format!("w6w-sim engine on {}", self.host.name())
+    }
+
+    fn capabilities(&self) -> super::Capabilities {
+        self.host.capabilities()
+    }
+
+    /// The suite ran the reference engine on this host and saw everything (D-102).
+    fn evidence(&self, _: super::adapter::sealed::Seal) -> super::Evidence {
+        super::Evidence::Observed
     }
 
     fn handle(&mut self, request: &Value) -> Result<Value, AdapterError> {

@@ -44,7 +44,7 @@
 //! a host crate's own. [`run`] loads, selects ([`Selection`]: `--clause`, `--case`) and
 //! returns a [`SuiteReport`] (text, JSON, JUnit).
 
-mod adapter;
+pub(crate) mod adapter;
 pub mod capability;
 pub mod child;
 mod diff;
@@ -60,7 +60,9 @@ pub mod protocol;
 mod report;
 pub mod shard;
 
-pub use adapter::{Adapter, AdapterError, FnAdapter, Reference, WithCapabilities};
+pub use adapter::{
+    Adapter, AdapterError, Evidence, FnAdapter, Reference, SELF_REPORTED, WithCapabilities,
+};
 pub use capability::{CAPABILITIES, Capabilities, UnknownCapability};
 pub use engine_seam::{EngineAdapter, EngineOnSim, ReferenceEngineAdapter, run_engine};
 pub use host::{EngineOnHost, HostAdapter, MemoryDisk, SimulatedHost, run_host};

@@ -123,6 +123,14 @@ impl Adapter for EngineMutantAdapter {
         format!("mutant {} ({})", self.0.name(), self.0.clause())
     }
 
+    /// The suite ran the reference engine on the reference with one mutant and saw everything (D-102).
+    fn evidence(
+        &self,
+        _: crate::conformance::adapter::sealed::Seal,
+    ) -> crate::conformance::Evidence {
+        crate::conformance::Evidence::Observed
+    }
+
     fn handle(&mut self, request: &Value) -> Result<Value, AdapterError> {
         Ok(with_mutant(self.0, || crate::service::handle(request)))
     }
@@ -224,6 +232,19 @@ impl RunStore for BrokenStore {
             state = Some(Self::fold(state, patch));
         }
         Ok(state)
+    }
+
+    // Schedules are kept correctly (on the medium): each mutant breaks one rule only.
+    fn schedule(&mut self, entry: &crate::host::ScheduleEntry) -> Result<(), StoreError> {
+        self.disk.factory().open()?.schedule(entry)
+    }
+
+    fn schedules(&self, run_id: &str) -> Result<Vec<crate::host::ScheduleEntry>, StoreError> {
+        self.disk.factory().open()?.schedules(run_id)
+    }
+
+    fn unschedule(&mut self, run_id: &str, resume_token: &str) -> Result<(), StoreError> {
+        self.disk.factory().open()?.unschedule(run_id, resume_token)
     }
 }
 

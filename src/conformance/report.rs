@@ -189,13 +189,24 @@ pub fn run_suite(
         .collect();
     let total = selected.len();
     let profile = adapter.capabilities();
+    let observed = super::adapter::evidence_of(adapter) == super::Evidence::Observed;
     let mut cases = Vec::with_capacity(total);
     for (done, (file, case)) in selected.into_iter().enumerate() {
         #[allow(clippy::disallowed_methods)] // real time: per-case duration for JUnit
         let case_started = Instant::now();
         let requires = super::capability::required(case);
         let missing = profile.missing(&requires);
-        let (outcome, adapter_failed) = if missing.is_empty() {
+        let self_reported = missing.is_empty() && !observed && effectful(&requires);
+        let (outcome, adapter_failed) = if self_reported {
+            // D-102: never asked; a self-written report is no evidence either way.
+            let outcome = CaseOutcome {
+                id: case.id.clone(),
+                clauses: case.clauses.clone(),
+                failures: vec![super::SELF_REPORTED.to_owned()],
+                response: Value::Null,
+            };
+            (outcome, false)
+        } else if missing.is_empty() {
             check_with(case, adapter)
         } else {
             // Not run: the outcome is not a pass (code reading `outcome.passed()` must not
@@ -209,15 +220,16 @@ pub fn run_suite(
             (outcome, false)
         };
         let elapsed = case_started.elapsed();
-        let reference_diff = (diff_reference && !outcome.passed() && !adapter_failed).then(|| {
-            // SEC-1: both sides through the case's redaction sink before they are compared.
-            let scrub = super::case_scrubber(&case.request);
-            let reference = scrub.scrubbed(crate::service::handle(&case.request));
-            let mut d = json_diff(&reference, &outcome.response);
-            d.iter_mut()
-                .for_each(|e| e.pointer = scrub.line(&e.pointer));
-            d
-        });
+        let reference_diff =
+            (diff_reference && !outcome.passed() && !adapter_failed && !self_reported).then(|| {
+                // SEC-1: both sides through the case's redaction sink before they are compared.
+                let scrub = super::case_scrubber(&case.request);
+                let reference = scrub.scrubbed(crate::service::handle(&case.request));
+                let mut d = json_diff(&reference, &outcome.response);
+                d.iter_mut()
+                    .for_each(|e| e.pointer = scrub.line(&e.pointer));
+                d
+            });
         cases.push(CaseResult {
             file: file.stem(),
             family: file.file.family.clone(),
@@ -279,6 +291,13 @@ pub fn run_suite(
         failure_dir: None,
         generated_note: None,
     }
+}
+
+/// Whether a case with these needs is judged by what a run did: `run` or `replay`.
+pub(crate) fn effectful<'a>(requires: impl IntoIterator<Item = &'a String>) -> bool {
+    requires
+        .into_iter()
+        .any(|r| r == "op.run" || r == "op.replay")
 }
 
 /// At most this many bytes of one response are kept for the report (JSON, JUnit).
@@ -352,7 +371,7 @@ impl SuiteReport {
 
     /// Generated workflows that failed a property.
     pub fn generated_failed(&self) -> usize {
-        self.generated.as_ref().map_or(0, |g| g.failures.len())
+        self.generated.as_ref().map_or(0, GeneratedReport::failed)
     }
 
     /// Generated workflows checked.
@@ -493,8 +512,16 @@ impl SuiteReport {
                 g.seed,
                 g.seed.wrapping_add(g.span as u64),
                 g.passed(),
-                g.failures.len()
+                g.failed()
             );
+            if g.self_reported > 0 {
+                let _ = writeln!(
+                    out,
+                    "  {} not run: {}",
+                    g.self_reported,
+                    super::SELF_REPORTED
+                );
+            }
             self.write_generated_failures(&mut out, false);
         } else if let Some(note) = &self.generated_note {
             let _ = writeln!(out, "\n{note}");
@@ -694,7 +721,8 @@ impl SuiteReport {
                 "span": g.span,
                 "shard": g.shard,
                 "passed": g.passed(),
-                "failed": g.failures.len(),
+                "failed": g.failed(),
+                "selfReported": g.self_reported,
                 "notApplicable": g.not_applicable,
                 "elapsedMs": g.elapsed.as_secs_f64() * 1000.0,
                 "failures": g.failures.iter().map(|f| json!({
@@ -809,21 +837,31 @@ impl SuiteReport {
     fn write_generated_junit(&self, out: &mut String, g: &GeneratedReport) {
         let _ = writeln!(
             out,
-            "  <testsuite name=\"generated\" tests=\"{}\" failures=\"{}\" errors=\"0\" skipped=\"0\" time=\"{:.3}\">",
+            "  <testsuite name=\"generated\" tests=\"{}\" failures=\"{}\" errors=\"0\" skipped=\"{}\" time=\"{:.3}\">",
             g.count,
-            g.failures.len(),
+            g.failed(),
+            g.not_applicable,
             g.elapsed.as_secs_f64()
         );
-        for i in 0..g.count {
-            let seed = g.seed.wrapping_add(i as u64);
+        for &seed in &g.seeds {
             let _ = write!(
                 out,
                 "    <testcase name=\"generated-{seed}\" classname=\"w6w.conformance.generated\">"
             );
-            if let Some(f) = g.failures.iter().find(|f| f.seed == seed) {
+            if g.not_applicable_seeds.contains(&seed) {
+                out.push_str(
+                    "<skipped message=\"not applicable: outside the candidate's profile\"/>",
+                );
+            } else if g.self_reported > 0 {
+                let _ = write!(
+                    out,
+                    "\n      <failure message=\"self_reported\" type=\"self_reported\">{}</failure>\n    ",
+                    xml_escape(super::SELF_REPORTED)
+                );
+            } else if let Some(f) = g.failures.iter().find(|f| f.seed == seed) {
                 let body = format!(
-                    "{}\nregenerate: w6w-sim conformance --generate 1 --seed {seed}\nworkflow: {}\nscenario: {}",
-                    f.violation.message, f.workflow, f.scenario
+                    "{}\nregenerate: w6w-sim conformance{} --generate 1 --seed {seed}\nworkflow: {}\nscenario: {}",
+                    f.violation.message, self.candidate_args, f.workflow, f.scenario
                 );
                 let _ = write!(
                     out,
@@ -866,7 +904,7 @@ pub fn xml_escape(s: &str) -> String {
 mod tests {
     use super::*;
     use crate::conformance::{AdapterError, FnAdapter, LoadedFile};
-    use crate::conformance::{CaseFile, Reference};
+    use crate::conformance::{Capabilities, CaseFile, Reference, WithCapabilities};
 
     fn suite(cases: Value) -> Suite {
         let file: CaseFile =
@@ -937,6 +975,60 @@ mod tests {
                 .as_array()
                 .is_some_and(|a| a.contains(&json!("RUN-1")))
         );
+    }
+
+    /// D-102: an adapter answering exactly what the reference answers (a cache of recorded
+    /// answers is indistinguishable from this) fails every effectful case of the real suite
+    /// and every generated workflow, and still passes the pure ops; with a profile that
+    /// leaves runs out, those are not applicable instead. The same cases pass against the
+    /// reference, so the failures are the rule's, not the cases'.
+    #[test]
+    fn a_self_reporting_adapter_fails_every_effectful_case() {
+        let suite = Suite::load_default().expect("the suite loads");
+        let selection = Selection::new(&["RETRY".into(), "PLAN".into()], None).expect("ok");
+        let mut recorded = FnAdapter::new("recorded answers", crate::service::handle);
+        let report = run_suite(&mut recorded, &suite, &selection, true, &mut |_, _, _| {});
+        let effectful: Vec<&CaseResult> = report
+            .cases
+            .iter()
+            .filter(|c| effectful(&c.requires))
+            .collect();
+        assert!(effectful.len() > 10, "{}", effectful.len());
+        for c in &effectful {
+            assert!(
+                c.failed(),
+                "{} passed through a self-reporting adapter",
+                c.outcome.id
+            );
+            assert!(c.outcome.failures[0].starts_with("self_reported: "));
+            assert!(
+                c.reference_diff.is_none(),
+                "nothing to diff: it was never asked"
+            );
+        }
+        let pure = report.cases.len() - effectful.len();
+        assert!(
+            pure > 10 && report.passed() == pure,
+            "pure ops stay request/response"
+        );
+        let reference = run_suite(&mut Reference, &suite, &selection, false, &mut |_, _, _| {});
+        assert_eq!(reference.failed(), 0);
+
+        let generated = crate::conformance::generate::run_generated(&mut recorded, 3, 7);
+        assert_eq!((generated.failed(), generated.passed()), (3, 0));
+        let mut with_report = report.clone();
+        with_report.add_generated(generated);
+        let text = with_report.to_text();
+        assert!(text.contains("3 not run: self_reported: "), "{text}");
+        assert!(with_report.to_junit().contains("type=\"self_reported\""));
+
+        let profile = Capabilities::all().without("op.run").without("op.replay");
+        let mut honest = WithCapabilities::new(recorded, profile);
+        let report = run_suite(&mut honest, &suite, &selection, false, &mut |_, _, _| {});
+        assert_eq!(report.failed(), 0);
+        assert_eq!(report.not_applicable(), effectful.len());
+        let generated = crate::conformance::generate::run_generated(&mut honest, 3, 7);
+        assert_eq!((generated.failed(), generated.not_applicable), (0, 3));
     }
 
     #[test]

@@ -22,7 +22,7 @@ use serde_json::{Value, json};
 
 use super::wire::{Peer, clip};
 use crate::conformance::HostAdapter;
-use crate::host::{RunStore, StoreError as HostStoreError, StoreFactory};
+use crate::host::{RunStore, ScheduleEntry, StoreError as HostStoreError, StoreFactory};
 use crate::json::json_eq;
 use crate::model::{PatchField, RunState, RunStatePatch};
 use crate::sim::StoreError;
@@ -33,6 +33,8 @@ struct Conn {
     timeout: Duration,
     peer: Option<Peer>,
     name: Option<String>,
+    /// The `ready` message's `capabilities` (empty: none declared).
+    capabilities: Vec<String>,
     next_id: u64,
     kills: u64,
 }
@@ -52,6 +54,7 @@ impl Conn {
             let ready = super::parse_ready(&line)
                 .map_err(|e| StoreError(format!("host handshake: {e}")))?;
             self.name = Some(ready.name);
+            self.capabilities = ready.capabilities;
             self.next_id = 0;
             self.peer = Some(peer);
         }
@@ -213,6 +216,55 @@ impl RunStore for ProcessStore {
         }
         Ok(loaded)
     }
+
+    /// CTRL-7 (D-103): the host keeps the schedule, durably before it answers.
+    fn schedule(&mut self, entry: &ScheduleEntry) -> Result<(), HostStoreError> {
+        self.conn
+            .borrow_mut()
+            .call(
+                "schedule",
+                json!({"namespace": self.namespace, "runId": entry.run_id,
+                       "resumeToken": entry.resume_token, "fireAtMs": entry.fire_at_ms}),
+            )
+            .map(drop)
+            .map_err(|e| member_error(e, "schedule"))
+    }
+
+    fn schedules(&self, run_id: &str) -> Result<Vec<ScheduleEntry>, HostStoreError> {
+        let got = self
+            .conn
+            .borrow_mut()
+            .call(
+                "schedule.pending",
+                json!({"namespace": self.namespace, "runId": run_id}),
+            )
+            .map_err(|e| member_error(e, "schedule"))?;
+        serde_json::from_value(got).map_err(|e| {
+            HostStoreError::Corrupt(format!(
+                "the host's schedule.pending answered no list of {{runId, resumeToken, fireAtMs}}: {e}"
+            ))
+        })
+    }
+
+    fn unschedule(&mut self, run_id: &str, resume_token: &str) -> Result<(), HostStoreError> {
+        self.conn
+            .borrow_mut()
+            .call(
+                "schedule.fired",
+                json!({"namespace": self.namespace, "runId": run_id, "resumeToken": resume_token}),
+            )
+            .map(drop)
+            .map_err(|e| member_error(e, "schedule"))
+    }
+}
+
+/// A refused schedule member: `unsupported_member` means the host keeps no schedules.
+fn member_error(e: StoreError, member: &'static str) -> HostStoreError {
+    if e.0.contains("\"unsupported_member\"") {
+        HostStoreError::Unsupported(member)
+    } else {
+        unavailable(e)
+    }
 }
 
 /// A candidate host process as a [`HostAdapter`]: `w6w-sim conformance --host 'CMD'`.
@@ -233,6 +285,7 @@ impl HostProcess {
             timeout,
             peer: None,
             name: None,
+            capabilities: Vec::new(),
             next_id: 0,
             kills: 0,
         };
@@ -265,6 +318,19 @@ impl HostAdapter for HostProcess {
             .name
             .clone()
             .unwrap_or_else(|| self.command.clone())
+    }
+
+    /// The `ready` message's `capabilities` (e.g. `["*", "-schedule"]` for a host that
+    /// keeps no schedules); everything when it declared none. Unknown names are ignored.
+    fn capabilities(&self) -> crate::conformance::Capabilities {
+        let declared = self.conn.borrow().capabilities.clone();
+        if declared.is_empty() {
+            return crate::conformance::Capabilities::all();
+        }
+        crate::conformance::Capabilities::from_names(declared.into_iter().filter(|n| {
+            n == "*" || crate::conformance::capability::is_capability(n.trim_start_matches('-'))
+        }))
+        .unwrap_or_else(|_| crate::conformance::Capabilities::all())
     }
 
     /// One namespace per run. The suite reopens the store after every crash point (and

@@ -22,6 +22,7 @@
 
 pub mod host_seam;
 pub mod serve;
+pub(crate) mod shift;
 pub mod suite;
 pub(crate) mod wire;
 

@@ -27,6 +27,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value, json};
 
+use super::shift::ClockShift;
 use super::wire::{Peer, WireError, clip};
 use crate::conformance::{Adapter, AdapterError};
 use crate::engine::{EngineError, RunResult, RunSeed};
@@ -188,6 +189,8 @@ pub(crate) struct Session<'s, C: WorkflowContext> {
     last_id: u64,
     enqueued: u64,
     deadline: Instant,
+    /// This run's session clock (D-104).
+    shift: ClockShift,
 }
 
 impl<'s, C: WorkflowContext> Session<'s, C> {
@@ -214,10 +217,12 @@ impl<'s, C: WorkflowContext> Session<'s, C> {
         }
     }
 
-    /// The clock and the abort signal ride on every message the suite sends.
+    /// The clock and the abort signal ride on every message the suite sends; every time in
+    /// it is on the session clock (D-104).
     fn stamped(&self, mut message: Value) -> Value {
+        self.shift.outbound(&mut message);
         if let Value::Object(m) = &mut message {
-            m.insert("now".into(), json!(self.host.now_ms()));
+            m.insert("now".into(), json!(self.shift.now(self.host.now_ms())));
             m.insert("aborted".into(), json!(self.host.aborted()));
         }
         message
@@ -227,8 +232,10 @@ impl<'s, C: WorkflowContext> Session<'s, C> {
     fn read_turn(&mut self) -> Result<Option<Result<(), Ending>>, String> {
         for _ in 0..MAX_MESSAGES_PER_TURN {
             let line = self.recv()?;
-            let msg: Value = serde_json::from_str(&line)
+            let mut msg: Value = serde_json::from_str(&line)
                 .map_err(|e| format!("a line that is not JSON ({e}): {}", clip(&line)))?;
+            self.check_times(&msg)?;
+            self.shift.inbound(&mut msg);
             let kind = msg.get("type").and_then(Value::as_str).unwrap_or_default();
             match kind {
                 "call" => self.accept_call(&msg)?,
@@ -269,6 +276,32 @@ impl<'s, C: WorkflowContext> Session<'s, C> {
         Err(format!(
             "more than {MAX_MESSAGES_PER_TURN} messages without an idle"
         ))
+    }
+
+    /// D-104: the times a candidate writes into its step records must be times the suite's
+    /// clock showed in this session — a recorded transcript carries another session's.
+    fn check_times(&self, msg: &Value) -> Result<(), String> {
+        if !self.shift.active()
+            || msg.get("member").and_then(Value::as_str) != Some("state.checkpoint")
+        {
+            return Ok(());
+        }
+        let steps = msg.pointer("/args/patch/steps").and_then(Value::as_object);
+        for (step, record) in steps.into_iter().flatten() {
+            for field in ["startedAt", "finishedAt"] {
+                if let Some(t) = record.get(field).and_then(Value::as_str)
+                    && !self.shift.shown(t)
+                {
+                    return Err(format!(
+                        "a checkpoint gives step {step:?} {field} {}, a time the suite's clock never \
+                         showed in this session (the clock is the `now` on every suite message; is a \
+                         recorded transcript being replayed?)",
+                        clip(t)
+                    ));
+                }
+            }
+        }
+        Ok(())
     }
 
     fn log(&self, msg: &Value) -> Result<(), String> {
@@ -636,6 +669,7 @@ impl<'s, C: WorkflowContext> Session<'s, C> {
         idempotent: &[String],
         kind: SessionKind<'_>,
         ctx: &'s C,
+        shift: ClockShift,
     ) -> Result<Self, String> {
         let info = ctx.run();
         let mut start = json!({
@@ -678,6 +712,7 @@ impl<'s, C: WorkflowContext> Session<'s, C> {
             last_id: 0,
             enqueued: 0,
             deadline,
+            shift,
         };
         let start = session.stamped(start);
         if let Err(why) = session.send(&start) {
@@ -694,6 +729,7 @@ pub(crate) struct RemoteEngine<'c> {
     cand: &'c RefCell<Candidate>,
     workflow: &'c Value,
     idempotent: Vec<String>,
+    shift: ClockShift,
 }
 
 impl Driver for RemoteEngine<'_> {
@@ -710,7 +746,14 @@ impl Driver for RemoteEngine<'_> {
             Mode::ResumeToken(token) => SessionKind::Resume(Some(token)),
             Mode::Replay(from) => SessionKind::Replay(*from),
         };
-        let session = match Session::open(self.cand, self.workflow, &self.idempotent, kind, host) {
+        let session = match Session::open(
+            self.cand,
+            self.workflow,
+            &self.idempotent,
+            kind,
+            host,
+            self.shift,
+        ) {
             Ok(s) => s,
             Err(why) => {
                 return Exec::Refused(json!({"code": PROTOCOL_ERROR, "message": why}));
@@ -899,6 +942,7 @@ impl EngineProcess {
             cand: &self.cand,
             workflow,
             idempotent,
+            shift: ClockShift::for_request(request, options.limits.virtual_ms),
         });
         let (original_id, salt, result) = if replay {
             let Some(run) = request.get("run") else {
@@ -993,6 +1037,15 @@ impl Adapter for EngineProcess {
                 })),
         )
         .unwrap_or_else(|_| crate::conformance::Capabilities::engine_core())
+    }
+
+    /// The suite is the engine's `WorkflowContext`: the report is built from what it
+    /// observed, never from what the engine says (D-14, D-102).
+    fn evidence(
+        &self,
+        _: crate::conformance::adapter::sealed::Seal,
+    ) -> crate::conformance::Evidence {
+        crate::conformance::Evidence::Observed
     }
 
     fn handle(&mut self, request: &Value) -> Result<Value, AdapterError> {

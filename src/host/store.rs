@@ -12,6 +12,8 @@
 //! the state of the last acknowledged checkpoint. A store that keeps acknowledged writes in
 //! a volatile cache fails, naming RUN-3.
 
+use serde::{Deserialize, Serialize};
+
 use crate::model::{RunState, RunStatePatch};
 
 /// Why a store could not do what was asked. Codes are stable.
@@ -29,6 +31,9 @@ pub enum StoreError {
     /// The store is not available at all, e.g. it could not be opened (`store_unavailable`).
     #[error("store unavailable: {0}")]
     Unavailable(String),
+    /// This host does not keep what was asked, e.g. `schedule` (`store_unsupported`).
+    #[error("this host does not support {0}")]
+    Unsupported(&'static str),
 }
 
 impl StoreError {
@@ -39,11 +44,26 @@ impl StoreError {
             StoreError::Corrupt(_) => "store_corrupt",
             StoreError::InvalidRunId(_) => "invalid_run_id",
             StoreError::Unavailable(_) => "store_unavailable",
+            StoreError::Unsupported(_) => "store_unsupported",
         }
     }
 }
 
-/// A host's durable run store: what `WorkflowContext.state` persists to.
+/// One durable timer (CTRL-7): the host's half of `WorkflowContext.schedule` for a `wait`.
+/// When the clock reaches `fire_at_ms` the host resumes run `run_id` with exactly
+/// `resume_token`. Under the suite the clock is the suite's virtual clock (ms since the
+/// Unix epoch), so the suite fires the schedule — after restarting the host and reading the
+/// entry back from it (D-103).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ScheduleEntry {
+    pub run_id: String,
+    pub resume_token: String,
+    pub fire_at_ms: u64,
+}
+
+/// A host's durable run store: what `WorkflowContext.state` persists to, and (optionally)
+/// the timers `WorkflowContext.schedule` sets.
 pub trait RunStore {
     /// Fold `patch` into its run's state (a run seen for the first time starts as
     /// `RunState::new(patch.run_id, patch.workflow_id)`, see [`RunState::apply`]) and make
@@ -55,6 +75,27 @@ pub trait RunStore {
 
     /// The run's durable state, or `None` for a run never checkpointed. Idempotent.
     fn load(&self, run_id: &str) -> Result<Option<RunState>, StoreError>;
+
+    /// CTRL-7: keep a `wait`'s schedule, durably before returning `Ok` — a restarted
+    /// process must still fire it (D-103). Default: this host keeps no schedules
+    /// ([`StoreError::Unsupported`]); declare a profile without `schedule` then, and the
+    /// suite reports the `wait` cases not applicable.
+    fn schedule(&mut self, entry: &ScheduleEntry) -> Result<(), StoreError> {
+        let _ = entry;
+        Err(StoreError::Unsupported("schedule"))
+    }
+
+    /// The schedules kept for `run_id` that have not fired, in any order.
+    fn schedules(&self, run_id: &str) -> Result<Vec<ScheduleEntry>, StoreError> {
+        let _ = run_id;
+        Ok(Vec::new())
+    }
+
+    /// The schedule with `resume_token` fired: forget it, durably.
+    fn unschedule(&mut self, run_id: &str, resume_token: &str) -> Result<(), StoreError> {
+        let _ = (run_id, resume_token);
+        Ok(())
+    }
 }
 
 impl<S: RunStore + ?Sized> RunStore for Box<S> {
@@ -66,6 +107,15 @@ impl<S: RunStore + ?Sized> RunStore for Box<S> {
     }
     fn load(&self, run_id: &str) -> Result<Option<RunState>, StoreError> {
         (**self).load(run_id)
+    }
+    fn schedule(&mut self, entry: &ScheduleEntry) -> Result<(), StoreError> {
+        (**self).schedule(entry)
+    }
+    fn schedules(&self, run_id: &str) -> Result<Vec<ScheduleEntry>, StoreError> {
+        (**self).schedules(run_id)
+    }
+    fn unschedule(&mut self, run_id: &str, resume_token: &str) -> Result<(), StoreError> {
+        (**self).unschedule(run_id, resume_token)
     }
 }
 

@@ -366,6 +366,23 @@ impl WorkflowContext for SimHost<'_> {
                     .unwrap_or(0),
             ),
         };
+        // D-103: a candidate host keeps the schedule itself, durably, before it counts as
+        // made; the suite fires it only after reading it back from a restarted host.
+        if self.role == Role::Top && self.store.borrow().keeps_schedules() {
+            let kept = crate::host::ScheduleEntry {
+                run_id: self.info.id.clone(),
+                resume_token: token.clone(),
+                fire_at_ms: at_ms,
+            };
+            if let Err(e) = self.store.borrow_mut().schedule(&kept) {
+                self.event("schedule_failed", json!({"message": self.scrub.line(&e.0)}));
+                return Err(if e.0.starts_with("store_unsupported") {
+                    HostError::Unsupported("schedule")
+                } else {
+                    HostError::Store(e.0)
+                });
+            }
+        }
         let entry = self.scrubbed(self.tagged(json!({"token": token, "fireAtMs": at_ms,
                            "directive": serde_json::to_value(&directive).unwrap_or_default()})));
         self.event("schedule", entry.clone());

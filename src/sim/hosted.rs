@@ -82,6 +82,24 @@ impl Store for HostedStore {
         false
     }
 
+    fn keeps_schedules(&self) -> bool {
+        true
+    }
+
+    fn schedule(&mut self, entry: &crate::host::ScheduleEntry) -> Result<(), SimStoreError> {
+        self.live_mut()?.schedule(entry).map_err(|e| sim_error(&e))
+    }
+
+    fn schedules(&self, run_id: &str) -> Result<Vec<crate::host::ScheduleEntry>, SimStoreError> {
+        self.live()?.schedules(run_id).map_err(|e| sim_error(&e))
+    }
+
+    fn unschedule(&mut self, run_id: &str, resume_token: &str) -> Result<(), SimStoreError> {
+        self.live_mut()?
+            .unschedule(run_id, resume_token)
+            .map_err(|e| sim_error(&e))
+    }
+
     fn crash(&mut self) {
         if let Some(dead) = self.live.take() {
             self.graveyard.push(dead);

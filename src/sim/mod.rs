@@ -680,6 +680,9 @@ impl<'a> Sim<'a> {
             .and_then(Value::as_str)
             .map(str::to_owned)
             .ok_or_else(|| SimError::Halted("a queued run reported no resume token".into()))?;
+        if self.store.borrow().keeps_schedules() {
+            self.fire_from_host(&state.run_id, &token)?;
+        }
         let mut w = self.world.borrow_mut();
         let at_ms =
             w.snap.fire_times.get(&token).copied().ok_or_else(|| {
@@ -697,6 +700,42 @@ impl<'a> Sim<'a> {
             json!({"token": token, "note": "the virtual clock reached the wait's time; resuming with its token"}),
         );
         Ok(token)
+    }
+
+    /// CTRL-7 on a candidate host (D-103): the host process is restarted while the run
+    /// sleeps, then must still hold the schedule it acknowledged — same token, same time —
+    /// which it then forgets as fired.
+    fn fire_from_host(&self, run_id: &str, token: &str) -> Result<(), SimError> {
+        self.reopen_store("while the run was suspended on a wait")?;
+        let want = self.world.borrow().snap.fire_times.get(token).copied();
+        let kept = self
+            .store
+            .borrow()
+            .schedules(run_id)
+            .map_err(|e| SimError::Store(e.0))?;
+        let scrub = |s: String| self.scrub.line(&s);
+        match kept.iter().find(|e| e.resume_token == token) {
+            None => {
+                return Err(SimError::NotDurable(scrub(format!(
+                    "CTRL-7/RUN-3: the run is suspended on a wait whose schedule the host acknowledged \
+                     (resume token {token:?}), but after a restart the host holds {} schedule(s) for \
+                     run {run_id:?} and not that one; a schedule must be durable before schedule returns",
+                    kept.len()
+                ))));
+            }
+            Some(e) if Some(e.fire_at_ms) != want => {
+                return Err(SimError::NotDurable(scrub(format!(
+                    "CTRL-7: the host's schedule for resume token {token:?} fires at {} ms, not at the {} ms it acknowledged",
+                    e.fire_at_ms,
+                    want.map_or_else(|| "(unknown)".to_owned(), |w| w.to_string())
+                ))));
+            }
+            Some(_) => {}
+        }
+        self.store
+            .borrow_mut()
+            .unschedule(run_id, token)
+            .map_err(|e| SimError::Store(e.0))
     }
 
     fn report(self, run_id: &str) -> Result<Report, SimError> {

@@ -68,6 +68,26 @@ pub trait Store {
     fn restart(&mut self) -> Result<(), StoreError> {
         Ok(())
     }
+    /// CTRL-7: whether `wait` schedules are kept by this store (a candidate host's, D-103)
+    /// rather than by the simulator's world.
+    fn keeps_schedules(&self) -> bool {
+        false
+    }
+    /// Keep a schedule durably (only called when [`Store::keeps_schedules`]).
+    fn schedule(&mut self, entry: &crate::host::ScheduleEntry) -> Result<(), StoreError> {
+        let _ = entry;
+        Ok(())
+    }
+    /// The schedules kept for a run that have not fired.
+    fn schedules(&self, run_id: &str) -> Result<Vec<crate::host::ScheduleEntry>, StoreError> {
+        let _ = run_id;
+        Ok(Vec::new())
+    }
+    /// A schedule fired: forget it.
+    fn unschedule(&mut self, run_id: &str, resume_token: &str) -> Result<(), StoreError> {
+        let _ = (run_id, resume_token);
+        Ok(())
+    }
     /// A durable lease on the run's trace sequence numbers, for stores that outlive the
     /// process (so `seq` stays monotonic across real kills). `None`: no lease needed.
     fn seq_lease(&self, run_id: &str) -> Option<Box<dyn SeqLease>> {
