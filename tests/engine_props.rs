@@ -14,7 +14,9 @@
 //!     retry classification, onError and edge routing written out naively in
 //!     `w6w_sim::conformance::generate` (shared with `w6w-sim conformance --generate`, which
 //!     checks the same model through op responses; this test also sees traces);
-//! (d) no secret plaintext appears in any checkpoint, trace event or report.
+//! (d) no secret plaintext appears in any checkpoint, trace event or report;
+//! (e) secret-echoing actions (D-112): a crash after any checkpoint, a replay and a replay
+//!     from a step end where the crash-free run does, gates on the echoed value included.
 //!
 //! A failure prints the generated workflow and scenario as JSON: save them as files and
 //! `w6w-sim run WORKFLOW --scenario SCENARIO` reproduces the run exactly.
@@ -274,5 +276,148 @@ proptest! {
             }
         }
         assert_no_secret(&replayed_from, "replay from");
+    }
+}
+
+// (e) D-112: secret-echoing actions. Producers whose output carries the run's secret — a
+// secret-derived echo, an untainted action returning it whole and inside text — or not, each
+// followed by a gate on `output.tok == <secret>` and a step reading it; an aggregate over every
+// producer and a gate on its first entry. A crash right after any checkpoint, a replay, and a
+// replay from the first gate all end where the crash-free run does: the recorded references
+// are re-materialised inside the engine, so no gate routes differently after a restart, and
+// no byte of the secret (nor an 8-character piece) is recorded.
+
+fn secret_echo_workflow(kinds: &[u8], parallel: bool, secret: &str) -> (Value, Value) {
+    let mut steps = vec![
+        json!({"id": "root", "uses": {"app": "app", "action": "root"},
+                                "fanOut": if parallel { "parallel" } else { "sequential" }}),
+    ];
+    let mut edges = Vec::new();
+    let mut actions = serde_json::Map::new();
+    let gate = |id: &str, var: String| {
+        json!({"id": id, "uses": {"app": "@w6w/control", "action": "if"},
+               "with": {"condition": {"$expr": {"==": [{"var": var}, secret]}}}})
+    };
+    for (i, &kind) in kinds.iter().enumerate() {
+        let (p, g, c) = (format!("p{i}"), format!("g{i}"), format!("c{i}"));
+        let with = match kind {
+            0 => json!({"i": i, "tok": "{{ secrets.S }}"}),
+            _ => json!({"i": i}),
+        };
+        steps.push(json!({"id": p, "uses": {"app": "app", "action": "produce"}, "with": with}));
+        let outcome = match kind {
+            0 => json!({"echo": true, "latencyMs": 3 * i as u64}),
+            1 => json!({"output": {"tok": secret, "url": format!("https://x/{secret}/v"), "n": i},
+                        "latencyMs": 2}),
+            _ => json!({"output": {"tok": "plain", "n": i}, "latencyMs": 1}),
+        };
+        actions.insert(p.clone(), json!({"outcomes": [outcome]}));
+        steps.push(gate(&g, format!("steps.{p}.output.tok")));
+        steps.push(json!({"id": c, "uses": {"app": "app", "action": "consume"},
+                          "with": {"v": {"$": format!("steps.{p}.output.tok")}}}));
+        edges.push(json!({"from": "root", "to": p}));
+        edges.push(json!({"from": p, "to": g}));
+        edges.push(json!({"from": g, "to": c}));
+        edges.push(json!({"from": p, "to": "join"}));
+    }
+    steps.push(
+        json!({"id": "join", "uses": {"app": "@w6w/control", "action": "aggregate"},
+                      "with": {"mode": "array"}}),
+    );
+    steps.push(gate("gj", "steps.join.output.result.0.tok".into()));
+    steps.push(json!({"id": "cj", "uses": {"app": "app", "action": "consume"}}));
+    edges.push(json!({"from": "join", "to": "gj"}));
+    edges.push(json!({"from": "gj", "to": "cj"}));
+    let wf = json!({"manifestVersion": "2", "id": "wf_echo", "name": "echo", "steps": steps,
+                    "edges": edges});
+    let sc = json!({"secrets": {"S": secret}, "actions": actions});
+    (wf, sc)
+}
+
+fn run_echo(wf: &Value, sc: &Value, faults: Value) -> Report {
+    let mut sc = sc.clone();
+    sc["faults"] = faults;
+    let wf = sim::load_workflow(wf).expect("valid workflow");
+    let sc = sim::load_scenario(&sc).expect("valid scenario");
+    sim::run(&wf, &sc, &SimOptions::default(), None).expect("report")
+}
+
+fn untimed(s: &RunState) -> Value {
+    fn strip(v: &Value) -> Value {
+        match v {
+            Value::Object(m) => Value::Object(
+                m.iter()
+                    .filter(|(k, _)| !matches!(k.as_str(), "startedAt" | "finishedAt"))
+                    .map(|(k, v)| (k.clone(), strip(v)))
+                    .collect(),
+            ),
+            Value::Array(a) => Value::Array(a.iter().map(strip).collect()),
+            other => other.clone(),
+        }
+    }
+    strip(&serde_json::to_value(s).unwrap_or_default())
+}
+
+fn statuses(s: &RunState) -> BTreeMap<String, String> {
+    s.steps
+        .iter()
+        .map(|(k, r)| (k.clone(), r.status.as_str().to_owned()))
+        .collect()
+}
+
+fn assert_no_secret_piece(r: &Report, secret: &str, what: &str) {
+    let text = format!(
+        "{}{}",
+        r.to_json(),
+        serde_json::to_string(&r.trace).unwrap_or_default()
+    );
+    let chars: Vec<char> = secret.chars().collect();
+    for w in chars.windows(8) {
+        let piece: String = w.iter().collect();
+        assert!(
+            !text.contains(&piece),
+            "{what}: {piece:?} recorded:\n{text}"
+        );
+    }
+}
+
+proptest! {
+    #[test]
+    fn secret_echoes_resume_and_replay_like_the_crash_free_run(
+        kinds in prop::collection::vec(0u8..3, 1..4),
+        parallel in any::<bool>(),
+        secret in "[A-Za-z0-9_.-]{6,10}[\"\\\\ ]?[A-Za-z0-9]{2,10}",
+        crash_pick in any::<prop::sample::Index>(),
+    ) {
+        let (wf, sc) = secret_echo_workflow(&kinds, parallel, &secret);
+        let ctx = format!("\nworkflow: {wf}\nscenario: {sc}");
+        let plain = run_echo(&wf, &sc, json!({}));
+        prop_assert_eq!(plain.run.status.as_str(), "succeeded", "{}", ctx);
+        // The gates saw the secret exactly where a producer returned it.
+        for (i, &kind) in kinds.iter().enumerate() {
+            let want = if kind < 2 { "succeeded" } else { "skipped" };
+            prop_assert_eq!(plain.run.steps[&format!("c{i}")].status.as_str(), want, "c{}{}", i, ctx);
+        }
+        let want_cj = if kinds[0] < 2 { "succeeded" } else { "skipped" };
+        prop_assert_eq!(plain.run.steps["cj"].status.as_str(), want_cj, "{}", ctx);
+        assert_no_secret_piece(&plain, &secret, "crash-free run");
+
+        let k = crash_pick.index(plain.world.checkpoints as usize) as u64 + 1;
+        let crashed = run_echo(&wf, &sc, json!({"crashAfterCheckpoint": [k]}));
+        prop_assert_eq!(crashed.world.crashes, 1);
+        // Timestamps aside: under strands an invocation in flight at the crash really runs
+        // again (RUN-4) and gets new times (D-73).
+        prop_assert_eq!(untimed(&crashed.run), untimed(&plain.run), "crash after checkpoint {}{}", k, ctx);
+        assert_no_secret_piece(&crashed, &secret, "crashed run");
+
+        let wfm = sim::load_workflow(&wf).expect("valid");
+        let scm = sim::load_scenario(&sc).expect("valid");
+        for from in [None, Some("g0")] {
+            let replayed = sim::replay(&wfm, &scm, &plain.run, from, &SimOptions::default(), None)
+                .expect("replay report");
+            prop_assert_eq!(replayed.run.status, plain.run.status, "replay from {:?}{}", from, ctx);
+            prop_assert_eq!(statuses(&replayed.run), statuses(&plain.run), "replay from {:?}{}", from, ctx);
+            assert_no_secret_piece(&replayed, &secret, "replay");
+        }
     }
 }

@@ -35,8 +35,11 @@ pub(crate) fn is_secret_derived(record: &StepExecution) -> bool {
     record.extra.get(SECRET_DERIVED) == Some(&Value::Bool(true))
 }
 
-/// The recorded form of a secret-derived record: data replaced by `"[redacted]"` wholly.
+/// The recorded form of a record: a secret-derived one's data replaced by `"[redacted]"`
+/// wholly, any other output's secret references by `"[redacted]"` (D-112).
 pub(crate) fn redact_record(record: &mut StepExecution) {
+    // D-112: an output's secret references are recorded as "[redacted]".
+    super::sealed::display(record);
     if !is_secret_derived(record) {
         return;
     }

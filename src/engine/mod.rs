@@ -23,6 +23,7 @@ mod retry;
 mod routing;
 mod run;
 mod runerr;
+mod sealed;
 mod step;
 mod strand;
 #[cfg(test)]

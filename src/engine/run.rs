@@ -44,6 +44,9 @@ pub(crate) fn taint_pointers(scope: &mut RunScope, root: &str, pointers: &[Strin
     }
 }
 
+/// The run `extra` key holding the variables' secret references (D-112).
+pub(crate) const VARIABLE_REFS: &str = "variablesSecretRefs";
+
 /// The engine for one workflow: planned once, then any number of runs / resumes / replays.
 #[derive(Debug, Clone)]
 pub struct Engine<'w> {
@@ -165,6 +168,15 @@ impl<'w> Engine<'w> {
         let mut start = journal.patch();
         start.workflow_id = Some(self.workflow.id.clone());
         start.status = Some(RunStatus::Running);
+        // SEC-1 / D-112: a variable holding a secret's value is recorded with a reference
+        // by name, so a resumed run seeds the same value (RUNERR-3) and no store holds it.
+        let variables = match super::sealed::seal_variables(&variables, &ctx.secrets()) {
+            Some((recorded, refs)) => {
+                start.extra.insert(VARIABLE_REFS.into(), refs);
+                recorded
+            }
+            None => variables,
+        };
         start.variables = Some(variables);
         start.extra.insert("trigger".into(), seed.trigger.clone());
         start.extra.insert("runAttempt".into(), json!(1));
@@ -387,13 +399,23 @@ impl<'w> Engine<'w> {
     /// and the host; `steps` fills in as the walk publishes.
     fn scope<C: WorkflowContext>(&self, ctx: &C, journal: &Journal) -> RunScope {
         let mut scope = RunScope::new().with_secrets(ctx.secrets());
-        scope.vars = journal.variables();
+        scope.vars = self.variables(journal, &scope);
         taint_pointers(&mut scope, "vars", &secret_variables(journal));
         scope.trigger = journal
             .extra("trigger")
             .unwrap_or_else(|| json!({"type": "manual"}));
         scope.documents = ctx.documents();
         scope
+    }
+
+    /// The run's variables as the crash-free run seeded them: recorded secret references
+    /// re-materialised from `scope`'s secrets (D-112; never recorded).
+    pub(crate) fn variables(&self, journal: &Journal, scope: &RunScope) -> Value {
+        super::sealed::unseal_variables(
+            journal.variables(),
+            journal.extra(VARIABLE_REFS).as_ref(),
+            |n| scope.secrets().get(n).cloned(),
+        )
     }
 
     /// RUN-9: the output of the last succeeded step by plan order (`null` when none did).

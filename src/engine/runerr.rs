@@ -153,7 +153,7 @@ impl Engine<'_> {
         // RUNERR-7: `with` resolves against { inputs, error, trigger }; absent `with`
         // passes the inputs unchanged. No secrets: the reroute pass has none.
         let mut scope = RunScope::new();
-        let inputs = journal.variables();
+        let inputs = self.variables(journal, &RunScope::new().with_secrets(ctx.secrets()));
         scope.inputs = Some(inputs.clone());
         scope.trigger = journal
             .extra("trigger")

@@ -148,6 +148,25 @@ impl<'a, C: WorkflowContext> StepCtx<'a, C> {
             // it is redacted before it can reach routing, the run error or stepErrors.
             e.message = crate::expr::REDACTED.to_owned();
         }
+        // SEC-1 (D-112): the secrets the output carries become references by name, so the
+        // recorded output has none and a resumed run can still read it.
+        super::sealed::seal(record, &self.host().secrets());
+        if super::journal::is_secret_derived(record)
+            && self
+                .walk
+                .engine
+                .plan
+                .controls
+                .control(self.i)
+                .map(|c| c.kind)
+                == Some(crate::plan::ControlKind::If)
+            && let Some(m) = record.output.as_ref().and_then(|o| o.get("matched"))
+        {
+            // D-113: the branch a secret-derived `if` took survives its output's
+            // redaction, so a reused record routes as the live one did (the branch is
+            // visible anyway in which steps ran).
+            record.extra.insert("matched".into(), m.clone());
+        }
     }
 }
 

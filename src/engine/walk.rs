@@ -291,8 +291,12 @@ impl<'a, C: WorkflowContext> Walk<'a, C> {
             .filter_map(|e| {
                 let id = &self.engine.workflow.steps[e.from].id;
                 let r = self.journal.lookup(self.frame, id)?;
-                (r.status == StepStatus::Succeeded)
-                    .then(|| (id.clone(), r.output.unwrap_or(Value::Null)))
+                // D-112: the recorded output with its secret references re-materialised.
+                (r.status == StepStatus::Succeeded).then(|| {
+                    let secrets = self.host.secrets();
+                    let output = super::sealed::unseal(&r, |n| secrets.get(n).cloned());
+                    (id.clone(), output)
+                })
             })
             .collect()
     }
@@ -350,8 +354,11 @@ impl<'a, C: WorkflowContext> Walk<'a, C> {
         } else {
             None
         };
-        scope.publish_step(id, record.output.clone().unwrap_or(Value::Null), meta);
-        if super::journal::is_secret_derived(record) {
+        // D-112: a recorded output's secret references re-materialised (inside the engine
+        // only), so a resumed or replayed run reads what the crash-free run read.
+        let output = super::sealed::unseal(record, |n| scope.secrets().get(n).cloned());
+        scope.publish_step(id, output, meta);
+        if super::sealed::carries_secret(record) {
             // SEC-1: whatever reads this output is secret-derived too.
             scope.taint(&["steps", id]);
         }
@@ -361,7 +368,9 @@ impl<'a, C: WorkflowContext> Walk<'a, C> {
     fn unmatched_if(&self, i: usize, record: &StepExecution) -> bool {
         self.engine.kinds[i] == StepKind::Control
             && self.engine.plan.controls.control(i).map(|c| c.kind) == Some(ControlKind::If)
-            && record.output.as_ref().and_then(|o| o.get("matched")) == Some(&Value::Bool(false))
+            && (record.output.as_ref().and_then(|o| o.get("matched")) == Some(&Value::Bool(false))
+                // D-113: a secret-derived `if` keeps its branch beside its redacted output.
+                || record.extra.get("matched") == Some(&Value::Bool(false)))
     }
 }
 

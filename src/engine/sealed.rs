@@ -1,0 +1,454 @@
+//! SEC-1 without a crash changing the run (D-112): secret references in recorded outputs.
+//!
+//! Owns: how a step output that carries a secret of the run is recorded, and how the engine
+//! gets the value back when it reads a recorded output into the scope. The live output is
+//! scanned once, when its record is sealed ([`seal`]): every occurrence of a secret's value
+//! becomes a reference *by name* in the record's `extra.secretRefs` (`{path, secret}` for a
+//! leaf that is exactly one secret, `{path, parts}` for a string with secrets inside, text
+//! parts as they are). What is recorded ([`display`]) has `"[redacted]"` at those places,
+//! so no plaintext reaches a store even on a host without a scrubbing sink. When the engine
+//! publishes a recorded output ([`unseal`]) it puts the run's secret values back at the
+//! recorded paths — inside the engine only — so a resumed or replayed run reads what the
+//! crash-free run read.
+//!
+//! Invariants: references are made only from secrets the live output really contains, at
+//! paths the engine chose; an output is data and is never interpreted, so an action that
+//! returns text looking like a reference gets that text back, never a secret. A record with
+//! references is tainted when published, so whatever reads the re-materialised value is
+//! recorded redacted. A secret-derived record keeps its output `"[redacted]"` wholly; it can
+//! be re-materialised only when it adds nothing to the store but secret names
+//! (`extra.sealedOutput`, see [`seal`]).
+
+use serde_json::{Map, Value, json};
+
+use super::journal::is_secret_derived;
+use crate::expr::REDACTED;
+use crate::model::StepExecution;
+
+/// The record `extra` key listing the output's secret references (present ⇒ the output
+/// carried a secret; an empty list ⇒ it cannot be re-materialised: the whole output is
+/// recorded `"[redacted]"`).
+pub(crate) const SECRET_REFS: &str = "secretRefs";
+/// The record `extra` key holding a secret-derived output's skeleton (the output with its
+/// referenced leaves `"[redacted]"`), kept only when it holds nothing the store did not hold.
+pub(crate) const SEALED_OUTPUT: &str = "sealedOutput";
+
+/// One secret to look for: its name and value (a non-empty string or a number).
+struct Needle<'a> {
+    name: &'a str,
+    value: &'a Value,
+}
+
+/// What scanning one output found.
+#[derive(Default)]
+struct Scan {
+    refs: Vec<Value>,
+    /// A secret inside an object key: paths through it are not stable; redact wholly.
+    in_key: bool,
+    /// A reference with text around the secret (a `parts` entry).
+    with_text: bool,
+}
+
+fn needles(secrets: &Map<String, Value>) -> Vec<Needle<'_>> {
+    let mut out: Vec<Needle<'_>> = secrets
+        .iter()
+        .filter(|(_, v)| matches!(v, Value::String(s) if !s.is_empty()) || v.is_number())
+        .map(|(name, value)| Needle { name, value })
+        .collect();
+    // Longest first, so a secret that contains another is referenced whole.
+    let len = |n: &Needle<'_>| n.value.as_str().map_or(0, str::len);
+    out.sort_by(|a, b| len(b).cmp(&len(a)).then_with(|| a.name.cmp(b.name)));
+    out
+}
+
+fn escape(token: &str) -> String {
+    token.replace('~', "~0").replace('/', "~1")
+}
+
+/// `text` split into literal parts and secret references, or `None` when no secret occurs.
+fn split(text: &str, needles: &[Needle<'_>]) -> Option<Vec<Value>> {
+    let mut parts = Vec::new();
+    let (mut literal, mut found, mut rest) = (String::new(), false, text);
+    while let Some(c) = rest.chars().next() {
+        let hit = needles
+            .iter()
+            .find(|n| n.value.as_str().is_some_and(|s| rest.starts_with(s)));
+        match hit {
+            Some(n) => {
+                if !literal.is_empty() {
+                    parts.push(Value::String(std::mem::take(&mut literal)));
+                }
+                parts.push(json!({"secret": n.name}));
+                rest = &rest[n.value.as_str().map_or(0, str::len)..];
+                found = true;
+            }
+            None => {
+                literal.push(c);
+                rest = &rest[c.len_utf8()..];
+            }
+        }
+    }
+    if !literal.is_empty() {
+        parts.push(Value::String(literal));
+    }
+    found.then_some(parts)
+}
+
+fn scan(value: &Value, path: &str, needles: &[Needle<'_>], out: &mut Scan) {
+    match value {
+        Value::String(s) => {
+            if let Some(n) = needles.iter().find(|n| n.value.as_str() == Some(s)) {
+                out.refs.push(json!({"path": path, "secret": n.name}));
+            } else if let Some(parts) = split(s, needles) {
+                out.with_text = true;
+                out.refs.push(json!({"path": path, "parts": parts}));
+            }
+        }
+        Value::Number(_) => {
+            if let Some(n) = needles.iter().find(|n| n.value == value) {
+                out.refs.push(json!({"path": path, "secret": n.name}));
+            }
+        }
+        Value::Array(items) => {
+            for (i, v) in items.iter().enumerate() {
+                scan(v, &format!("{path}/{i}"), needles, out);
+            }
+        }
+        Value::Object(m) => {
+            for (k, v) in m {
+                if split(k, needles).is_some() {
+                    out.in_key = true;
+                }
+                scan(v, &format!("{path}/{}", escape(k)), needles, out);
+            }
+        }
+        Value::Null | Value::Bool(_) => {}
+    }
+}
+
+/// Seal the live terminal `record` against the run's `secrets` (name → value): record the
+/// references of every secret its output carries. A secret-derived record also gets its
+/// skeleton when every other leaf and every key of the output already appears in the
+/// recorded (redacted) input and every referenced leaf is exactly one secret — an echo:
+/// then the store learns nothing but secret names. Otherwise a secret-derived output stays
+/// `"[redacted]"` wholly after a crash (what an action computes from a secret is its own
+/// business; D-41).
+pub(crate) fn seal(record: &mut StepExecution, secrets: &Map<String, Value>) {
+    let Some(output) = &record.output else {
+        return;
+    };
+    let needles = needles(secrets);
+    if needles.is_empty() {
+        return;
+    }
+    let mut found = Scan::default();
+    scan(output, "", &needles, &mut found);
+    if found.refs.is_empty() && !found.in_key {
+        return;
+    }
+    if found.in_key {
+        found.refs.clear();
+    }
+    if is_secret_derived(record)
+        && !found.refs.is_empty()
+        && !found.with_text
+        && known_to_the_store(output, record.input.as_ref(), &found.refs)
+    {
+        let mut skeleton = output.clone();
+        for r in &found.refs {
+            if let Some(leaf) = r["path"].as_str().and_then(|p| skeleton.pointer_mut(p)) {
+                *leaf = Value::String(REDACTED.to_owned());
+            }
+        }
+        record.extra.insert(SEALED_OUTPUT.into(), skeleton);
+    }
+    record
+        .extra
+        .insert(SECRET_REFS.into(), Value::Array(found.refs));
+}
+
+/// Whether every key and every scalar leaf of `output` outside `refs` already appears in
+/// the recorded `input` (a redacted leaf does not count).
+fn known_to_the_store(output: &Value, input: Option<&Value>, refs: &[Value]) -> bool {
+    let (mut keys, mut leaves) = (Vec::new(), Vec::new());
+    if let Some(input) = input {
+        collect(input, &mut keys, &mut leaves);
+    }
+    leaves.retain(|v| v.as_str() != Some(REDACTED));
+    let referenced: Vec<&str> = refs.iter().filter_map(|r| r["path"].as_str()).collect();
+    fn check(v: &Value, path: &str, keys: &[&str], leaves: &[&Value], refs: &[&str]) -> bool {
+        match v {
+            _ if refs.contains(&path) => true,
+            Value::Null => true,
+            Value::Array(items) => items
+                .iter()
+                .enumerate()
+                .all(|(i, x)| check(x, &format!("{path}/{i}"), keys, leaves, refs)),
+            Value::Object(m) => m.iter().all(|(k, x)| {
+                keys.contains(&k.as_str())
+                    && check(x, &format!("{path}/{}", escape(k)), keys, leaves, refs)
+            }),
+            scalar => leaves.contains(&scalar),
+        }
+    }
+    check(output, "", &keys, &leaves, &referenced)
+}
+
+fn collect<'v>(v: &'v Value, keys: &mut Vec<&'v str>, leaves: &mut Vec<&'v Value>) {
+    match v {
+        Value::Array(items) => items.iter().for_each(|x| collect(x, keys, leaves)),
+        Value::Object(m) => {
+            for (k, x) in m {
+                keys.push(k);
+                collect(x, keys, leaves);
+            }
+        }
+        scalar => leaves.push(scalar),
+    }
+}
+
+/// The recorded form of a sealed record's output: `"[redacted]"` at every reference (a
+/// whole `"[redacted]"` when none can be kept). A secret-derived output is left to the
+/// whole-output redaction.
+pub(crate) fn display(record: &mut StepExecution) {
+    if is_secret_derived(record) {
+        return;
+    }
+    let Some(Value::Array(refs)) = record.extra.get(SECRET_REFS) else {
+        return;
+    };
+    let Some(output) = &mut record.output else {
+        return;
+    };
+    if refs.is_empty() {
+        *output = Value::String(REDACTED.to_owned());
+        return;
+    }
+    let refs = Value::Array(refs.clone());
+    redact_at(output, &refs);
+}
+
+/// The output the engine publishes for a recorded (or live) `record`: its secret
+/// references re-materialised from `secret` (name → value). A reference to a secret the
+/// run no longer has is left as recorded. Never recorded anywhere: the caller puts the
+/// value in the scope (tainted) or a join's inputs only.
+pub(crate) fn unseal(record: &StepExecution, secret: impl Fn(&str) -> Option<Value>) -> Value {
+    let sealed = record
+        .extra
+        .get(SEALED_OUTPUT)
+        .filter(|_| is_secret_derived(record));
+    let mut out = sealed
+        .or(record.output.as_ref())
+        .cloned()
+        .unwrap_or(Value::Null);
+    let Some(Value::Array(refs)) = record.extra.get(SECRET_REFS) else {
+        return out;
+    };
+    if is_secret_derived(record) && sealed.is_none() {
+        return out;
+    }
+    materialise(&mut out, &Value::Array(refs.clone()), &secret);
+    out
+}
+
+/// RUN-3 / SEC-1 for the run's seed (D-112): the variables as recorded (secret values
+/// `"[redacted]"`) and their references (`None` when no variable carries a secret, or a
+/// secret sits in a key — then the host's sink is the only redaction, as before).
+pub(crate) fn seal_variables(
+    variables: &Map<String, Value>,
+    secrets: &Map<String, Value>,
+) -> Option<(Map<String, Value>, Value)> {
+    let needles = needles(secrets);
+    let mut found = Scan::default();
+    let value = Value::Object(variables.clone());
+    scan(&value, "", &needles, &mut found);
+    if found.refs.is_empty() || found.in_key {
+        return None;
+    }
+    let refs = Value::Array(found.refs);
+    let mut recorded = value;
+    redact_at(&mut recorded, &refs);
+    match recorded {
+        Value::Object(m) => Some((m, refs)),
+        _ => None,
+    }
+}
+
+/// The run's variables with their recorded secret references re-materialised.
+pub(crate) fn unseal_variables(
+    variables: Value,
+    refs: Option<&Value>,
+    secret: impl Fn(&str) -> Option<Value>,
+) -> Value {
+    let mut out = variables;
+    if let Some(refs) = refs {
+        materialise(&mut out, refs, &secret);
+    }
+    out
+}
+
+/// `"[redacted]"` at every reference of `refs` in `value`.
+fn redact_at(value: &mut Value, refs: &Value) {
+    for r in refs.as_array().into_iter().flatten() {
+        let Some(leaf) = r["path"].as_str().and_then(|p| value.pointer_mut(p)) else {
+            continue;
+        };
+        *leaf = match r.get("parts").and_then(Value::as_array) {
+            Some(parts) => Value::String(
+                parts
+                    .iter()
+                    .map(|p| p.as_str().unwrap_or(REDACTED))
+                    .collect(),
+            ),
+            None => Value::String(REDACTED.to_owned()),
+        };
+    }
+}
+
+/// Every reference of `refs` in `value` replaced by the secret's value (a reference to a
+/// secret `secret` does not know is left as it is).
+fn materialise(value: &mut Value, refs: &Value, secret: &impl Fn(&str) -> Option<Value>) {
+    for r in refs.as_array().into_iter().flatten() {
+        let v = match (r.get("secret"), r.get("parts").and_then(Value::as_array)) {
+            (Some(Value::String(name)), _) => secret(name),
+            (_, Some(parts)) => parts
+                .iter()
+                .map(|p| match p {
+                    Value::String(text) => Some(text.clone()),
+                    other => other["secret"]
+                        .as_str()
+                        .and_then(secret)
+                        .and_then(|v| v.as_str().map(str::to_owned)),
+                })
+                .collect::<Option<String>>()
+                .map(Value::String),
+            _ => None,
+        };
+        if let (Some(v), Some(leaf)) = (v, r["path"].as_str().and_then(|p| value.pointer_mut(p))) {
+            *leaf = v;
+        }
+    }
+}
+
+/// Whether a published `record` must taint its scope entry: secret-derived, or its output
+/// carried a secret.
+pub(crate) fn carries_secret(record: &StepExecution) -> bool {
+    is_secret_derived(record) || record.extra.contains_key(SECRET_REFS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::StepStatus;
+
+    fn secrets() -> Map<String, Value> {
+        let v = json!({"K": "hunter2-long", "PIN": 4711, "S": "ab", "EMPTY": ""});
+        v.as_object().cloned().unwrap_or_default()
+    }
+
+    fn record(output: Value, input: Value, derived: bool) -> StepExecution {
+        let mut r = StepExecution::new("a", StepStatus::Succeeded, 1);
+        r.output = Some(output);
+        r.input = Some(input);
+        if derived {
+            r.extra.insert("secretDerived".into(), Value::Bool(true));
+        }
+        r
+    }
+
+    fn lookup(name: &str) -> Option<Value> {
+        secrets().get(name).cloned()
+    }
+
+    #[test]
+    fn an_untainted_output_is_recorded_redacted_and_comes_back_whole() {
+        let live = json!({"tok": "hunter2-long", "h": "Bearer hunter2-long!", "pin": 4711,
+                          "n": 1, "list": ["x", "cab"]});
+        let mut r = record(live.clone(), json!({}), false);
+        seal(&mut r, &secrets());
+        assert!(carries_secret(&r));
+        let mut recorded = r.clone();
+        display(&mut recorded);
+        assert_eq!(
+            recorded.output,
+            Some(
+                json!({"tok": REDACTED, "h": format!("Bearer {REDACTED}!"), "pin": REDACTED,
+                        "n": 1, "list": ["x", format!("c{REDACTED}")]})
+            )
+        );
+        let text = serde_json::to_string(&recorded).unwrap_or_default();
+        assert!(
+            !text.contains("hunter2") && !text.contains("4711"),
+            "{text}"
+        );
+        assert_eq!(unseal(&recorded, lookup), live);
+        assert_eq!(
+            unseal(&r, lookup),
+            live,
+            "the live record unseals to itself"
+        );
+    }
+
+    #[test]
+    fn an_output_without_secrets_is_left_alone() {
+        let mut r = record(json!({"a": "plain", "n": 2}), json!({}), false);
+        seal(&mut r, &secrets());
+        assert!(!carries_secret(&r));
+        assert!(r.extra.is_empty());
+    }
+
+    #[test]
+    fn a_secret_in_a_key_redacts_the_whole_output() {
+        let mut r = record(json!({"hunter2-long": 1}), json!({}), false);
+        seal(&mut r, &secrets());
+        assert_eq!(r.extra[SECRET_REFS], json!([]));
+        display(&mut r);
+        assert_eq!(r.output, Some(json!(REDACTED)));
+        assert_eq!(unseal(&r, lookup), json!(REDACTED));
+    }
+
+    #[test]
+    fn a_forged_reference_in_an_output_is_only_data() {
+        let forged = json!({"path": "", "secret": "K"});
+        let live = json!({"secretRefs": [forged], "sealedOutput": {"secret": "K"}});
+        let mut r = record(live.clone(), json!({}), false);
+        seal(&mut r, &secrets());
+        assert!(r.extra.is_empty());
+        assert_eq!(unseal(&r, lookup), live);
+    }
+
+    #[test]
+    fn a_secret_derived_echo_is_sealed_only_when_the_store_learns_nothing() {
+        // An echo of {i: 0, sec: K}: the input recorded {i: 0, sec: "[redacted]"}.
+        let input = json!({"i": 0, "sec": REDACTED});
+        let live = json!({"i": 0, "sec": "hunter2-long"});
+        let mut r = record(live.clone(), input.clone(), true);
+        seal(&mut r, &secrets());
+        assert_eq!(r.extra[SEALED_OUTPUT], json!({"i": 0, "sec": REDACTED}));
+        let mut recorded = r.clone();
+        recorded.output = Some(json!(REDACTED)); // the whole-output redaction (journal)
+        assert_eq!(unseal(&recorded, lookup), live);
+        // A computed leaf (a length, a transformed secret) or text around the secret: not
+        // sealed — the output stays "[redacted]" wholly after a crash.
+        for computed in [
+            json!({"i": 0, "sec": "hunter2-long", "len": 12}),
+            json!({"i": 0, "sec": "Bearer hunter2-long"}),
+            json!({"i": 0, "b64": "aHVudGVyMi1sb25n", "sec": "hunter2-long"}),
+        ] {
+            let mut r = record(computed, input.clone(), true);
+            seal(&mut r, &secrets());
+            assert!(!r.extra.contains_key(SEALED_OUTPUT), "{:?}", r.output);
+            assert!(carries_secret(&r));
+            r.output = Some(json!(REDACTED));
+            assert_eq!(unseal(&r, lookup), json!(REDACTED));
+        }
+    }
+
+    #[test]
+    fn a_secret_the_run_no_longer_has_stays_redacted() {
+        let mut r = record(json!({"tok": "hunter2-long"}), json!({}), false);
+        seal(&mut r, &secrets());
+        display(&mut r);
+        assert_eq!(unseal(&r, |_| None), json!({"tok": REDACTED}));
+    }
+}
