@@ -55,6 +55,9 @@ for d in target/criterion/jsonlogic/ours/*/; do
   [ "$n" = report ] && continue
   ratio "jsonlogic $n" "jsonlogic/ours/$n" "jsonlogic/datalogic/$n" "peer: datalogic-rs, its arena path"
 done
+ratio "planner, 100k steps / 300k edges" planner/ours planner/petgraph "peer: petgraph builds + toposorts the string-id graph"
+ratio "planner, 100k steps / 300k edges" planner/ours planner/kahn_floor "floor: integer Kahn + min-heap, same order"
+ratio "validation vs planning, same document" planner/validate planner/ours "target ≤ 2×"
 ratio "with block compiled vs uncompiled" with/compiled with/uncompiled "peer: re-compiling per call"
 for s in fanout-1000 foreach-10000-p1 foreach-10000-p100; do
   ratio "strands $s vs chain-10000" "strands/$s" strands/chain-10000 "peer: the sequential chain"

@@ -24,8 +24,7 @@ pub(crate) fn document_problems(doc: &Value) -> Vec<ValidationError> {
         Some(Value::Array(edges)) => edges.iter().map(edge_ends).collect(),
         _ => Vec::new(),
     };
-    let ids: Vec<Option<&str>> = views.iter().map(|v| v.id).collect();
-    let mut graph = analyse(&ids, &ends);
+    let mut graph = analyse(&views, &ends);
     let mut errors = std::mem::take(&mut graph.errors);
     errors.extend(analyse_controls(&views, &ends, &graph).errors);
     errors

@@ -30,7 +30,7 @@ pub(crate) use document::document_problems;
 pub use wait::{MAX_TIME_TEXT_LEN, parse_duration_ms, parse_timestamp_ms};
 
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap, VecDeque};
+use std::collections::{BinaryHeap, VecDeque};
 
 use crate::model::{FanOut, ValidationCode, ValidationError, When, Workflow};
 use control::{StepView, analyse_controls};
@@ -132,7 +132,6 @@ pub fn plan(workflow: &Workflow) -> Result<Plan, Vec<ValidationError>> {
 /// Plan a workflow for a host with the given capabilities (CTRL-7 `unsupported_wait`).
 pub fn plan_with(workflow: &Workflow, options: &PlanOptions) -> Result<Plan, Vec<ValidationError>> {
     let n = workflow.steps.len();
-    let ids: Vec<Option<&str>> = workflow.steps.iter().map(|s| Some(s.id.as_str())).collect();
     let edges = workflow.edges();
     let ends: Vec<EdgeEnds<'_>> = edges
         .iter()
@@ -153,7 +152,7 @@ pub fn plan_with(workflow: &Workflow, options: &PlanOptions) -> Result<Plan, Vec
             with: s.with.as_ref(),
         })
         .collect();
-    let mut analysis = analyse(&ids, &ends);
+    let mut analysis = analyse(&views, &ends);
     let controls = analyse_controls(&views, &ends, &analysis);
     let mut errors = std::mem::take(&mut analysis.errors);
     errors.extend(controls.errors);
@@ -258,22 +257,27 @@ pub(crate) struct Analysis<'a> {
     /// The plan order; `Some` exactly when `errors` is empty.
     pub(crate) order: Option<Vec<usize>>,
     /// Each usable id → the index of its first declaration.
-    pub(crate) index: HashMap<&'a str, usize>,
+    pub(crate) index: IdMap<'a>,
 }
+
+/// Step id → index. Ids are short strings looked up once per edge end, so the hasher is
+/// foldhash's, not SipHash (D-130); its per-process seed keeps crafted ids from colliding
+/// on purpose, and nothing iterates the map, so plans do not depend on the seed.
+pub(crate) type IdMap<'a> = foldhash::HashMap<&'a str, usize>;
 
 /// The graph checks shared by [`plan`] and save-time validation of a raw document.
 ///
-/// `ids[i]` is step `i`'s id (`None` when the document has no usable id for it; such a
-/// step is still a node, just one no edge can name). Ids resolve to their first
+/// `steps[i].id` is step `i`'s id (`None` when the document has no usable id for it; such
+/// a step is still a node, just one no edge can name). Ids resolve to their first
 /// declaration, so with duplicate ids the graph is the graph of *names* the edges
 /// describe: a cycle in it survives whichever twin is renamed, and is reported too.
-pub(crate) fn analyse<'a>(ids: &[Option<&'a str>], edges: &[EdgeEnds<'_>]) -> Analysis<'a> {
-    let n = ids.len();
+pub(crate) fn analyse<'a>(steps: &[StepView<'a>], edges: &[EdgeEnds<'_>]) -> Analysis<'a> {
+    let n = steps.len();
     let mut errors = Vec::new();
     // PLAN-1: first declaration wins; every later one is the problem.
-    let mut index: HashMap<&'a str, usize> = HashMap::with_capacity(n);
-    for (i, id) in ids.iter().enumerate() {
-        let Some(id) = *id else { continue };
+    let mut index = IdMap::with_capacity_and_hasher(n, Default::default());
+    for (i, step) in steps.iter().enumerate() {
+        let Some(id) = step.id else { continue };
         if let Some(&first) = index.get(id) {
             errors.push(ValidationError::new(
                 ValidationCode::DuplicateStepId,
@@ -303,12 +307,12 @@ pub(crate) fn analyse<'a>(ids: &[Option<&'a str>], edges: &[EdgeEnds<'_>]) -> An
         let to = resolve(edge.to, "to");
         endpoints.push(from.zip(to));
     }
-    let graph = Csr::new(n, &endpoints);
+    let (graph, indegree) = Csr::new(n, &endpoints);
     // PLAN-4: no edges → the declared order, without touching the heap.
     let order = if edges.is_empty() {
         (0..n).collect()
     } else {
-        kahn(&graph)
+        kahn(&graph, indegree)
     };
     if order.len() < n {
         // PLAN-3: whatever Kahn could not consume lies on or behind a cycle.
@@ -317,7 +321,7 @@ pub(crate) fn analyse<'a>(ids: &[Option<&'a str>], edges: &[EdgeEnds<'_>]) -> An
             consumed[i] = true;
         }
         for cycle in cycles(&graph, &consumed) {
-            errors.push(cycle_error(ids, &cycle));
+            errors.push(cycle_error(steps, &cycle));
         }
     }
     let order = errors.is_empty().then_some(order);
@@ -329,40 +333,39 @@ pub(crate) fn analyse<'a>(ids: &[Option<&'a str>], edges: &[EdgeEnds<'_>]) -> An
     }
 }
 
-/// Compressed adjacency: the out-neighbours of `v` are `targets[start[v]..start[v + 1]]`,
-/// in declared edge order.
+/// Compressed adjacency, the analysis's one copy of the edges: the out-neighbours of `v`
+/// are `targets[start[v]..start[v + 1]]`, in declared edge order.
 struct Csr {
     start: Vec<usize>,
     targets: Vec<usize>,
-    indegree: Vec<usize>,
 }
 
 impl Csr {
-    fn new(n: usize, endpoints: &[Option<(usize, usize)>]) -> Self {
+    /// The adjacency of the resolved `endpoints` over `n` nodes, and each node's in-degree.
+    fn new(n: usize, endpoints: &[Option<(usize, usize)>]) -> (Self, Vec<usize>) {
+        // Count into `start[from]` and prefix-sum, so `start[v]` is the end of `v`'s range;
+        // filling backwards then moves it to the range's start and keeps declared order.
         let mut start = vec![0usize; n + 1];
         let mut indegree = vec![0usize; n];
+        let mut m = 0usize;
         for &(from, to) in endpoints.iter().flatten() {
-            start[from + 1] += 1;
+            start[from] += 1;
             indegree[to] += 1;
+            m += 1;
         }
-        for v in 0..n {
-            start[v + 1] += start[v];
+        for v in 1..=n {
+            start[v] += start[v - 1];
         }
-        let mut fill = start.clone();
-        let mut targets = vec![0usize; start[n]];
-        for &(from, to) in endpoints.iter().flatten() {
-            targets[fill[from]] = to;
-            fill[from] += 1;
+        let mut targets = vec![0usize; m];
+        for &(from, to) in endpoints.iter().rev().flatten() {
+            start[from] -= 1;
+            targets[start[from]] = to;
         }
-        Csr {
-            start,
-            targets,
-            indegree,
-        }
+        (Csr { start, targets }, indegree)
     }
 
     fn len(&self) -> usize {
-        self.indegree.len()
+        self.start.len() - 1
     }
 
     fn out(&self, v: usize) -> &[usize] {
@@ -372,8 +375,7 @@ impl Csr {
 
 /// PLAN-5: Kahn's algorithm; among ready steps the earliest-declared goes first, which
 /// makes the result the smallest topological order by declared index.
-fn kahn(graph: &Csr) -> Vec<usize> {
-    let mut indegree = graph.indegree.clone();
+fn kahn(graph: &Csr, mut indegree: Vec<usize>) -> Vec<usize> {
     let mut ready: BinaryHeap<Reverse<usize>> = (0..graph.len())
         .filter(|&i| indegree[i] == 0)
         .map(Reverse)
@@ -524,8 +526,8 @@ fn shortest_cycle_through(
     None
 }
 
-fn cycle_error(ids: &[Option<&str>], cycle: &[usize]) -> ValidationError {
-    let name = |i: usize| match ids.get(i).copied().flatten() {
+fn cycle_error(steps: &[StepView<'_>], cycle: &[usize]) -> ValidationError {
+    let name = |i: usize| match steps.get(i).and_then(|s| s.id) {
         Some(id) => format!("{id:?}"),
         None => format!("/steps/{i}"),
     };
@@ -767,5 +769,26 @@ mod tests {
             "{}",
             errors[0].message
         );
+    }
+
+    #[test]
+    fn the_adjacency_keeps_declared_edge_order_and_counts_in_degrees() {
+        // Edges 0..4 in declared order; unresolved ones (None) are not edges.
+        let endpoints = [
+            Some((2, 0)),
+            None,
+            Some((0, 1)),
+            Some((2, 2)),
+            Some((0, 2)),
+            Some((2, 1)),
+        ];
+        let (graph, indegree) = Csr::new(3, &endpoints);
+        assert_eq!(graph.len(), 3);
+        assert_eq!(graph.out(0), [1, 2]);
+        assert!(graph.out(1).is_empty());
+        assert_eq!(graph.out(2), [0, 2, 1]);
+        assert_eq!(indegree, [1, 2, 2]);
+        let (empty, none) = Csr::new(0, &[]);
+        assert_eq!((empty.len(), none.len()), (0, 0));
     }
 }
