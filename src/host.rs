@@ -113,6 +113,29 @@ impl InvokeRequest {
     }
 }
 
+/// CALL-1/2, RUNERR-7: one dispatch through the callable seam (`ctx.invokeCallable`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct CallableRequest {
+    /// `{kind: "workflow", workflow}` or `{kind: "function", function}`.
+    pub target: Value,
+    /// The resolved payload for the target.
+    pub input: Value,
+    /// `true`: the target's output; `false`: `{runId}` at once (CALL-1).
+    pub wait: bool,
+    /// The hop count the dispatch reaches (CALL-2).
+    pub depth: u32,
+    /// The calling step (`""` for a run-level reroute).
+    pub step_id: String,
+    /// The dispatch's idempotency key within the calling run, stable across crash-resumes
+    /// of the caller (`call<n>` for a call step, `reroute` for the run-level reroute): a
+    /// host that keeps child runs durable continues the child it already started for
+    /// this key instead of starting another (docs/decisions.md D-120).
+    pub dispatch_id: String,
+    /// SEC-1: JSON Pointers (into `input`) of secret-derived values; a child run treats
+    /// those variables as secret-derived (D-124).
+    pub secret_paths: Vec<String>,
+}
+
 /// `schedule` directive for a `wait` step.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(untagged)]
@@ -233,15 +256,9 @@ pub trait WorkflowContext {
     /// from it, error messages included — redacted. The default records nothing.
     fn secret_derived(&self, _value: &Value) {}
 
-    /// CALL-*: dispatch a callable (workflow / function). `depth` is the hop count the
-    /// dispatch would reach; the host refuses past its bound with `call_depth_exceeded`.
-    async fn invoke_callable(
-        &self,
-        _target: &Value,
-        _input: Value,
-        _wait: bool,
-        _depth: u32,
-    ) -> Result<Value, InvokeError> {
+    /// CALL-*: dispatch a callable (workflow / function, [`CallableRequest`]). The host
+    /// refuses a `depth` past its bound with `call_depth_exceeded`.
+    async fn invoke_callable(&self, _req: CallableRequest) -> Result<Value, InvokeError> {
         Err(StepError::new(
             "unsupported_callable",
             "this host cannot dispatch @w6w/call targets",

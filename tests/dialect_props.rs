@@ -277,7 +277,10 @@ proptest! {
             faults["crashAfterCheckpoint"] = json!([k]);
         }
         if let Some((s, attempt)) = crash_in {
-            faults["crashInInvoke"] = json!([{"step": format!("s{}", s % steps.len()), "attempt": attempt}]);
+            // An attempt the step makes (a fault that can never fire is refused, D-121).
+            let i = s % steps.len();
+            let attempt = 1 + u64::from(attempt - 1) % steps[i].attempts;
+            faults["crashInInvoke"] = json!([{"step": format!("s{i}"), "attempt": attempt}]);
         }
         let woml = render_woml(&steps);
         let imported = dialect::import(Dialect::Woml, woml.as_bytes(), None)

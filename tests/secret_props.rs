@@ -224,8 +224,18 @@ fn build(c: &Case) -> (Value, Value) {
                     "x-w6w-dialect": "extended", "steps": steps, "edges": edges});
     let mut faults = json!({"crashAfterCheckpoint": c.crash_after});
     if let Some((i, attempt)) = c.crash_in {
-        let step = format!("s{}", i.min(c.kinds.len()));
-        faults["crashInInvoke"] = json!([{"step": step, "attempt": attempt}]);
+        // A fault some run can reach (one that never can is refused, D-121): a control's
+        // invoked body step, and attempt 2 only of the retried (failing) step.
+        let i = i.min(c.kinds.len());
+        let reachable = match &kinds[i] {
+            Kind::Wait => None,
+            Kind::Foreach => Some((format!("s{i}b"), 1)),
+            Kind::Failing => Some((format!("s{i}"), attempt)),
+            _ => Some((format!("s{i}"), 1)),
+        };
+        if let Some((step, attempt)) = reachable {
+            faults["crashInInvoke"] = json!([{"step": step, "attempt": attempt}]);
+        }
     }
     let sc = json!({"secrets": {"S": secret}, "actions": actions, "faults": faults,
                     "workflows": workflows, "documents": {"other": "doc"}});

@@ -420,6 +420,9 @@ fn scenario_needs(scenario: &Map<String, Value>, out: &mut BTreeSet<String>) {
     if non_empty("documents") {
         out.insert("documents".into());
     }
+    if non_empty("functions") {
+        out.insert("call".into());
+    }
     if non_empty("workflows") {
         out.insert("call".into());
         for w in scenario

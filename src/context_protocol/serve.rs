@@ -22,8 +22,8 @@ use serde_json::{Map, Value, json};
 use super::wire::{Line, MAX_LINE_BYTES, read_bounded_line};
 use crate::engine::{Engine, EngineError, RunResult, RunSeed};
 use crate::host::{
-    HostError, InvokeError, InvokeRequest, LogLevel, RunInfo, RunTrigger, ScheduleDirective,
-    WorkflowContext,
+    CallableRequest, HostError, InvokeError, InvokeRequest, LogLevel, RunInfo, RunTrigger,
+    ScheduleDirective, WorkflowContext,
 };
 use crate::model::{Phase, RunState, RunStatePatch, StepError};
 use crate::sim::SimError;
@@ -276,14 +276,11 @@ impl WorkflowContext for RemoteContext<'_, '_> {
         self.derived.borrow_mut().push(value.clone());
     }
 
-    async fn invoke_callable(
-        &self,
-        target: &Value,
-        input: Value,
-        wait: bool,
-        depth: u32,
-    ) -> Result<Value, InvokeError> {
-        let mut args = json!({"target": target, "input": input, "wait": wait, "depth": depth});
+    async fn invoke_callable(&self, req: CallableRequest) -> Result<Value, InvokeError> {
+        let mut args = json!({"target": req.target, "input": req.input, "wait": req.wait,
+                              "depth": req.depth, "stepId": req.step_id,
+                              "dispatchId": req.dispatch_id,
+                              "secretPaths": req.secret_paths});
         self.attach_derived(&mut args);
         let answer = self.call("invokeCallable", args).await;
         match answer.get("ok") {
@@ -481,6 +478,7 @@ fn session(
                         .cloned()
                         .unwrap_or_default(),
                     call_depth: 0,
+                    secret_paths: Vec::new(),
                 };
                 Box::pin(engine.run(seed, &ctx))
             }

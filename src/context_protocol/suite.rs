@@ -509,8 +509,32 @@ impl<'s, C: WorkflowContext> Session<'s, C> {
                 let depth = u64_arg("depth")
                     .and_then(|d| u32::try_from(d).ok())
                     .ok_or_else(|| bad("depth"))?;
+                // Optional (added with D-120): the dispatch key and secret-derived input paths.
+                let dispatch_id = args
+                    .get("dispatchId")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_owned();
+                let secret_paths = args
+                    .get("secretPaths")
+                    .and_then(|v| serde_json::from_value(v.clone()).ok())
+                    .unwrap_or_default();
+                let step_id = args
+                    .get("stepId")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_owned();
+                let req = crate::host::CallableRequest {
+                    target,
+                    input,
+                    wait,
+                    depth,
+                    step_id,
+                    dispatch_id,
+                    secret_paths,
+                };
                 Box::pin(async move {
-                    let message = match host.invoke_callable(&target, input, wait, depth).await {
+                    let message = match host.invoke_callable(req).await {
                         Ok(v) => json!({"ok": v}),
                         Err(e) => json!({"error": e}),
                     };
@@ -894,6 +918,10 @@ impl EngineProcess {
             Ok(s) => s,
             Err(e) => return Ok(json!({"error": e.to_json()})),
         };
+        // D-121: a fault no run of this workflow tree can reach is the scenario's error.
+        if let Err(e) = crate::sim::check_reachable(workflow, &scenario) {
+            return Ok(json!({"error": e.to_json()}));
+        }
         let workflow_id = workflow
             .get("id")
             .and_then(Value::as_str)

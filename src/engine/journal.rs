@@ -108,6 +108,8 @@ pub(crate) struct Journal {
     // FAN-5: one checkpoint in flight; tokio's mutex is FIFO, so completion order holds.
     lock: tokio::sync::Mutex<()>,
     wait_seq: Cell<u64>,
+    /// D-120: the last `call<n>` dispatch key minted in this run (`extra.callSeq`).
+    call_seq: Cell<u64>,
 }
 
 impl Journal {
@@ -117,10 +119,16 @@ impl Journal {
             .get("waitSeq")
             .and_then(Value::as_u64)
             .unwrap_or(0);
+        let call_seq = state
+            .extra
+            .get("callSeq")
+            .and_then(Value::as_u64)
+            .unwrap_or(0);
         Journal {
             state: RefCell::new(state),
             lock: tokio::sync::Mutex::new(()),
             wait_seq: Cell::new(wait_seq),
+            call_seq: Cell::new(call_seq),
         }
     }
 
@@ -225,6 +233,13 @@ impl Journal {
 
     /// CTRL-7: the next wait sequence number (part of a resume token; persisted as
     /// `extra.waitSeq` by the wait's own checkpoint).
+    /// D-120: the next call dispatch number (persist it as `extra.callSeq`).
+    pub(crate) fn next_call_seq(&self) -> u64 {
+        let n = self.call_seq.get() + 1;
+        self.call_seq.set(n);
+        n
+    }
+
     pub(crate) fn next_wait_seq(&self) -> u64 {
         let n = self.wait_seq.get() + 1;
         self.wait_seq.set(n);

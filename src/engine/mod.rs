@@ -46,6 +46,7 @@ pub use retry::{
     wait_before_attempt_ms,
 };
 pub use run::{DIALECT_KEY, Engine, workflow_dialect};
+pub(crate) use run::{secret_variables, taint_pointers};
 pub use vars::seed_variables;
 
 /// What a host hands the engine to start a run (engine.md `RunSeed`).
@@ -58,6 +59,9 @@ pub struct RunSeed {
     pub variables: Map<String, Value>,
     /// Composition hops already taken to reach this run (0 for a top-level run, CALL-2).
     pub call_depth: u32,
+    /// SEC-1: JSON Pointers into `variables` of values the caller's run derived from a
+    /// secret (a `@w6w/call` input): the run treats them as secret-derived (D-124).
+    pub secret_paths: Vec<String>,
 }
 
 impl RunSeed {
@@ -68,6 +72,7 @@ impl RunSeed {
             trigger: json!({"type": "manual"}),
             variables: Map::new(),
             call_depth: 0,
+            secret_paths: Vec::new(),
         }
     }
 }

@@ -18,6 +18,32 @@ use crate::plan::{ControlKind, Plan};
 
 pub(crate) use super::walk::GraphOutcome;
 
+/// D-124: the run-level `extra` key listing the JSON Pointers (into `variables`) of the
+/// variables a caller handed this run secret-derived.
+pub(crate) const SECRET_VARIABLES: &str = "secretVariables";
+
+/// The secret-derived variable pointers recorded for this run (D-124).
+pub(crate) fn secret_variables(journal: &Journal) -> Vec<String> {
+    journal
+        .extra(SECRET_VARIABLES)
+        .and_then(|v| serde_json::from_value(v).ok())
+        .unwrap_or_default()
+}
+
+/// Mark `root` + each JSON Pointer of `pointers` tainted in `scope` (`""`: all of `root`).
+pub(crate) fn taint_pointers(scope: &mut RunScope, root: &str, pointers: &[String]) {
+    for pointer in pointers {
+        let segments: Vec<String> = pointer
+            .split('/')
+            .skip(1)
+            .map(|t| t.replace("~1", "/").replace("~0", "~"))
+            .collect();
+        let mut dotted = vec![root];
+        dotted.extend(segments.iter().map(String::as_str));
+        scope.taint(&dotted);
+    }
+}
+
 /// The run `extra` key holding the variables' secret references (D-112).
 pub(crate) const VARIABLE_REFS: &str = "variablesSecretRefs";
 
@@ -158,6 +184,12 @@ impl<'w> Engine<'w> {
             start
                 .extra
                 .insert("callDepth".into(), json!(seed.call_depth));
+        }
+        if !seed.secret_paths.is_empty() {
+            // D-124: durable, so a resumed child re-taints the same variables.
+            start
+                .extra
+                .insert(SECRET_VARIABLES.into(), json!(seed.secret_paths));
         }
         ctx.log(
             LogLevel::Info,
@@ -368,6 +400,7 @@ impl<'w> Engine<'w> {
     fn scope<C: WorkflowContext>(&self, ctx: &C, journal: &Journal) -> RunScope {
         let mut scope = RunScope::new().with_secrets(ctx.secrets());
         scope.vars = self.variables(journal, &scope);
+        taint_pointers(&mut scope, "vars", &secret_variables(journal));
         scope.trigger = journal
             .extra("trigger")
             .unwrap_or_else(|| json!({"type": "manual"}));

@@ -16,7 +16,7 @@ use super::run::{Engine, GraphOutcome};
 use super::walk::RunCtx;
 use super::{EngineError, RunResult};
 use crate::expr::{CompiledWith, ResolveMode, RunScope};
-use crate::host::{LogLevel, WorkflowContext};
+use crate::host::{CallableRequest, LogLevel, WorkflowContext};
 use crate::model::{CallableOnError, ErrorReroute, PatchField, Phase, RunStatus, StepError};
 
 impl Engine<'_> {
@@ -162,14 +162,17 @@ impl Engine<'_> {
             "error".into(),
             serde_json::to_value(error).unwrap_or_default(),
         );
+        // SEC-1 (D-124): a run whose own variables are secret-derived passes that on.
+        let secret_vars = super::secret_variables(journal);
+        super::taint_pointers(&mut scope, "inputs", &secret_vars);
         let input = match &reroute.with {
-            None => Ok(inputs),
+            None => Ok((inputs, secret_vars)),
             Some(with) => {
                 let dialect = super::workflow_dialect(self.workflow).unwrap_or_default();
                 CompiledWith::compile_with(with, dialect)
                     .and_then(|c| c.resolve(&scope, ResolveMode::Run))
             }
-            .map(|r| Value::Object(r.params))
+            .map(|r| (Value::Object(r.params), r.secret_paths))
             .map_err(|e| StepError::new(e.code.as_str(), e.message, Phase::Resolution)),
         };
         ctx.log(
@@ -178,9 +181,24 @@ impl Engine<'_> {
             None,
         );
         let dispatched = match input {
-            Ok(input) => {
-                ctx.invoke_callable(&reroute.target, input, true, call_depth.saturating_add(1))
-                    .await
+            Ok((input, secret_paths)) => {
+                for p in &secret_paths {
+                    if let Some(v) = input.pointer(p) {
+                        ctx.secret_derived(v);
+                    }
+                }
+                // D-120: one reroute per run, so one key: a crash-resumed handler
+                // continues the child it started.
+                let req = CallableRequest {
+                    target: reroute.target.clone(),
+                    input,
+                    wait: true,
+                    depth: call_depth.saturating_add(1),
+                    step_id: String::new(),
+                    dispatch_id: "reroute".into(),
+                    secret_paths,
+                };
+                ctx.invoke_callable(req).await
             }
             Err(e) => Err(e),
         };

@@ -15,8 +15,8 @@ use serde_json::{Map, Value, json};
 
 use super::{Engine, RunResult, RunSeed};
 use crate::host::{
-    HostError, InvokeError, InvokeRequest, LogLevel, RunInfo, RunTrigger, ScheduleDirective,
-    WorkflowContext,
+    CallableRequest, HostError, InvokeError, InvokeRequest, LogLevel, RunInfo, RunTrigger,
+    ScheduleDirective, WorkflowContext,
 };
 use crate::model::{KeyGate, Phase, RunState, RunStatePatch, StepError, Workflow};
 
@@ -38,6 +38,8 @@ pub(crate) struct TestHost {
     pub(crate) refuse_schedule: Cell<bool>,
     /// `invoke_callable` calls: target, input, wait, depth.
     pub(crate) callables: RefCell<Vec<(Value, Value, bool, u32)>>,
+    /// Each `invoke_callable`'s dispatch key (D-120), in call order.
+    pub(crate) dispatch_ids: RefCell<Vec<String>>,
     /// Values the engine declared secret-derived.
     pub(crate) declared: RefCell<Vec<Value>>,
     pub(crate) secrets: Map<String, Value>,
@@ -61,10 +63,18 @@ impl TestHost {
             scheduled: RefCell::new(Vec::new()),
             refuse_schedule: Cell::new(false),
             callables: RefCell::new(Vec::new()),
+            dispatch_ids: RefCell::new(Vec::new()),
             declared: RefCell::new(Vec::new()),
             secrets: Map::new(),
             state: RefCell::new(None),
         }
+    }
+
+    /// A host whose store already holds `state` (what a crash left behind).
+    pub(crate) fn with_state(state: RunState) -> Self {
+        let host = TestHost::new();
+        *host.state.borrow_mut() = Some(state);
+        host
     }
 
     /// The step ids invoked, in call order.
@@ -177,17 +187,15 @@ impl WorkflowContext for TestHost {
         self.declared.borrow_mut().push(value.clone());
     }
 
-    async fn invoke_callable(
-        &self,
-        target: &Value,
-        input: Value,
-        wait: bool,
-        depth: u32,
-    ) -> Result<Value, InvokeError> {
-        self.callables
-            .borrow_mut()
-            .push((target.clone(), input.clone(), wait, depth));
-        Ok(json!({"called": target, "input": input}))
+    async fn invoke_callable(&self, req: CallableRequest) -> Result<Value, InvokeError> {
+        self.callables.borrow_mut().push((
+            req.target.clone(),
+            req.input.clone(),
+            req.wait,
+            req.depth,
+        ));
+        self.dispatch_ids.borrow_mut().push(req.dispatch_id);
+        Ok(json!({"called": req.target, "input": req.input}))
     }
 }
 

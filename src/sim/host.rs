@@ -11,12 +11,12 @@ use serde_json::{Map, Value, json};
 use super::SimOptions;
 use super::exec::Sleep;
 use super::scenario::{OutcomeKind, Scenario};
-use super::store::{MemoryStore, Store};
+use super::store::Store;
 use super::world::World;
-use crate::engine::{Engine, RunSeed};
+use crate::engine::{Engine, EngineError, RunResult, RunSeed};
 use crate::host::{
-    HostError, InvokeError, InvokeRequest, LogLevel, RunInfo, RunTrigger, ScheduleDirective,
-    WorkflowContext,
+    CallableRequest, HostError, InvokeError, InvokeRequest, LogLevel, RunInfo, RunTrigger,
+    ScheduleDirective, WorkflowContext,
 };
 use crate::model::{Phase, RunState, RunStatePatch, RunStatus, StepError};
 use crate::redact::Scrubber;
@@ -53,13 +53,19 @@ impl SimHost<'_> {
         v
     }
 
-    fn event(&self, event: &str, mut fields: Value) {
+    fn event(&self, event: &str, fields: Value) {
+        let fields = self.tagged(fields);
+        self.world.borrow_mut().event(event, fields);
+    }
+
+    /// A child run's entries name their run (D-125); the top-level run's carry no `runId`.
+    fn tagged(&self, mut fields: Value) -> Value {
         if self.role == Role::Child
             && let Value::Object(m) = &mut fields
         {
             m.insert("runId".into(), json!(self.info.id));
         }
-        self.world.borrow_mut().event(event, fields);
+        fields
     }
 }
 
@@ -111,36 +117,28 @@ impl WorkflowContext for SimHost<'_> {
                 .cloned()
                 .unwrap_or_else(super::scenario::Outcome::echo);
             let at_ms = w.now_ms();
-            let crash = if self.role == Role::Top {
-                self.scenario
-                    .faults
-                    .crash_in_invoke
-                    .iter()
-                    .enumerate()
-                    .find(|(i, f)| {
-                        f.step == req.step_id
-                            && f.attempt == req.attempt
-                            && !w.snap.fired_invoke_faults.contains(i)
-                    })
-                    .map(|(i, _)| i)
-            } else {
-                None
-            };
+            // D-121: a fault fires in whichever run of the tree reaches it.
+            let crash = invoke_fault(self.scenario, &w, &req.step_id, req.attempt);
             (outcome, at_ms, crash)
         };
         let params = Value::Object(req.redacted_params());
-        let entry = self.scrubbed(json!({
+        let entry = self.scrubbed(self.tagged(json!({
             "stepId": req.step_id, "app": req.app, "action": req.action,
             "connection": req.connection, "attempt": req.attempt, "params": params,
             "atMs": at_ms,
-        }));
+        })));
         // META-1: the host reports through onExecuted only, before the call settles.
         let reports = outcome.meta.clone().unwrap_or_else(|| script.meta.clone());
         for r in &reports {
             req.on_executed.report(r.clone());
         }
         let result: Result<Value, InvokeError> = if req.app == DOCUMENT_APP {
-            self.document(&req)
+            // D-126: a scripted error is the host's internal API failing; otherwise the
+            // host serves the document (an `output` is refused when the run starts).
+            match &outcome.kind {
+                OutcomeKind::Error(e) => Err(e.clone()),
+                _ => self.document(&req),
+            }
         } else {
             match &outcome.kind {
                 OutcomeKind::Output(v) => Ok(v.clone()),
@@ -153,19 +151,14 @@ impl WorkflowContext for SimHost<'_> {
             // cancels it (a race loser, a fail-fast foreach), the trace says so.
             let mut guard = CancelGuard {
                 host: self,
-                step_id: req.step_id.clone(),
-                attempt: req.attempt,
+                entry: &entry,
                 armed: true,
             };
             Sleep::until(self.world, at_ms.saturating_add(outcome.latency_ms)).await;
             guard.armed = false;
         }
-        {
-            let mut w = self.world.borrow_mut();
-            if self.role == Role::Top {
-                w.snap.invocations.push(entry.clone());
-            }
-        }
+        // D-125: the report lists the invocations of every run of the tree.
+        self.world.borrow_mut().snap.invocations.push(entry.clone());
         let mut fields = entry;
         if let Value::Object(m) = &mut fields {
             m.remove("atMs");
@@ -195,19 +188,7 @@ impl WorkflowContext for SimHost<'_> {
         }
         self.event("invoke", fields);
         if let Some(i) = crash {
-            {
-                let mut w = self.world.borrow_mut();
-                w.snap.fired_invoke_faults.insert(i);
-                w.snap.crashes += 1;
-                w.crash_pending = true;
-            }
-            self.event(
-                "crash",
-                json!({"fault": "crashInInvoke", "stepId": req.step_id, "attempt": req.attempt,
-                       "note": "the action ran; its result was never checkpointed"}),
-            );
-            // The process is gone: this call never returns; the simulator drops the run.
-            return std::future::pending().await;
+            self.crash_in_invoke(i, &req.step_id, req.attempt).await;
         }
         result
     }
@@ -257,12 +238,12 @@ impl WorkflowContext for SimHost<'_> {
             // Nothing more is recorded; the simulator stops the run.
             return std::future::pending().await;
         }
+        // D-121: one numbering for every checkpoint of the run tree, in the order they
+        // are made, counted across restarts (what `crashAfterCheckpoint` names).
         let n = {
             let mut w = self.world.borrow_mut();
-            if self.role == Role::Top {
-                w.snap.checkpoints += 1;
-                w.snap.checkpoint_bytes += bytes;
-            }
+            w.snap.checkpoints += 1;
+            w.snap.checkpoint_bytes += bytes;
             w.snap.checkpoints
         };
         // The store reads the live world (no copy: a copy per checkpoint would make a
@@ -287,7 +268,7 @@ impl WorkflowContext for SimHost<'_> {
             }
         };
         if let Err(e) = stored {
-            if self.role == Role::Top {
+            {
                 let mut w = self.world.borrow_mut();
                 w.snap.checkpoints -= 1;
                 w.snap.checkpoint_bytes -= bytes;
@@ -307,9 +288,6 @@ impl WorkflowContext for SimHost<'_> {
                                 "patch": serde_json::to_value(patch).unwrap_or_default()});
             self.event("checkpoint", fields);
         }
-        if self.role == Role::Child {
-            return Ok(());
-        }
         if self.options.abort_after_checkpoint == Some(n) {
             // Testing hook (`W6W_SIM_ABORT_AFTER_CHECKPOINT`): a real process death right
             // after checkpoint n is durable. `w6w-sim resume` continues the run.
@@ -321,7 +299,12 @@ impl WorkflowContext for SimHost<'_> {
             self.event("cancel", json!({"afterCheckpoint": n}));
         }
         if self.scenario.faults.crash_after_checkpoint.contains(&n) {
-            self.world.borrow_mut().snap.crashes += 1;
+            {
+                let mut w = self.world.borrow_mut();
+                w.snap.crashes += 1;
+                // The whole process dies, whichever run of the tree checkpointed.
+                w.crash_pending = true;
+            }
             self.event(
                 "crash",
                 json!({"fault": "crashAfterCheckpoint", "afterCheckpoint": n}),
@@ -351,13 +334,11 @@ impl WorkflowContext for SimHost<'_> {
     }
 
     async fn wait_before_retry(&self, step_id: Option<&str>, attempt: u32, ms: u64) {
-        let entry = json!({"stepId": step_id, "attempt": attempt, "ms": ms});
+        let entry = self.tagged(json!({"stepId": step_id, "attempt": attempt, "ms": ms}));
         self.event("wait", entry.clone());
         let deadline = {
             let mut w = self.world.borrow_mut();
-            if self.role == Role::Top {
-                w.snap.waits.push(entry);
-            }
+            w.snap.waits.push(entry);
             w.now_ms().saturating_add(ms)
         };
         // Backoff waits take virtual time; other strands run meanwhile.
@@ -402,15 +383,14 @@ impl WorkflowContext for SimHost<'_> {
                 });
             }
         }
-        let entry = self.scrubbed(json!({"token": token, "fireAtMs": at_ms,
-                           "directive": serde_json::to_value(&directive).unwrap_or_default()}));
+        let entry = self.scrubbed(self.tagged(json!({"token": token, "fireAtMs": at_ms,
+                           "directive": serde_json::to_value(&directive).unwrap_or_default()})));
         self.event("schedule", entry.clone());
-        if self.role == Role::Top {
-            let mut w = self.world.borrow_mut();
-            w.snap.schedules.push(entry);
-            // The fire time itself, which the recorded entry may show redacted (SEC-1).
-            w.snap.fire_times.insert(token, at_ms);
-        }
+        let mut w = self.world.borrow_mut();
+        w.snap.schedules.push(entry);
+        // The fire time itself, which the recorded entry may show redacted (SEC-1); a
+        // child run's too: its caller fires it (D-122).
+        w.snap.fire_times.insert(token, at_ms);
         Ok(())
     }
 
@@ -430,58 +410,95 @@ impl WorkflowContext for SimHost<'_> {
         Value::Object(self.scenario.documents.clone())
     }
 
-    async fn invoke_callable(
-        &self,
-        target: &Value,
-        input: Value,
-        wait: bool,
-        depth: u32,
-    ) -> Result<Value, InvokeError> {
+    async fn invoke_callable(&self, req: CallableRequest) -> Result<Value, InvokeError> {
         let at_ms = self.now_ms();
-        let result = self.dispatch(target, input.clone(), depth).await;
-        let mut entry = json!({"target": target, "input": input, "wait": wait,
-                               "depth": depth, "atMs": at_ms});
+        let result = self.dispatch(&req).await;
+        let mut entry = json!({"target": req.target, "input": req.input, "wait": req.wait,
+                               "depth": req.depth, "atMs": at_ms});
         if let Value::Object(m) = &mut entry {
+            if !req.step_id.is_empty() {
+                m.insert("stepId".into(), json!(req.step_id));
+            }
             match &result {
-                Ok((run_id, out)) => {
-                    m.insert("runId".into(), json!(run_id));
-                    m.insert("status".into(), json!("succeeded"));
-                    m.insert("output".into(), self.scrubbed(out.clone()));
+                Ok(d) => {
+                    if let Some(id) = &d.run_id {
+                        m.insert("childRunId".into(), json!(id));
+                    }
+                    if d.continued {
+                        m.insert("continued".into(), json!(true));
+                    }
+                    m.insert("status".into(), json!(d.status));
+                    m.insert("output".into(), self.scrubbed(d.output.clone()));
                 }
                 Err((run_id, e)) => {
                     let mut e = e.clone();
                     self.scrub.error(&mut e);
                     if let Some(id) = run_id {
-                        m.insert("runId".into(), json!(id));
+                        m.insert("childRunId".into(), json!(id));
                     }
                     m.insert("status".into(), json!("failed"));
                     m.insert("error".into(), serde_json::to_value(e).unwrap_or_default());
                 }
             }
         }
-        let entry = self.scrubbed(entry);
+        let entry = self.scrubbed(self.tagged(entry));
         self.event("call", entry.clone());
-        if self.role == Role::Top {
-            self.world.borrow_mut().snap.calls.push(entry);
+        self.world.borrow_mut().snap.calls.push(entry);
+        // D-121: `crashInInvoke` naming a call step: the dispatch came back, the host dies
+        // before the call's result is checkpointed.
+        let crash = {
+            let w = self.world.borrow();
+            invoke_fault(self.scenario, &w, &req.step_id, 1)
+        };
+        if let Some(i) = crash.filter(|_| !req.step_id.is_empty()) {
+            self.crash_in_invoke(i, &req.step_id, 1).await;
         }
         match result {
-            Ok((run_id, out)) => Ok(if wait { out } else { json!({"runId": run_id}) }),
+            Ok(d) => Ok(match (&d.run_id, req.wait) {
+                (Some(run_id), false) => json!({"runId": run_id}),
+                _ => d.output,
+            }),
             // CALL-1: `wait: false` hands back the handle of a run that was enqueued; its
             // later failure is the callee's, visible in the trace, not the caller's.
-            Err((Some(run_id), _)) if !wait => Ok(json!({"runId": run_id})),
+            Err((Some(run_id), _)) if !req.wait => Ok(json!({"runId": run_id})),
             Err((_, e)) => Err(e),
         }
     }
 }
 
+/// What one dispatch came to.
+struct Dispatched {
+    /// The child run (`None` for a function target).
+    run_id: Option<String>,
+    /// `succeeded`, or `queued` for a `wait: false` child a wait suspended.
+    status: &'static str,
+    output: Value,
+    /// The child run already existed: this dispatch continued it (D-120).
+    continued: bool,
+}
+
+type DispatchResult = Result<Dispatched, (Option<String>, InvokeError)>;
+
+/// D-121: the first `crashInInvoke` fault for (`step`, `attempt`) that has not fired.
+fn invoke_fault(scenario: &Scenario, w: &World, step: &str, attempt: u32) -> Option<usize> {
+    scenario
+        .faults
+        .crash_in_invoke
+        .iter()
+        .enumerate()
+        .find(|(i, f)| {
+            f.step == step && f.attempt == attempt && !w.snap.fired_invoke_faults.contains(i)
+        })
+        .map(|(i, _)| i)
+}
+
 /// The first-party document app (CALL-4), served by the host from the scenario.
 pub(crate) const DOCUMENT_APP: &str = "@w6w/document";
 
-/// Traces an invocation the engine dropped before it settled.
+/// Traces (and reports, D-125) an invocation the engine dropped before it settled.
 struct CancelGuard<'h, 'a> {
     host: &'h SimHost<'a>,
-    step_id: String,
-    attempt: u32,
+    entry: &'h Value,
     armed: bool,
 }
 
@@ -490,18 +507,27 @@ impl Drop for CancelGuard<'_, '_> {
         if !self.armed {
             return;
         }
-        let quiet = self
-            .host
-            .world
-            .try_borrow()
-            .map_or(true, |w| w.crash_pending || w.halt.is_some());
-        if !quiet {
-            self.host.event(
-                "invoke_canceled",
-                json!({"stepId": self.step_id, "attempt": self.attempt,
-                       "note": "canceled by the engine before the action settled"}),
-            );
+        let Ok(mut w) = self.host.world.try_borrow_mut() else {
+            return;
+        };
+        if w.crash_pending || w.halt.is_some() {
+            return;
         }
+        let mut entry = self.entry.clone();
+        if let Value::Object(m) = &mut entry {
+            m.insert("canceledAtMs".into(), json!(w.now_ms()));
+        }
+        w.snap.canceled.push(entry);
+        drop(w);
+        let mut fields = json!({"stepId": self.entry.get("stepId"), "attempt": self.entry.get("attempt"),
+               "note": "canceled by the engine before the action settled"});
+        if let (Some(id), Value::Object(m)) = (self.entry.get("runId"), &mut fields) {
+            m.insert("runId".into(), id.clone());
+        }
+        self.host
+            .world
+            .borrow_mut()
+            .event("invoke_canceled", fields);
     }
 }
 
@@ -542,43 +568,56 @@ impl SimHost<'_> {
         }
     }
 
-    /// CALL-1/CALL-2 through the one seam: run a workflow target from the scenario's
-    /// `workflows` map to a terminal state.
-    async fn dispatch(
-        &self,
-        target: &Value,
-        input: Value,
-        depth: u32,
-    ) -> Result<(String, Value), (Option<String>, InvokeError)> {
-        self.dispatch_inner(target, input, depth).await
+    /// `crashInInvoke` fault `i` fires: the host process dies; this never returns.
+    async fn crash_in_invoke(&self, i: usize, step_id: &str, attempt: u32) {
+        {
+            let mut w = self.world.borrow_mut();
+            w.snap.fired_invoke_faults.insert(i);
+            w.snap.crashes += 1;
+            w.crash_pending = true;
+        }
+        self.event(
+            "crash",
+            json!({"fault": "crashInInvoke", "stepId": step_id, "attempt": attempt,
+                   "note": "the action ran; its result was never checkpointed"}),
+        );
+        // The process is gone: this call never returns; the simulator drops the run.
+        std::future::pending::<()>().await;
     }
 
-    async fn dispatch_inner(
-        &self,
-        target: &Value,
-        input: Value,
-        depth: u32,
-    ) -> Result<(String, Value), (Option<String>, InvokeError)> {
+    /// CALL-1/CALL-2 through the one seam: a function target from the scenario's
+    /// `functions`, a workflow target from its `workflows` run to a terminal state.
+    async fn dispatch(&self, req: &CallableRequest) -> DispatchResult {
         let pre = |e: StepError| Err((None, e));
-        if depth > CALL_DEPTH_MAX {
+        if req.depth > CALL_DEPTH_MAX {
             return pre(StepError::new(
                 "call_depth_exceeded",
-                format!("call depth {depth} exceeds the bound of {CALL_DEPTH_MAX}"),
+                format!(
+                    "call depth {} exceeds the bound of {CALL_DEPTH_MAX}",
+                    req.depth
+                ),
                 Phase::Resolution,
             ));
         }
-        let kind = target.get("kind").and_then(Value::as_str);
-        let Some(id) = target
-            .get("workflow")
-            .and_then(Value::as_str)
-            .filter(|_| kind == Some("workflow"))
-        else {
+        let target = &req.target;
+        match target.get("kind").and_then(Value::as_str) {
+            Some("function") => return self.function(req).await,
+            Some("workflow") => {}
+            _ => {
+                return pre(StepError::new(
+                    "unsupported_callable",
+                    format!(
+                        "the simulator dispatches {{\"kind\": \"workflow\" | \"function\", …}} targets only, got a target of type {} (param \"target\")",
+                        crate::expr::json_type_name(target)
+                    ),
+                    Phase::Resolution,
+                ));
+            }
+        }
+        let Some(id) = target.get("workflow").and_then(Value::as_str) else {
             return pre(StepError::new(
-                "unsupported_callable",
-                format!(
-                    "the simulator dispatches {{\"kind\": \"workflow\", \"workflow\": ID}} targets only, got a target of type {} (param \"target\")",
-                    crate::expr::json_type_name(target)
-                ),
+                "param_invalid",
+                "a workflow target names its workflow: {\"kind\": \"workflow\", \"workflow\": ID} (param \"target\")",
                 Phase::Resolution,
             ));
         };
@@ -601,35 +640,106 @@ impl SimHost<'_> {
                 )
             })
             .map_err(|e| (None, e))?;
-        let engine = Engine::new(&workflow).map_err(|e| {
-            (
-                None,
-                StepError::new(e.code(), e.to_string(), Phase::Resolution),
-            )
-        })?;
-        let variables = match input {
-            Value::Object(m) => m,
+        let variables = match &req.input {
+            Value::Object(m) => m.clone(),
             Value::Null => Map::new(),
             other => {
                 return pre(StepError::new(
                     "param_invalid",
                     format!(
                         "a workflow target's input (param \"input\") must be an object, got a {}",
-                        crate::expr::json_type_name(&other)
+                        crate::expr::json_type_name(other)
                     ),
                     Phase::Resolution,
                 ));
             }
         };
-        let n = self.world.borrow().snap.calls.len();
-        let run_id = format!("{}.call{}", self.info.id, n + 1);
-        let child_store: RefCell<Box<dyn Store>> = RefCell::new(Box::new(MemoryStore::default()));
-        let child_acked = RefCell::new(None);
+        self.child_run(req, id, &workflow, variables).await
+    }
+
+    /// D-126: a `{kind: "function"}` target answers from the scenario's `functions`
+    /// script (one outcome per dispatch, the last repeats; `echo` returns the input).
+    async fn function(&self, req: &CallableRequest) -> DispatchResult {
+        let pre = |e: StepError| Err((None, e));
+        let Some(id) = req.target.get("function").and_then(Value::as_str) else {
+            return pre(StepError::new(
+                "param_invalid",
+                "a function target names its function: {\"kind\": \"function\", \"function\": ID} (param \"target\")",
+                Phase::Resolution,
+            ));
+        };
+        let Some(script) = self.scenario.functions.get(id) else {
+            return pre(StepError::new(
+                "unknown_function",
+                "the target's function id (param \"target\") names no function in the scenario's functions".to_owned(),
+                Phase::Resolution,
+            ));
+        };
+        let outcome = {
+            let mut w = self.world.borrow_mut();
+            w.snap.total_invocations += 1;
+            let count = w
+                .snap
+                .invocation_counts
+                .entry(format!("function:{id}"))
+                .or_insert(0);
+            let index = usize::try_from(*count).unwrap_or(usize::MAX);
+            *count += 1;
+            script
+                .outcomes
+                .get(index.min(script.outcomes.len().saturating_sub(1)))
+                .cloned()
+                .unwrap_or_else(super::scenario::Outcome::echo)
+        };
+        if outcome.latency_ms > 0 {
+            let at = self.now_ms().saturating_add(outcome.latency_ms);
+            Sleep::until(self.world, at).await;
+        }
+        match outcome.kind {
+            OutcomeKind::Output(v) => Ok(Dispatched {
+                run_id: None,
+                status: "succeeded",
+                output: v,
+                continued: false,
+            }),
+            OutcomeKind::Echo => Ok(Dispatched {
+                run_id: None,
+                status: "succeeded",
+                output: req.input.clone(),
+                continued: false,
+            }),
+            OutcomeKind::Error(e) => pre(e),
+        }
+    }
+
+    /// D-120/D-122: run (or continue) the child run this dispatch key names, in the
+    /// simulator's own store, until it ends — a `wait` it suspends on fires on the virtual
+    /// clock and the child resumes with its token while the caller blocks.
+    async fn child_run(
+        &self,
+        req: &CallableRequest,
+        id: &str,
+        workflow: &crate::model::Workflow,
+        variables: Map<String, Value>,
+    ) -> DispatchResult {
+        let engine = Engine::new(workflow).map_err(|e| {
+            (
+                None,
+                StepError::new(e.code(), e.to_string(), Phase::Resolution),
+            )
+        })?;
+        let run_id = if req.dispatch_id.is_empty() {
+            // A caller that sends no key (an older candidate engine): a fresh child.
+            let n = self.world.borrow().snap.calls.len();
+            format!("{}.call{}", self.info.id, n + 1)
+        } else {
+            child_run_id(&self.info.id, &req.dispatch_id)
+        };
         let child = SimHost {
             world: self.world,
             scenario: self.scenario,
-            store: &child_store,
-            acked: &child_acked,
+            store: self.store,
+            acked: self.acked,
             scrub: self.scrub,
             options: self.options,
             info: RunInfo {
@@ -640,19 +750,83 @@ impl SimHost<'_> {
             },
             role: Role::Child,
         };
-        let seed = RunSeed {
-            run_id: run_id.clone(),
-            trigger: json!({"type": "manual"}),
-            variables,
-            call_depth: depth,
-        };
-        // Boxed: a child run may itself reroute, so this future is recursive.
-        let fut: std::pin::Pin<Box<dyn std::future::Future<Output = _> + '_>> =
-            Box::pin(engine.run(seed, &child));
-        match fut.await {
-            Ok(r) if r.status == RunStatus::Succeeded => {
-                Ok((run_id, r.output.unwrap_or(Value::Null)))
+        let stored = self
+            .store
+            .borrow()
+            .load(&run_id)
+            .map_err(|e| (None, StepError::new("store_error", e.0, Phase::Execute)))?;
+        let continued = stored.is_some();
+        type Fut<'f> = std::pin::Pin<
+            Box<dyn std::future::Future<Output = Result<RunResult, EngineError>> + 'f>,
+        >;
+        // Boxed: a child run may itself call or reroute, so these futures are recursive.
+        let first: Fut<'_> = match stored {
+            None => Box::pin(engine.run(
+                RunSeed {
+                    run_id: run_id.clone(),
+                    trigger: json!({"type": "manual"}),
+                    variables,
+                    call_depth: req.depth,
+                    secret_paths: req.secret_paths.clone(),
+                },
+                &child,
+            )),
+            Some(s) if s.state.status.is_terminal() || s.state.status == RunStatus::Queued => {
+                Box::pin(std::future::ready(Ok(result_of(s.state))))
             }
+            // The caller crashed while this child ran: crash-resume it (RUN-4).
+            Some(_) => Box::pin(engine.resume(&run_id, &child)),
+        };
+        let mut result = first.await;
+        while req.wait
+            && let Ok(r) = &result
+            && r.status == RunStatus::Queued
+        {
+            let token = self.fire_child(&r.state).await;
+            let next: Fut<'_> = Box::pin(engine.resume_with(&run_id, token.as_deref(), &child));
+            result = next.await;
+        }
+        self.child_outcome(id, run_id, continued, result).await
+    }
+
+    /// D-122: a suspended child's schedule fires on the virtual clock (the caller waits
+    /// for it); the token to resume it with.
+    async fn fire_child(&self, state: &RunState) -> Option<String> {
+        let token = state.extra.get("resumeToken").and_then(Value::as_str)?;
+        let at = self.world.borrow().snap.fire_times.get(token).copied()?;
+        Sleep::until(self.world, at).await;
+        let child_id = state.run_id.clone();
+        let mut w = self.world.borrow_mut();
+        w.event(
+            "schedule_fired",
+            json!({"token": token, "runId": child_id,
+                   "note": "the virtual clock reached the child run's wait; its caller resumes it with the token"}),
+        );
+        Some(token.to_owned())
+    }
+
+    /// What a child run's end means for its caller.
+    async fn child_outcome(
+        &self,
+        id: &str,
+        run_id: String,
+        continued: bool,
+        result: Result<RunResult, EngineError>,
+    ) -> DispatchResult {
+        match result {
+            Ok(r) if r.status == RunStatus::Succeeded => Ok(Dispatched {
+                run_id: Some(run_id),
+                status: "succeeded",
+                output: r.output.unwrap_or(Value::Null),
+                continued,
+            }),
+            // `wait: false`: the handle of a run a wait suspended (D-122).
+            Ok(r) if r.status == RunStatus::Queued => Ok(Dispatched {
+                run_id: Some(run_id),
+                status: "queued",
+                output: Value::Null,
+                continued,
+            }),
             Ok(r) => {
                 let mut e = r.error.unwrap_or_else(|| {
                     StepError::new(
@@ -669,11 +843,46 @@ impl SimHost<'_> {
                 }
                 Err((Some(run_id), e))
             }
+            // The process died inside the child (a fault fired there): so did the caller.
+            Err(EngineError::Host(HostError::Crashed)) => std::future::pending().await,
             Err(e) => Err((
                 Some(run_id),
                 StepError::new(e.code(), e.to_string(), Phase::Resolution),
             )),
         }
+    }
+}
+
+/// D-120: the child run a dispatch key names, `<caller>.<key>` (`run_1.call1`,
+/// `run_1.reroute`); past the run-id length bound (a deep chain), the top run's id and a
+/// stable hash of the full name, so every store accepts it.
+pub(crate) fn child_run_id(caller: &str, key: &str) -> String {
+    let full = format!("{caller}.{key}");
+    if super::scenario::run_id_ok(&full) {
+        return full;
+    }
+    // FNV-1a 64: stable across builds and platforms (no std hasher is).
+    let hash = full.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+    });
+    let root: String = caller
+        .split('.')
+        .next()
+        .unwrap_or(caller)
+        .chars()
+        .take(100)
+        .collect();
+    format!("{root}.h{hash:016x}")
+}
+
+/// A stored run as the engine's result.
+fn result_of(state: RunState) -> RunResult {
+    RunResult {
+        run_id: state.run_id.clone(),
+        status: state.status,
+        output: state.output.clone(),
+        error: state.error.clone(),
+        state,
     }
 }
 

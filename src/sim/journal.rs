@@ -221,6 +221,12 @@ struct DeltaOut<'a> {
     calls: TailOut<'a>,
     #[serde(skip_serializing_if = "tail_is_empty")]
     schedules: TailOut<'a>,
+    /// Every schedule's fire time, when one was added (D-122: a child's wait fires after
+    /// a real kill too; `resume --token` moves the clock to it, D-125).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    fire_times: Option<&'a BTreeMap<String, u64>>,
+    #[serde(skip_serializing_if = "tail_is_empty")]
+    canceled: TailOut<'a>,
 }
 
 #[derive(Deserialize)]
@@ -245,6 +251,10 @@ struct DeltaIn {
     calls: Option<TailIn>,
     #[serde(default)]
     schedules: Option<TailIn>,
+    #[serde(default)]
+    fire_times: Option<BTreeMap<String, u64>>,
+    #[serde(default)]
+    canceled: Option<TailIn>,
 }
 
 /// How much of the world the journal already holds (lengths of the append-only lists).
@@ -255,6 +265,8 @@ struct Mirror {
     calls: usize,
     schedules: usize,
     fired: usize,
+    fire_times: usize,
+    canceled: usize,
 }
 
 impl Mirror {
@@ -265,6 +277,8 @@ impl Mirror {
             calls: w.calls.len(),
             schedules: w.schedules.len(),
             fired: w.fired_invoke_faults.len(),
+            fire_times: w.fire_times.len(),
+            canceled: w.canceled.len(),
         }
     }
 
@@ -276,6 +290,8 @@ impl Mirror {
             && w.calls.len() >= self.calls
             && w.schedules.len() >= self.schedules
             && w.fired_invoke_faults.len() >= self.fired
+            && w.fire_times.len() >= self.fire_times
+            && w.canceled.len() >= self.canceled
     }
 }
 
@@ -316,6 +332,10 @@ fn apply_delta(
     apply_tail(&mut world.waits, d.waits, fail)?;
     apply_tail(&mut world.calls, d.calls, fail)?;
     apply_tail(&mut world.schedules, d.schedules, fail)?;
+    if let Some(f) = d.fire_times {
+        world.fire_times = f;
+    }
+    apply_tail(&mut world.canceled, d.canceled, fail)?;
     Ok(())
 }
 
@@ -908,6 +928,11 @@ impl JournalStore {
                 schedules: TailOut {
                     at: m.schedules,
                     items: &world.schedules[m.schedules..],
+                },
+                fire_times: (world.fire_times.len() != m.fire_times).then_some(&world.fire_times),
+                canceled: TailOut {
+                    at: m.canceled,
+                    items: &world.canceled[m.canceled..],
                 },
             };
             frame(

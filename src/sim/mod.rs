@@ -135,6 +135,10 @@ pub enum SimError {
     /// The engine awaited something that never completes (a bug, never a hang).
     #[error("simulation halted: {0}")]
     Halted(String),
+    /// D-121: the scenario asks for something no run of this workflow tree can do (a
+    /// fault that can never fire): every such problem, each with its JSON Pointer.
+    #[error("unreachable fault")]
+    UnreachableFault(Vec<ScenarioError>),
     /// A run budget ([`Limits`]) ran out.
     #[error("limit exceeded: {0}")]
     LimitExceeded(String),
@@ -154,6 +158,7 @@ impl SimError {
         match self {
             SimError::InvalidWorkflow(_) => "invalid_workflow",
             SimError::InvalidScenario(_) => "invalid_scenario",
+            SimError::UnreachableFault(_) => "unreachable_fault",
             SimError::Rejected(e) | SimError::Engine(e) => e.code(),
             SimError::Store(_) => "store_error",
             SimError::Halted(_) => "sim_halted",
@@ -176,7 +181,7 @@ impl SimError {
                 "message": errors.iter().map(|e| format!("{} at {:?}: {}", e.code, e.path, e.message)).collect::<Vec<_>>().join("; "),
                 "errors": errors,
             }),
-            SimError::InvalidScenario(errors) => json!({
+            SimError::InvalidScenario(errors) | SimError::UnreachableFault(errors) => json!({
                 "code": self.code(),
                 "message": errors.iter().map(|e| format!("{}: {}", if e.path.is_empty() { "/" } else { &e.path }, e.message)).collect::<Vec<_>>().join("; "),
                 "path": errors.first().map(|e| e.path.clone()).unwrap_or_default(),
@@ -200,6 +205,17 @@ pub fn load_workflow(doc: &Value) -> Result<Workflow, SimError> {
     validate_workflow(doc, ValidateOptions { runnable: true }).map_err(SimError::InvalidWorkflow)
 }
 
+/// D-121: refuse a scenario whose faults no run of `workflow` (and the scenario's own
+/// workflows) can ever reach, naming each (`unreachable_fault`).
+pub fn check_reachable(workflow: &Value, scenario: &Scenario) -> Result<(), SimError> {
+    let errors = scenario::unreachable_faults(workflow, scenario);
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(SimError::UnreachableFault(errors))
+    }
+}
+
 /// Parse and check a scenario document.
 pub fn load_scenario(doc: &Value) -> Result<Scenario, SimError> {
     parse_scenario(doc).map_err(SimError::InvalidScenario)
@@ -213,6 +229,8 @@ pub struct Report {
     pub world: WorldSnapshot,
     /// Every event, in order (empty when `keep_trace` is off).
     pub trace: Vec<Value>,
+    /// D-121: the scenario's faults that did not fire, `{fault, …}` (empty when all did).
+    pub unfired: Vec<Value>,
 }
 
 impl Report {
@@ -237,6 +255,14 @@ impl Report {
                     "schedules".into(),
                     Value::Array(self.world.schedules.clone()),
                 );
+            }
+            // D-125: invocations the engine canceled (race/any losers, fail-fast).
+            if !self.world.canceled.is_empty() {
+                m.insert("canceled".into(), Value::Array(self.world.canceled.clone()));
+            }
+            // D-121: faults this simulation did not reach (a scenario says what it did).
+            if !self.unfired.is_empty() {
+                m.insert("unfiredFaults".into(), Value::Array(self.unfired.clone()));
             }
         }
         out
@@ -292,6 +318,35 @@ fn open_store(choice: &StoreChoice) -> Result<Box<dyn Store>, SimError> {
             Box::new(JournalStore::open(dir).map_err(|e| SimError::Store(e.0))?)
         }
     })
+}
+
+/// D-121: the faults of `scenario` that did not fire by the end of this simulation.
+fn unfired_faults(scenario: &Scenario, snap: &WorldSnapshot) -> Vec<Value> {
+    let mut out = Vec::new();
+    for (i, n) in scenario.faults.crash_after_checkpoint.iter().enumerate() {
+        if *n > snap.checkpoints {
+            out.push(
+                json!({"fault": "crashAfterCheckpoint", "index": i, "afterCheckpoint": n,
+                            "why": format!("the run tree made {} checkpoints", snap.checkpoints)}),
+            );
+        }
+    }
+    for (i, f) in scenario.faults.crash_in_invoke.iter().enumerate() {
+        if !snap.fired_invoke_faults.contains(&i) {
+            out.push(json!({"fault": "crashInInvoke", "index": i, "step": f.step,
+                            "attempt": f.attempt,
+                            "why": "no run of the tree invoked that step with that attempt"}));
+        }
+    }
+    if let Some(n) = scenario.cancel_after_checkpoint
+        && n > snap.checkpoints
+    {
+        out.push(
+            json!({"fault": "cancelAfterCheckpoint", "afterCheckpoint": n,
+                        "why": format!("the run tree made {} checkpoints", snap.checkpoints)}),
+        );
+    }
+    out
 }
 
 fn run_trigger(trigger: &Value) -> RunTrigger {
@@ -425,6 +480,10 @@ impl<'a> Sim<'a> {
         run_id: &str,
     ) -> Result<Self, SimError> {
         let engine = Engine::new(workflow).map_err(SimError::Rejected)?;
+        check_reachable(
+            &serde_json::to_value(workflow).unwrap_or_default(),
+            scenario,
+        )?;
         Ok(Sim::with_driver(
             Box::new(engine),
             workflow.id.clone(),
@@ -701,13 +760,16 @@ impl<'a> Sim<'a> {
             &mut snap.waits,
             &mut snap.calls,
             &mut snap.schedules,
+            &mut snap.canceled,
         ] {
             list.iter_mut().for_each(|v| self.scrub.value(v));
         }
+        let unfired = unfired_faults(self.scenario, &snap);
         Ok(Report {
             run,
             world: snap,
             trace: world.trace,
+            unfired,
         })
     }
 }
@@ -804,6 +866,10 @@ fn factory_sim<'a, F: EngineFactory>(
     run_id: &str,
 ) -> Result<Sim<'a>, SimError> {
     let engine = factory.boot(workflow).map_err(SimError::Rejected)?;
+    check_reachable(
+        &serde_json::to_value(workflow).unwrap_or_default(),
+        scenario,
+    )?;
     let driver = FactoryDriver {
         factory,
         workflow,
@@ -869,6 +935,7 @@ fn start(sim: Sim<'_>, scenario: &Scenario) -> Result<Report, SimError> {
         trigger: scenario.trigger.clone(),
         variables: scenario.variables.clone(),
         call_depth: 0,
+        secret_paths: Vec::new(),
     };
     sim.drive(&run_id, Mode::Start(seed))?;
     sim.report(&run_id)
@@ -889,11 +956,23 @@ pub fn resume(
         .load(run_id)
         .map_err(|e| SimError::Store(e.0))?
         .ok_or_else(|| SimError::Engine(EngineError::RunNotFound(run_id.to_owned())))?;
-    let snap = stored.world.clone().unwrap_or_default();
+    let snap = latest_world(store.as_ref(), &stored, 0)
+        .or_else(|| stored.world.clone())
+        .unwrap_or_default();
     let sim = Sim::new(workflow, scenario, options, snap, sink, store, run_id)?;
     if let Some(token) = token {
         let mut w = sim.world.borrow_mut();
         w.event("resume", json!({"token": token}));
+        // D-125: a manual resume is the schedule firing: the clock moves to the time the
+        // wait was scheduled for (never backwards; an unknown token leaves it, and the
+        // engine refuses the token).
+        if let Some(&at_ms) = w.snap.fire_times.get(token) {
+            w.snap.clock_ms = w.snap.clock_ms.max(at_ms);
+            w.event(
+                "schedule_fired",
+                json!({"token": token, "note": "resume --token: the virtual clock moves to the wait's scheduled time"}),
+            );
+        }
         drop(w);
         sim.drive(run_id, Mode::ResumeToken(token.to_owned()))?;
         return sim.report(run_id);
@@ -910,6 +989,50 @@ pub fn resume(
     }
     sim.drive(run_id, Mode::Resume)?;
     sim.report(run_id)
+}
+
+/// D-122: the newest world snapshot among `stored` and the child runs it dispatched
+/// (a process killed inside a child last wrote the world into the child's journal).
+fn latest_world(store: &dyn Store, stored: &StoredRun, depth: u32) -> Option<WorldSnapshot> {
+    let mut best = stored.world.clone();
+    if depth > CALL_DEPTH_MAX {
+        return best;
+    }
+    let mut keys = vec!["reroute".to_owned()];
+    dispatch_ids(
+        &serde_json::to_value(&stored.state).unwrap_or_default(),
+        &mut keys,
+    );
+    for key in keys {
+        let child = host::child_run_id(&stored.state.run_id, &key);
+        let Ok(Some(c)) = store.load(&child) else {
+            continue;
+        };
+        if let Some(w) = latest_world(store, &c, depth + 1)
+            && best
+                .as_ref()
+                .is_none_or(|b| (w.checkpoints, w.seq) > (b.checkpoints, b.seq))
+        {
+            best = Some(w);
+        }
+    }
+    best
+}
+
+/// Every `dispatchId` recorded anywhere in a run state (call steps, in frames too).
+fn dispatch_ids(v: &Value, out: &mut Vec<String>) {
+    match v {
+        Value::Object(m) => {
+            if let Some(Value::String(k)) = m.get("dispatchId")
+                && !out.contains(k)
+            {
+                out.push(k.clone());
+            }
+            m.values().for_each(|x| dispatch_ids(x, out));
+        }
+        Value::Array(a) => a.iter().for_each(|x| dispatch_ids(x, out)),
+        _ => {}
+    }
 }
 
 /// Replay a finished run (REPLAY-*), optionally `from` a step.

@@ -106,6 +106,8 @@ pub struct Scenario {
     pub faults: Faults,
     pub cancel_after_checkpoint: Option<u64>,
     pub workflows: IndexMap<String, Value>,
+    /// D-126: `{kind: "function"}` call targets, one script per function id.
+    pub functions: IndexMap<String, ActionScript>,
     pub seed: u64,
 }
 
@@ -121,6 +123,7 @@ impl Default for Scenario {
             faults: Faults::default(),
             cancel_after_checkpoint: None,
             workflows: IndexMap::new(),
+            functions: IndexMap::new(),
             seed: 0,
         }
     }
@@ -221,6 +224,7 @@ pub fn parse_scenario(doc: &Value) -> Result<Scenario, Vec<ScenarioError>> {
             "faults",
             "cancelAfterCheckpoint",
             "workflows",
+            "functions",
             "seed",
         ],
     );
@@ -347,11 +351,119 @@ pub fn parse_scenario(doc: &Value) -> Result<Scenario, Vec<ScenarioError>> {
             s.workflows.insert(id.clone(), wf.clone());
         }
     }
+    if let Some(v) = root.get("functions")
+        && let Some(fns) = c.object(v, "/functions")
+    {
+        for (id, f) in fns {
+            let path = format!("/functions/{}", pointer_token(id));
+            if let Some(script) = parse_function(&mut c, f, &path) {
+                s.functions.insert(id.clone(), script);
+            }
+        }
+    }
     if c.errors.is_empty() {
         Ok(s)
     } else {
         Err(c.errors)
     }
+}
+
+/// What a scenario may know of one step of the run tree (D-121).
+struct StepFacts<'v> {
+    app: Option<&'v str>,
+    max_attempts: u64,
+}
+
+/// Every step, by id, of `workflow` and of every workflow the scenario carries (the run
+/// tree a call or reroute can reach).
+fn steps_of<'v>(workflow: &'v Value, scenario: &'v Scenario) -> Vec<(&'v str, StepFacts<'v>)> {
+    let mut out = Vec::new();
+    for doc in std::iter::once(workflow).chain(scenario.workflows.values()) {
+        for step in doc
+            .get("steps")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            let Some(id) = step.get("id").and_then(Value::as_str) else {
+                continue;
+            };
+            let app = step.pointer("/uses/app").and_then(Value::as_str);
+            let max_attempts = step
+                .pointer("/retry/maxAttempts")
+                .and_then(Value::as_u64)
+                .unwrap_or(1)
+                .max(1);
+            out.push((id, StepFacts { app, max_attempts }));
+        }
+    }
+    out
+}
+
+/// D-121 / D-126: the scenario's promises no run of this workflow tree can keep — a
+/// `crashInInvoke` that can never fire, an `output` scripted for a `@w6w/document` step
+/// (its content comes from `documents`) — each with its JSON Pointer.
+pub fn unreachable_faults(workflow: &Value, scenario: &Scenario) -> Vec<ScenarioError> {
+    let steps = steps_of(workflow, scenario);
+    let mut errors = Vec::new();
+    for (i, f) in scenario.faults.crash_in_invoke.iter().enumerate() {
+        let path = format!("/faults/crashInInvoke/{i}");
+        let matches: Vec<&StepFacts> = steps
+            .iter()
+            .filter(|(id, _)| *id == f.step)
+            .map(|(_, facts)| facts)
+            .collect();
+        let why = if matches.is_empty() {
+            Some(format!(
+                "step {:?} is in neither the workflow nor any workflow of the scenario's workflows",
+                f.step
+            ))
+        } else if matches.iter().all(|m| m.app == Some("@w6w/control")) {
+            Some(format!(
+                "step {:?} is a @w6w/control step, which the engine interprets and never invokes",
+                f.step
+            ))
+        } else {
+            let most = matches
+                .iter()
+                .map(|m| match m.app {
+                    Some("@w6w/call") => 1,
+                    Some("@w6w/control") => 0,
+                    _ => m.max_attempts,
+                })
+                .max()
+                .unwrap_or(1);
+            (u64::from(f.attempt) > most).then(|| {
+                format!(
+                    "step {:?} makes at most {most} attempt(s) (its retry.maxAttempts; a @w6w/call step one), so attempt {} never happens",
+                    f.step, f.attempt
+                )
+            })
+        };
+        if let Some(why) = why {
+            errors.push(ScenarioError {
+                path,
+                message: format!("this fault can never fire: {why}"),
+            });
+        }
+    }
+    for (step, script) in &scenario.actions {
+        let mut same = steps.iter().filter(|(id, _)| id == step).peekable();
+        let all_documents =
+            same.peek().is_some() && same.all(|(_, facts)| facts.app == Some("@w6w/document"));
+        if !all_documents {
+            continue;
+        }
+        for (i, o) in script.outcomes.iter().enumerate() {
+            if matches!(o.kind, OutcomeKind::Output(_)) {
+                errors.push(ScenarioError {
+                    path: format!("/actions/{}/outcomes/{i}/output", pointer_token(step)),
+                    message: "a @w6w/document step's content comes from the scenario's documents: script an error (or echo: the host serves the document), not an output".into(),
+                });
+            }
+        }
+    }
+    errors
 }
 
 fn parse_meta(c: &mut Checker, v: &Value, path: &str) -> Vec<Value> {
@@ -399,6 +511,23 @@ fn parse_action(c: &mut Checker, v: &Value, path: &str) -> Option<ActionScript> 
     }
     if script.outcomes.is_empty() {
         script.outcomes.push(Outcome::echo());
+    }
+    Some(script)
+}
+
+/// D-126: a function target's script — outcomes only: a function has no `idempotent`
+/// (a call never retries) and no meta (CALL-3).
+fn parse_function(c: &mut Checker, v: &Value, path: &str) -> Option<ActionScript> {
+    let o = c.object(v, path)?;
+    c.known_keys(o, path, &["outcomes"]);
+    let script = parse_action(c, v, path)?;
+    for (i, outcome) in script.outcomes.iter().enumerate() {
+        if outcome.meta.is_some() {
+            c.err(
+                &format!("{path}/outcomes/{i}/meta"),
+                "a function target carries no meta (CALL-3)",
+            );
+        }
     }
     Some(script)
 }
@@ -527,6 +656,66 @@ mod tests {
             &json!({"faults": {"crashInInvoke": [{"step": "a", "attempt": 4_294_967_295u64}]}}),
         );
         assert!(ok.is_ok_and(|s| s.faults.crash_in_invoke[0].attempt == u32::MAX));
+    }
+
+    /// D-126: function targets are scripted by outcomes only (no idempotent, no meta).
+    #[test]
+    fn functions_parse_outcomes_only() {
+        let s = parse_scenario(&json!({"functions": {"fn_a": {"outcomes": [
+            {"output": 1, "latencyMs": 5}, {"error": {"code": "x", "retryable": true}}]}}}))
+        .expect("valid");
+        assert_eq!(s.functions["fn_a"].outcomes.len(), 2);
+        let errs = parse_scenario(&json!({"functions": {"fn_a": {"idempotent": true,
+            "outcomes": [{"echo": true, "meta": {"app": "a"}}]}}}))
+        .expect_err("no idempotent, no meta");
+        let paths: Vec<&str> = errs.iter().map(|e| e.path.as_str()).collect();
+        assert!(paths.contains(&"/functions/fn_a/idempotent"), "{paths:?}");
+        assert!(
+            paths.contains(&"/functions/fn_a/outcomes/0/meta"),
+            "{paths:?}"
+        );
+    }
+
+    /// D-121: a fault no run of the tree can reach is named, with its pointer and why.
+    #[test]
+    fn faults_that_can_never_fire_are_named() {
+        let wf = json!({"steps": [
+            {"id": "a", "uses": {"app": "demo", "action": "x"}, "retry": {"maxAttempts": 2}},
+            {"id": "g", "uses": {"app": "@w6w/control", "action": "if"}},
+            {"id": "c", "uses": {"app": "@w6w/call", "action": "call"}},
+            {"id": "d", "uses": {"app": "@w6w/document", "action": "get"}}]});
+        let child = json!({"steps": [{"id": "k", "uses": {"app": "demo", "action": "y"}}]});
+        let s = parse_scenario(&json!({
+            "workflows": {"child": child},
+            "actions": {"d": {"outcomes": [{"error": {"code": "down"}}, {"output": 1}]},
+                        "a": {"outcomes": [{"output": 1}]}},
+            "faults": {"crashInInvoke": [
+                {"step": "a", "attempt": 2}, {"step": "a", "attempt": 3},
+                {"step": "g"}, {"step": "c"}, {"step": "c", "attempt": 2},
+                {"step": "k"}, {"step": "nope"}, {"step": "d"}]}}))
+        .expect("valid");
+        let errs = unreachable_faults(&wf, &s);
+        let paths: Vec<&str> = errs.iter().map(|e| e.path.as_str()).collect();
+        assert_eq!(
+            paths,
+            [
+                "/faults/crashInInvoke/1",
+                "/faults/crashInInvoke/2",
+                "/faults/crashInInvoke/4",
+                "/faults/crashInInvoke/6",
+                "/actions/d/outcomes/1/output"
+            ]
+        );
+        assert!(
+            errs[0].message.contains("at most 2 attempt"),
+            "{}",
+            errs[0].message
+        );
+        assert!(
+            errs[1].message.contains("@w6w/control"),
+            "{}",
+            errs[1].message
+        );
     }
 
     #[test]

@@ -52,6 +52,10 @@ pub struct WorldSnapshot {
     /// CTRL-7: when each schedule token fires (the report's entry may be redacted).
     #[serde(default)]
     pub fire_times: BTreeMap<String, u64>,
+    /// D-125: invocations the engine canceled before they settled (race/any losers,
+    /// fail-fast iterations), with `canceledAtMs`.
+    #[serde(default)]
+    pub canceled: Vec<Value>,
 }
 
 impl Default for WorldSnapshot {
@@ -72,6 +76,7 @@ impl Default for WorldSnapshot {
             total_invocations: 0,
             schedules: Vec::new(),
             fire_times: BTreeMap::new(),
+            canceled: Vec::new(),
         }
     }
 }

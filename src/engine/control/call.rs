@@ -5,13 +5,14 @@
 //! what the host is told is secret-derived. Invariant: one dispatch, no retry loop, no
 //! meta (RETRY-6, CALL-3); a call past [`CALL_DEPTH_MAX`] is refused before dispatch.
 
-use serde_json::{Map, Value};
+use serde_json::{Map, Value, json};
 
-use super::{param_invalid, start_resolved};
+use super::{param_invalid, start_with};
+use crate::engine::journal::Extras;
 use crate::engine::step::StepCtx;
 use crate::engine::{EngineCode, EngineError};
-use crate::host::WorkflowContext;
-use crate::model::{Phase, StepError, StepExecution};
+use crate::host::{CallableRequest, WorkflowContext};
+use crate::model::{Phase, StepError, StepExecution, StepStatus};
 
 /// CALL-2: the composition depth bound (node-types.md 2026-08-20, default 16).
 pub const CALL_DEPTH_MAX: u32 = 16;
@@ -26,39 +27,78 @@ pub(super) struct Dispatch {
     pub(super) depth: u32,
 }
 
+/// The record key of a call's dispatch key (D-120).
+pub(crate) const DISPATCH_ID: &str = "dispatchId";
+
 /// CALL-1…3: run the call step of `cx` to its terminal record.
 pub(crate) async fn call<C: WorkflowContext>(
     cx: &StepCtx<'_, C>,
 ) -> Result<StepExecution, EngineError> {
-    let (record, params) = match start_resolved(cx, cx.resolve(), None).await? {
+    // D-120: a call a crash interrupted continues the dispatch it started (same key, same
+    // startedAt: no new attempt began); otherwise a fresh key, durable with the start.
+    let resumed = cx
+        .existing
+        .as_ref()
+        .filter(|r| r.status == StepStatus::Running)
+        .and_then(|r| {
+            let key = r.extra.get(DISPATCH_ID)?.as_str()?.to_owned();
+            Some((key, r.started_at.clone()))
+        });
+    let mut extras = Extras::default();
+    let (key, carried_start) = match resumed {
+        Some(k) => k,
+        None => {
+            let n = cx.journal().next_call_seq();
+            extras.extra.insert("callSeq".into(), json!(n));
+            (format!("call{n}"), None)
+        }
+    };
+    let mut record_extra = Map::new();
+    record_extra.insert(DISPATCH_ID.into(), json!(key));
+    let started = start_with(cx, cx.resolve(), carried_start, record_extra, extras).await?;
+    let (record, resolved) = match started {
         Ok(started) => started,
         Err(failed) => return Ok(failed),
     };
-    let dispatch = match dispatch(cx.step.action(), &params, cx.walk.run.call_depth) {
+    let dispatch = match dispatch(cx.step.action(), &resolved.params, cx.walk.run.call_depth) {
         Ok(d) => d,
         Err(e) => return Ok(cx.fail(record, e)),
     };
     if let Some(recorded) = &record.input {
         // SEC-1: the host records the secret-derived parts of target / input redacted.
-        declare_secret_derived(cx.host(), &Value::Object(params), recorded);
+        declare_secret_derived(cx.host(), &Value::Object(resolved.params.clone()), recorded);
     }
     // RETRY-6 / CALL-3: one dispatch, no retry loop, no meta.
-    let Dispatch {
-        target,
-        input,
-        wait,
-        depth,
-    } = dispatch;
-    Ok(
-        match cx.host().invoke_callable(&target, input, wait, depth).await {
-            Ok(out) => cx.succeed(record, out),
-            Err(mut e) => {
-                e.retryable = false;
-                e.step_id = None;
-                cx.fail(record, e)
-            }
-        },
-    )
+    let req = CallableRequest {
+        target: dispatch.target,
+        input: dispatch.input,
+        wait: dispatch.wait,
+        depth: dispatch.depth,
+        step_id: cx.step.id.clone(),
+        dispatch_id: key,
+        secret_paths: input_secret_paths(&resolved.secret_paths),
+    };
+    Ok(match cx.host().invoke_callable(req).await {
+        Ok(out) => cx.succeed(record, out),
+        Err(mut e) => {
+            e.retryable = false;
+            e.step_id = None;
+            cx.fail(record, e)
+        }
+    })
+}
+
+/// SEC-1 (D-124): the secret paths of a call's params that fall inside `input`, as JSON
+/// Pointers into the input (`""`: the whole input).
+pub(super) fn input_secret_paths(params_paths: &[String]) -> Vec<String> {
+    params_paths
+        .iter()
+        .filter_map(|p| match p.strip_prefix("/input") {
+            Some("") => Some(String::new()),
+            Some(rest) if rest.starts_with('/') => Some(rest.to_owned()),
+            _ => None,
+        })
+        .collect()
 }
 
 /// The dispatch a call's `action` and resolved `params` ask for, from a run at
@@ -161,8 +201,8 @@ pub(super) fn declare_secret_derived<C: WorkflowContext>(
 mod tests {
     use serde_json::{Map, Value, json};
 
-    use super::{CALL_DEPTH_MAX, Dispatch, declare_secret_derived, dispatch};
-    use crate::engine::testing::{TestHost, run, workflow};
+    use super::{CALL_DEPTH_MAX, Dispatch, declare_secret_derived, dispatch, input_secret_paths};
+    use crate::engine::testing::{TestHost, block_on, run, workflow};
     use crate::model::RunStatus;
 
     fn params(v: Value) -> Map<String, Value> {
@@ -227,6 +267,65 @@ mod tests {
                               "input": {"token": "[redacted]", "n": 1, "list": ["a", "[redacted]"]}});
         declare_secret_derived(&host, &params, &recorded);
         assert_eq!(*host.declared.borrow(), [json!("s3cr3t"), json!("k")]);
+    }
+
+    #[test]
+    fn only_secret_paths_inside_the_input_reach_the_callee() {
+        let paths: Vec<String> = ["/input/token", "/target/workflow", "/input", "/inputs/x"]
+            .iter()
+            .map(|p| (*p).to_owned())
+            .collect();
+        assert_eq!(input_secret_paths(&paths), ["/token", ""]);
+    }
+
+    /// D-120: each dispatch gets a fresh key, durable in the call's start record; a call
+    /// a crash interrupted re-dispatches with the key it recorded.
+    #[test]
+    fn dispatch_keys_are_fresh_per_dispatch_and_reused_after_a_crash() {
+        let host = TestHost::new();
+        let call = |id: &str| {
+            json!({"id": id, "uses": {"app": "@w6w/call", "action": "call"},
+                   "with": {"target": {"kind": "workflow", "workflow": "child"}}})
+        };
+        let wf = workflow(json!([call("c"), call("d")]), json!([]));
+        let r = run(&wf, &host);
+        assert_eq!(*host.dispatch_ids.borrow(), ["call1", "call2"]);
+        assert_eq!(r.state.steps["d"].extra["dispatchId"], json!("call2"));
+        assert_eq!(r.state.extra["callSeq"], json!(2));
+        // The state a crash left: d started (key call2) and never ended.
+        let mut crashed = r.state.clone();
+        crashed.status = RunStatus::Running;
+        crashed.output = None;
+        let mut d = crashed.steps["d"].clone();
+        d.status = crate::model::StepStatus::Running;
+        d.output = None;
+        crashed.steps.insert("d".into(), d);
+        let host = TestHost::with_state(crashed);
+        let engine = crate::engine::Engine::new(&wf).expect("engine");
+        let resumed = block_on(engine.resume("r1", &host)).expect("resume");
+        assert_eq!(resumed.status, RunStatus::Succeeded);
+        assert_eq!(*host.dispatch_ids.borrow(), ["call2"], "the same key again");
+        assert_eq!(resumed.state.extra["callSeq"], json!(2), "no key minted");
+    }
+
+    /// D-124: a run seeded with secret-derived variables treats them as such.
+    #[test]
+    fn secret_derived_variables_taint_what_reads_them() {
+        let host = TestHost::new();
+        let wf = workflow(
+            json!([{"id": "a", "uses": {"app": "demo", "action": "do"},
+                    "with": {"t": {"$": "vars.token"}, "plain": {"$": "vars.other"}}}]),
+            json!([]),
+        );
+        let engine = crate::engine::Engine::new(&wf).expect("engine");
+        let mut seed = crate::engine::RunSeed::manual("r1");
+        seed.variables = params(json!({"token": "derived-value", "other": "x"}));
+        seed.secret_paths = vec!["/token".into()];
+        let r = block_on(engine.run(seed, &host)).expect("run");
+        let a = &r.state.steps["a"];
+        assert_eq!(a.input, Some(json!({"t": "[redacted]", "plain": "x"})));
+        assert_eq!(a.extra.get("secretDerived"), Some(&json!(true)));
+        assert_eq!(r.state.extra["secretVariables"], json!(["/token"]));
     }
 
     #[test]

@@ -92,19 +92,33 @@ async fn start_resolved<C: WorkflowContext>(
     resolved: Result<Resolved, ResolveError>,
     carried_start: Option<String>,
 ) -> Result<Result<(StepExecution, Map<String, Value>), StepExecution>, EngineError> {
+    let started = start_with(cx, resolved, carried_start, Map::new(), Extras::default()).await?;
+    Ok(started.map(|(record, r)| (record, r.params)))
+}
+
+/// [`start_resolved`] with record and run-level `extra` keys in the same start checkpoint
+/// (a call's dispatch key, D-120), answering the whole [`Resolved`] (its secret paths).
+async fn start_with<C: WorkflowContext>(
+    cx: &StepCtx<'_, C>,
+    resolved: Result<Resolved, ResolveError>,
+    carried_start: Option<String>,
+    record_extra: Map<String, Value>,
+    extras: Extras,
+) -> Result<Result<(StepExecution, Resolved), StepExecution>, EngineError> {
     let mut record = cx.start_record();
     if let Some(at) = carried_start {
         record.started_at = Some(at);
     }
+    record.extra.extend(record_extra);
     if let Ok(r) = &resolved {
         record.input = Some(Value::Object(r.redacted()));
         super::journal::mark_secret_derived(&mut record, r);
     }
     cx.journal()
-        .commit_step(cx.host(), cx.frame(), record.clone(), Extras::default())
+        .commit_step(cx.host(), cx.frame(), record.clone(), extras)
         .await?;
     Ok(match resolved {
-        Ok(r) => Ok((record, r.params)),
+        Ok(r) => Ok((record, r)),
         Err(e) => {
             let error = StepError::new(e.code.as_str(), e.message, Phase::Resolution);
             Err(cx.fail(record, error))
