@@ -9,6 +9,8 @@
 //! clock showed in this session. Invariant: the simulator, its store and the report only
 //! ever see canonical times, so reports stay byte-identical across sessions.
 
+use std::cell::RefCell;
+use std::collections::BTreeSet;
 use std::hash::{BuildHasher, Hasher};
 
 use serde_json::Value;
@@ -21,19 +23,27 @@ use crate::limits::{
 };
 const DAY_MS: u64 = 86_400_000;
 
-/// How one run's clock is shifted for the candidate.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// How one run's clock is shifted for the candidate, and which times it was shown.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct ClockShift {
     /// Added to every time the candidate sees (0: not shifted).
     ms: u64,
     /// How far past the epoch a run's clock can reach (its virtual-time limit).
     window: u64,
+    /// Every canonical time the candidate was shown during this run, over all its process
+    /// lives: each `now`, and each timestamp in what the suite sent (a `state.load`
+    /// answer, an echoed output). An engine's step times are these, exactly.
+    shown: RefCell<BTreeSet<u64>>,
 }
 
 impl ClockShift {
     /// Not shifted.
     pub(crate) fn none() -> Self {
-        ClockShift { ms: 0, window: 0 }
+        ClockShift {
+            ms: 0,
+            window: 0,
+            shown: RefCell::default(),
+        }
     }
 
     /// A fresh random shift for a run of `request` whose clock can move `window` ms, or
@@ -55,6 +65,7 @@ impl ClockShift {
         ClockShift {
             ms: days * DAY_MS,
             window,
+            shown: RefCell::default(),
         }
     }
 
@@ -63,15 +74,22 @@ impl ClockShift {
         self.ms > 0
     }
 
-    /// A canonical clock reading as the candidate sees it.
+    /// A canonical clock reading as the candidate sees it (remembered as shown).
     pub(crate) fn now(&self, canonical: u64) -> u64 {
+        if self.active() {
+            self.shown.borrow_mut().insert(canonical);
+        }
         canonical.saturating_add(self.ms)
     }
 
-    /// Suite → candidate: every canonical timestamp string moves forward.
+    /// Suite → candidate: every canonical timestamp string moves forward (and is
+    /// remembered as shown).
     pub(crate) fn outbound(&self, v: &mut Value) {
         if self.active() {
-            self.map(v, EPOCH_MS, |ms| ms.saturating_add(self.ms));
+            self.map(v, EPOCH_MS, |ms| {
+                self.shown.borrow_mut().insert(ms);
+                ms.saturating_add(self.ms)
+            });
         }
     }
 
@@ -82,13 +100,15 @@ impl ClockShift {
         }
     }
 
-    /// Whether `text` (a time a candidate wrote into a step record) is one the suite's
-    /// clock could have shown in this session.
+    /// Whether `text` (a time a candidate wrote into a step record) is exactly one this
+    /// run's session clock showed it. A time from another session's clock is not: even
+    /// when the two shifts happen to lie close, a recorded time matches a shown one only
+    /// if they differ by exactly the difference of the shifts, to the millisecond.
     pub(crate) fn shown(&self, text: &str) -> bool {
         !self.active()
-            || canonical_ms(text).is_some_and(|ms| {
-                (EPOCH_MS + self.ms..=EPOCH_MS + self.ms + self.window).contains(&ms)
-            })
+            || canonical_ms(text)
+                .and_then(|ms| ms.checked_sub(self.ms))
+                .is_some_and(|ms| self.shown.borrow().contains(&ms))
     }
 
     fn map(&self, v: &mut Value, from: u64, f: impl Fn(u64) -> u64 + Copy) {
@@ -152,7 +172,7 @@ mod tests {
         let a = ClockShift::for_request(&plain, WINDOW);
         let b = ClockShift::for_request(&plain, WINDOW);
         assert!(a.active() && b.active());
-        assert_ne!(a, b, "a fresh shift per run");
+        assert_ne!(a.ms, b.ms, "a fresh shift per run");
         assert!(a.ms >= MIN_SHIFT_DAYS * DAY_MS && a.ms.is_multiple_of(DAY_MS));
         for timed in [
             json!({"workflow": {"steps": [{"with": {"until": "2026-01-01T00:05:00Z"}}]}}),
@@ -172,6 +192,7 @@ mod tests {
         let shift = ClockShift {
             ms: 100_000 * DAY_MS,
             window: WINDOW,
+            shown: RefCell::default(),
         };
         let canonical = json!({"steps": {"a": {"startedAt": "2026-01-01T00:00:01.000Z",
             "output": ["2026-01-01T00:00:01.000Z", "2026-01-01T00:00:01Z", "run_1", 5]}},
@@ -199,6 +220,14 @@ mod tests {
         shift.inbound(&mut v);
         assert_eq!(v, canonical);
         assert_eq!(shift.now(EPOCH_MS), EPOCH_MS + shift.ms);
+        assert!(
+            shift.shown(&iso8601_from_ms(EPOCH_MS + shift.ms)),
+            "a now it sent"
+        );
+        assert!(
+            !shift.shown(&iso8601_from_ms(EPOCH_MS + 5 + shift.ms)),
+            "a time in the window that was never sent"
+        );
         let none = ClockShift::none();
         assert!(none.shown("anything"));
     }

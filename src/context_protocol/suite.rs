@@ -189,8 +189,8 @@ pub(crate) struct Session<'s, C: WorkflowContext> {
     last_id: u64,
     enqueued: u64,
     deadline: Instant,
-    /// This run's session clock (D-104).
-    shift: ClockShift,
+    /// This run's session clock (D-104), shared by all its process lives.
+    shift: &'s ClockShift,
 }
 
 impl<'s, C: WorkflowContext> Session<'s, C> {
@@ -669,7 +669,7 @@ impl<'s, C: WorkflowContext> Session<'s, C> {
         idempotent: &[String],
         kind: SessionKind<'_>,
         ctx: &'s C,
-        shift: ClockShift,
+        shift: &'s ClockShift,
     ) -> Result<Self, String> {
         let info = ctx.run();
         let mut start = json!({
@@ -752,7 +752,7 @@ impl Driver for RemoteEngine<'_> {
             &self.idempotent,
             kind,
             host,
-            self.shift,
+            &self.shift,
         ) {
             Ok(s) => s,
             Err(why) => {
