@@ -644,6 +644,18 @@ fn rerun_commands_name_the_engine_or_host_that_was_tested() {
     );
 }
 
+/// The campaign the merge test shards: two families and 12 generated workflows.
+const CAMPAIGN: [&str; 8] = [
+    "--clause",
+    "RETRY",
+    "--clause",
+    "PLAN",
+    "--generate",
+    "12",
+    "--seed",
+    "9",
+];
+
 /// Issue 13 item 5: `w6w-sim merge` joins the shards' `--json` reports into the report one
 /// unsharded run prints (timing aside), writes JUnit, and refuses part of a campaign.
 #[test]
@@ -652,19 +664,9 @@ fn merge_joins_the_shards_into_the_unsharded_report() {
     let mut files = Vec::new();
     for k in 1..=3 {
         let shard = format!("{k}/3");
-        let out = conformance(&[
-            "--clause",
-            "RETRY",
-            "--clause",
-            "PLAN",
-            "--generate",
-            "12",
-            "--seed",
-            "9",
-            "--shard",
-            &shard,
-            "--json",
-        ]);
+        let mut args = CAMPAIGN.to_vec();
+        args.extend(["--shard", &shard, "--json"]);
+        let out = conformance(&args);
         assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
         let file = dir.path().join(format!("s{k}.json"));
         std::fs::write(&file, &out.stdout).expect("write");
@@ -679,16 +681,7 @@ fn merge_joins_the_shards_into_the_unsharded_report() {
     args.extend(files.iter().cloned());
     let merged = Command::new(BIN).args(&args).output().expect("runs");
     assert_eq!(merged.status.code(), Some(0), "{}", stderr(&merged));
-    let whole = conformance(&[
-        "--clause",
-        "RETRY",
-        "--clause",
-        "PLAN",
-        "--generate",
-        "12",
-        "--seed",
-        "9",
-    ]);
+    let whole = conformance(&CAMPAIGN);
     let untimed = |o: &Output| -> Vec<String> {
         stdout(o)
             .lines()

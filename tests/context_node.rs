@@ -168,15 +168,9 @@ fn a_caching_engine_fails_every_effectful_case() {
     let mut cheat = EngineProcess::start(&replay, options.clone()).expect("starts");
     let report = conformance::run(&mut cheat, &selection).expect("loads");
     let mut effectful = 0;
+    let suite = conformance::Suite::load_default().expect("cases");
     for case in &report.cases {
-        let suite = conformance::Suite::load_default().expect("cases");
-        let request = suite
-            .cases()
-            .find(|(_, c)| c.id == case.outcome.id)
-            .map(|(_, c)| c.request.clone())
-            .unwrap_or(Value::Null);
-        // Effectful: a run or replay the reference takes to a report (a refusal has no effect).
-        let reports = w6w_sim::service::handle(&request).get("ok").is_some();
+        let (_, reports) = request_and_reports(&suite, &case.outcome.id);
         match op_of(&report, &case.outcome.id).as_deref() {
             Some("run" | "replay") if reports => {
                 effectful += 1;
@@ -206,15 +200,9 @@ fn a_caching_engine_fails_every_effectful_case() {
     let rewrite = format!("node {} rewrite {}", quoted(&script), quoted(&cache));
     let mut cheat = EngineProcess::start(&rewrite, options).expect("starts");
     let report = conformance::run(&mut cheat, &selection).expect("loads");
-    let suite = conformance::Suite::load_default().expect("cases");
     let (mut caught, mut by_clock) = (0, 0);
     for case in &report.cases {
-        let request = suite
-            .cases()
-            .find(|(_, c)| c.id == case.outcome.id)
-            .map(|(_, c)| c.request.clone())
-            .unwrap_or(Value::Null);
-        let reports = w6w_sim::service::handle(&request).get("ok").is_some();
+        let (request, reports) = request_and_reports(&suite, &case.outcome.id);
         if !matches!(
             op_of(&report, &case.outcome.id).as_deref(),
             Some("run" | "replay")
@@ -404,4 +392,16 @@ fn authors_a_time(v: &Value) -> bool {
             && w[8..10].iter().all(u8::is_ascii_digit)
             && matches!(w[10], b'T' | b't' | b' ')
     })
+}
+
+/// A case's request, and whether the reference takes it to a report (a run or replay with
+/// an effect; a refusal has none).
+fn request_and_reports(suite: &conformance::Suite, id: &str) -> (Value, bool) {
+    let request = suite
+        .cases()
+        .find(|(_, c)| c.id == id)
+        .map(|(_, c)| c.request.clone())
+        .unwrap_or(Value::Null);
+    let reports = w6w_sim::service::handle(&request).get("ok").is_some();
+    (request, reports)
 }
