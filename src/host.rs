@@ -17,7 +17,9 @@ use serde_json::{Map, Value};
 
 use crate::model::{RunState, RunStatePatch, StepError};
 
+pub mod sealing;
 pub mod store;
+pub use sealing::{SEALING_MATERIAL_MIN, SealingKey};
 pub use store::{RunStore, ScheduleEntry, StoreError, StoreFactory};
 
 /// How a run was started (`RunTrigger`).
@@ -229,6 +231,16 @@ pub trait WorkflowContext {
     /// secret parts read it; it never reaches the generic data root (EXPR-5).
     fn secrets(&self) -> Map<String, Value> {
         Map::new()
+    }
+
+    /// SEC-1, RUN-4 (D-170): the key that seals a secret-derived step output the store may
+    /// not hold in plaintext, so a resumed or replayed run reads what the crash-free run
+    /// read. It must come from outside the store and be the same on every resume of the
+    /// run. The default derives one from [`WorkflowContext::secrets`] (`None` with too
+    /// little secret material: such outputs then stay `"[redacted]"` after a crash); a host
+    /// holding a real key returns it here, `None` turns sealing off.
+    fn sealing_key(&self) -> Option<SealingKey> {
+        SealingKey::from_secrets(&self.secrets())
     }
 
     /// The static `documents` root (`documents.<key>`), an object.

@@ -285,9 +285,12 @@ proptest! {
 // producer and a gate on its first entry. A crash right after any checkpoint, a replay, and a
 // replay from the first gate all end where the crash-free run does: the recorded references
 // are re-materialised inside the engine, so no gate routes differently after a restart, and
-// no byte of the secret (nor an 8-character piece) is recorded.
+// no byte of the secret (nor an 8-character piece) is recorded. Kind 3 (D-170) is a
+// secret-derived producer whose output is computed (the secret inside text, a length): it is
+// recorded "[redacted]" wholly and sealed with the key the host derives from the run's
+// secrets (a second, long secret `L` makes sure there is enough material for one).
 
-fn secret_echo_workflow(kinds: &[u8], parallel: bool, secret: &str) -> (Value, Value) {
+fn secret_echo_workflow(kinds: &[u8], parallel: bool, secret: &str, long: &str) -> (Value, Value) {
     let mut steps = vec![
         json!({"id": "root", "uses": {"app": "app", "action": "root"},
                                 "fanOut": if parallel { "parallel" } else { "sequential" }}),
@@ -301,7 +304,7 @@ fn secret_echo_workflow(kinds: &[u8], parallel: bool, secret: &str) -> (Value, V
     for (i, &kind) in kinds.iter().enumerate() {
         let (p, g, c) = (format!("p{i}"), format!("g{i}"), format!("c{i}"));
         let with = match kind {
-            0 => json!({"i": i, "tok": "{{ secrets.S }}"}),
+            0 | 3 => json!({"i": i, "tok": "{{ secrets.S }}"}),
             _ => json!({"i": i}),
         };
         steps.push(json!({"id": p, "uses": {"app": "app", "action": "produce"}, "with": with}));
@@ -309,6 +312,8 @@ fn secret_echo_workflow(kinds: &[u8], parallel: bool, secret: &str) -> (Value, V
             0 => json!({"echo": true, "latencyMs": 3 * i as u64}),
             1 => json!({"output": {"tok": secret, "url": format!("https://x/{secret}/v"), "n": i},
                         "latencyMs": 2}),
+            3 => json!({"output": {"tok": secret, "auth": format!("Bearer {secret}"),
+                                   "len": secret.len(), "n": i}, "latencyMs": 2}),
             _ => json!({"output": {"tok": "plain", "n": i}, "latencyMs": 1}),
         };
         actions.insert(p.clone(), json!({"outcomes": [outcome]}));
@@ -330,7 +335,7 @@ fn secret_echo_workflow(kinds: &[u8], parallel: bool, secret: &str) -> (Value, V
     edges.push(json!({"from": "gj", "to": "cj"}));
     let wf = json!({"manifestVersion": "2", "id": "wf_echo", "name": "echo", "steps": steps,
                     "edges": edges});
-    let sc = json!({"secrets": {"S": secret}, "actions": actions});
+    let sc = json!({"secrets": {"S": secret, "L": long}, "actions": actions});
     (wf, sc)
 }
 
@@ -384,23 +389,25 @@ fn assert_no_secret_piece(r: &Report, secret: &str, what: &str) {
 proptest! {
     #[test]
     fn secret_echoes_resume_and_replay_like_the_crash_free_run(
-        kinds in prop::collection::vec(0u8..3, 1..4),
+        kinds in prop::collection::vec(0u8..4, 1..4),
         parallel in any::<bool>(),
         secret in "[A-Za-z0-9_.-]{6,10}[\"\\\\ ]?[A-Za-z0-9]{2,10}",
+        long in "[a-z0-9]{16,24}",
         crash_pick in any::<prop::sample::Index>(),
     ) {
-        let (wf, sc) = secret_echo_workflow(&kinds, parallel, &secret);
+        let (wf, sc) = secret_echo_workflow(&kinds, parallel, &secret, &long);
         let ctx = format!("\nworkflow: {wf}\nscenario: {sc}");
         let plain = run_echo(&wf, &sc, json!({}));
         prop_assert_eq!(plain.run.status.as_str(), "succeeded", "{}", ctx);
         // The gates saw the secret exactly where a producer returned it.
         for (i, &kind) in kinds.iter().enumerate() {
-            let want = if kind < 2 { "succeeded" } else { "skipped" };
+            let want = if kind != 2 { "succeeded" } else { "skipped" };
             prop_assert_eq!(plain.run.steps[&format!("c{i}")].status.as_str(), want, "c{}{}", i, ctx);
         }
-        let want_cj = if kinds[0] < 2 { "succeeded" } else { "skipped" };
+        let want_cj = if kinds[0] != 2 { "succeeded" } else { "skipped" };
         prop_assert_eq!(plain.run.steps["cj"].status.as_str(), want_cj, "{}", ctx);
         assert_no_secret_piece(&plain, &secret, "crash-free run");
+        assert_no_secret_piece(&plain, &long, "crash-free run");
 
         let k = crash_pick.index(plain.world.checkpoints as usize) as u64 + 1;
         let crashed = run_echo(&wf, &sc, json!({"crashAfterCheckpoint": [k]}));
@@ -409,6 +416,7 @@ proptest! {
         // again (RUN-4) and gets new times (D-73).
         prop_assert_eq!(untimed(&crashed.run), untimed(&plain.run), "crash after checkpoint {}{}", k, ctx);
         assert_no_secret_piece(&crashed, &secret, "crashed run");
+        assert_no_secret_piece(&crashed, &long, "crashed run");
 
         let wfm = sim::load_workflow(&wf).expect("valid");
         let scm = sim::load_scenario(&sc).expect("valid");

@@ -17,21 +17,145 @@
 //! references is tainted when published, so whatever reads the re-materialised value is
 //! recorded redacted. A secret-derived record keeps its output `"[redacted]"` wholly; it can
 //! be re-materialised only when it adds nothing to the store but secret names
-//! (`extra.sealedOutput`, see [`seal`]).
+//! (`extra.sealedOutput`, see [`seal`]) — or, with a key the host holds outside the store
+//! ([`crate::host::WorkflowContext::sealing_key`], D-170), from its ciphertext
+//! (`extra.encryptedOutput`, [`Sealer`]): an output recorded `"[redacted]"` wholly is sealed
+//! whole, so a resumed run reads the computed value too. An envelope never holds a piece of
+//! a secret the sink would scrub (it is retried with another nonce, else left out).
 
+use aes_gcm_siv::aead::{Aead, KeyInit, Payload};
+use aes_gcm_siv::{Aes256GcmSiv, Nonce};
+use base64::Engine as _;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use hkdf::Hkdf;
 use serde_json::{Map, Value, json};
+use sha2::Sha256;
 
 use super::journal::is_secret_derived;
 use crate::expr::REDACTED;
+use crate::host::SealingKey;
 use crate::model::StepExecution;
+use crate::redact::Scrubber;
 
 /// The record `extra` key listing the output's secret references (present ⇒ the output
-/// carried a secret; an empty list ⇒ it cannot be re-materialised: the whole output is
-/// recorded `"[redacted]"`).
+/// carried a secret; an empty list ⇒ the whole output is recorded `"[redacted]"` and comes
+/// back only from its envelope, [`ENCRYPTED_OUTPUT`]).
 pub(crate) const SECRET_REFS: &str = "secretRefs";
 /// The record `extra` key holding a secret-derived output's skeleton (the output with its
 /// referenced leaves `"[redacted]"`), kept only when it holds nothing the store did not hold.
 pub(crate) const SEALED_OUTPUT: &str = "sealedOutput";
+
+/// The record `extra` key holding a wholly redacted output sealed with the host's key
+/// (D-170): `v1.<n>.<base64url ciphertext>`, `n` picking the nonce.
+pub(crate) const ENCRYPTED_OUTPUT: &str = "encryptedOutput";
+/// Nonces tried before an output is left unsealed because every envelope happened to hold
+/// a piece of a secret (a 1-character secret is in almost every base64 text).
+const NONCE_TRIES: u32 = 16;
+/// A secret of this many characters or more must not appear in an envelope by any piece of
+/// this length (the SEC-1 property's threshold); a shorter one not at all.
+const PIECE: usize = 8;
+
+/// AES-256-GCM-SIV under a key derived from the host's [`SealingKey`] (D-170). The
+/// associated data binds a ciphertext to its step and attempt; nonces are derived, not
+/// drawn, so a simulated run stays reproducible — GCM-SIV stays safe under a repeated
+/// nonce (it then reveals only that two plaintexts were equal).
+pub(crate) struct Sealer {
+    cipher: Aes256GcmSiv,
+    nonces: Hkdf<Sha256>,
+}
+
+impl Sealer {
+    pub(crate) fn new(key: &SealingKey) -> Option<Sealer> {
+        let hk = Hkdf::<Sha256>::new(Some(b"w6w-sim sealed output v1"), key.bytes());
+        let mut cipher_key = [0u8; 32];
+        hk.expand(b"cipher", &mut cipher_key).ok()?;
+        Some(Sealer {
+            cipher: Aes256GcmSiv::new_from_slice(&cipher_key).ok()?,
+            nonces: hk,
+        })
+    }
+
+    fn aad(record: &StepExecution) -> Vec<u8> {
+        format!("{}\0{}", record.step_id, record.attempt).into_bytes()
+    }
+
+    fn nonce(&self, aad: &[u8], n: u32) -> Option<[u8; 12]> {
+        let mut info = b"nonce\0".to_vec();
+        info.extend_from_slice(aad);
+        info.extend_from_slice(&n.to_be_bytes());
+        let mut nonce = [0u8; 12];
+        self.nonces.expand(&info, &mut nonce).ok()?;
+        Some(nonce)
+    }
+
+    /// The envelope for `output` of `record`, or `None` when none is free of every secret.
+    fn seal(
+        &self,
+        record: &StepExecution,
+        output: &Value,
+        secrets: &Map<String, Value>,
+    ) -> Option<String> {
+        let plaintext = serde_json::to_vec(output).ok()?;
+        let aad = Self::aad(record);
+        let sink = Scrubber::new(secrets.values());
+        let pieces = pieces(secrets);
+        (0..NONCE_TRIES).find_map(|n| {
+            let nonce = self.nonce(&aad, n)?;
+            let payload = Payload {
+                msg: &plaintext,
+                aad: &aad,
+            };
+            let sealed = self
+                .cipher
+                .encrypt(Nonce::from_slice(&nonce), payload)
+                .ok()?;
+            let envelope = format!("v1.{n}.{}", URL_SAFE_NO_PAD.encode(sealed));
+            let clean = sink.text(&envelope).is_none()
+                && !pieces.iter().any(|p| envelope.contains(p.as_str()));
+            clean.then_some(envelope)
+        })
+    }
+
+    /// The output sealed in `envelope` for `record`; `None` when it does not open (another
+    /// key, another step or attempt, a damaged or forged envelope).
+    fn open(&self, record: &StepExecution, envelope: &str) -> Option<Value> {
+        let rest = envelope.strip_prefix("v1.")?;
+        let (n, body) = rest.split_once('.')?;
+        let n: u32 = n.parse().ok().filter(|n| *n < NONCE_TRIES)?;
+        let aad = Self::aad(record);
+        let nonce = self.nonce(&aad, n)?;
+        let sealed = URL_SAFE_NO_PAD.decode(body).ok()?;
+        let payload = Payload {
+            msg: &sealed,
+            aad: &aad,
+        };
+        let plaintext = self
+            .cipher
+            .decrypt(Nonce::from_slice(&nonce), payload)
+            .ok()?;
+        serde_json::from_slice(&plaintext).ok()
+    }
+}
+
+/// Every `PIECE`-character window of every secret of `PIECE` characters or more (strings
+/// and numbers as text).
+fn pieces(secrets: &Map<String, Value>) -> Vec<String> {
+    let mut out = Vec::new();
+    for v in secrets.values() {
+        let text = match v {
+            Value::String(s) => s.clone(),
+            Value::Number(n) => n.to_string(),
+            _ => continue,
+        };
+        let chars: Vec<char> = text.chars().collect();
+        for w in chars.windows(PIECE) {
+            out.push(w.iter().collect());
+        }
+    }
+    out.sort();
+    out.dedup();
+    out
+}
 
 /// One secret to look for: its name and value (a non-empty string or a number).
 struct Needle<'a> {
@@ -130,41 +254,69 @@ fn scan(value: &Value, path: &str, needles: &[Needle<'_>], out: &mut Scan) {
 /// references of every secret its output carries. A secret-derived record also gets its
 /// skeleton when every other leaf and every key of the output already appears in the
 /// recorded (redacted) input and every referenced leaf is exactly one secret — an echo:
-/// then the store learns nothing but secret names. Otherwise a secret-derived output stays
-/// `"[redacted]"` wholly after a crash (what an action computes from a secret is its own
-/// business; D-41).
-pub(crate) fn seal(record: &mut StepExecution, secrets: &Map<String, Value>) {
+/// then the store learns nothing but secret names. Any other output that will be recorded
+/// `"[redacted]"` wholly (a secret-derived one, one with a secret in a key) is sealed whole
+/// with `sealer` — built only when needed; `None` when the host holds no key — so a
+/// resumed run reads it too (D-170). Without a key it stays `"[redacted]"` after a crash
+/// (what an action computes from a secret is its own business; D-41).
+pub(crate) fn seal(
+    record: &mut StepExecution,
+    secrets: &Map<String, Value>,
+    sealer: impl FnOnce() -> Option<Sealer>,
+) {
     let Some(output) = &record.output else {
         return;
     };
+    let derived = is_secret_derived(record);
     let needles = needles(secrets);
-    if needles.is_empty() {
-        return;
-    }
     let mut found = Scan::default();
-    scan(output, "", &needles, &mut found);
-    if found.refs.is_empty() && !found.in_key {
+    if !needles.is_empty() {
+        scan(output, "", &needles, &mut found);
+    }
+    let carries = !found.refs.is_empty() || found.in_key;
+    if !carries && !derived {
         return;
     }
     if found.in_key {
         found.refs.clear();
     }
-    if is_secret_derived(record)
+    let skeleton = (derived
         && !found.refs.is_empty()
         && !found.with_text
-        && known_to_the_store(output, record.input.as_ref(), &found.refs)
-    {
+        && known_to_the_store(output, record.input.as_ref(), &found.refs))
+    .then(|| {
         let mut skeleton = output.clone();
         for r in &found.refs {
             if let Some(leaf) = r["path"].as_str().and_then(|p| skeleton.pointer_mut(p)) {
                 *leaf = Value::String(REDACTED.to_owned());
             }
         }
+        skeleton
+    });
+    let wholly_redacted = (derived && !output.is_null() && skeleton.is_none()) || found.in_key;
+    let envelope = if wholly_redacted {
+        sealer().and_then(|s| s.seal(record, output, secrets))
+    } else {
+        None
+    };
+    if derived && skeleton.is_none() {
+        // The output is recorded "[redacted]" wholly: references would only tell the store
+        // the text around the secret (a "Bearer " prefix), which nothing reads back.
+        found.refs.clear();
+    }
+    if let Some(skeleton) = skeleton {
         record.extra.insert(SEALED_OUTPUT.into(), skeleton);
     }
-    record
-        .extra
-        .insert(SECRET_REFS.into(), Value::Array(found.refs));
+    if let Some(envelope) = envelope {
+        record
+            .extra
+            .insert(ENCRYPTED_OUTPUT.into(), Value::String(envelope));
+    }
+    if carries {
+        record
+            .extra
+            .insert(SECRET_REFS.into(), Value::Array(found.refs));
+    }
 }
 
 /// Whether every key and every scalar leaf of `output` outside `refs` already appears in
@@ -232,11 +384,25 @@ pub(crate) fn display(record: &mut StepExecution) {
 /// references re-materialised from `secret` (name → value). A reference to a secret the
 /// run no longer has is left as recorded. Never recorded anywhere: the caller puts the
 /// value in the scope (tainted) or a join's inputs only.
-pub(crate) fn unseal(record: &StepExecution, secret: impl Fn(&str) -> Option<Value>) -> Value {
+///
+/// A recorded output that is `"[redacted]"` wholly and has an envelope is opened with
+/// `sealer` (built only then); an envelope that does not open leaves it as recorded.
+pub(crate) fn unseal(
+    record: &StepExecution,
+    secret: impl Fn(&str) -> Option<Value>,
+    sealer: impl FnOnce() -> Option<Sealer>,
+) -> Value {
     let sealed = record
         .extra
         .get(SEALED_OUTPUT)
         .filter(|_| is_secret_derived(record));
+    if sealed.is_none()
+        && record.output.as_ref().and_then(Value::as_str) == Some(REDACTED)
+        && let Some(Value::String(envelope)) = record.extra.get(ENCRYPTED_OUTPUT)
+        && let Some(output) = sealer().and_then(|s| s.open(record, envelope))
+    {
+        return output;
+    }
     let mut out = sealed
         .or(record.output.as_ref())
         .cloned()
@@ -365,7 +531,7 @@ mod tests {
         let live = json!({"tok": "hunter2-long", "h": "Bearer hunter2-long!", "pin": 4711,
                           "n": 1, "list": ["x", "cab"]});
         let mut r = record(live.clone(), json!({}), false);
-        seal(&mut r, &secrets());
+        seal(&mut r, &secrets(), || None);
         assert!(carries_secret(&r));
         let mut recorded = r.clone();
         display(&mut recorded);
@@ -381,9 +547,9 @@ mod tests {
             !text.contains("hunter2") && !text.contains("4711"),
             "{text}"
         );
-        assert_eq!(unseal(&recorded, lookup), live);
+        assert_eq!(unseal(&recorded, lookup, || None), live);
         assert_eq!(
-            unseal(&r, lookup),
+            unseal(&r, lookup, || None),
             live,
             "the live record unseals to itself"
         );
@@ -392,7 +558,7 @@ mod tests {
     #[test]
     fn an_output_without_secrets_is_left_alone() {
         let mut r = record(json!({"a": "plain", "n": 2}), json!({}), false);
-        seal(&mut r, &secrets());
+        seal(&mut r, &secrets(), || None);
         assert!(!carries_secret(&r));
         assert!(r.extra.is_empty());
     }
@@ -400,11 +566,11 @@ mod tests {
     #[test]
     fn a_secret_in_a_key_redacts_the_whole_output() {
         let mut r = record(json!({"hunter2-long": 1}), json!({}), false);
-        seal(&mut r, &secrets());
+        seal(&mut r, &secrets(), || None);
         assert_eq!(r.extra[SECRET_REFS], json!([]));
         display(&mut r);
         assert_eq!(r.output, Some(json!(REDACTED)));
-        assert_eq!(unseal(&r, lookup), json!(REDACTED));
+        assert_eq!(unseal(&r, lookup, || None), json!(REDACTED));
     }
 
     #[test]
@@ -412,9 +578,9 @@ mod tests {
         let forged = json!({"path": "", "secret": "K"});
         let live = json!({"secretRefs": [forged], "sealedOutput": {"secret": "K"}});
         let mut r = record(live.clone(), json!({}), false);
-        seal(&mut r, &secrets());
+        seal(&mut r, &secrets(), || None);
         assert!(r.extra.is_empty());
-        assert_eq!(unseal(&r, lookup), live);
+        assert_eq!(unseal(&r, lookup, || None), live);
     }
 
     #[test]
@@ -423,11 +589,11 @@ mod tests {
         let input = json!({"i": 0, "sec": REDACTED});
         let live = json!({"i": 0, "sec": "hunter2-long"});
         let mut r = record(live.clone(), input.clone(), true);
-        seal(&mut r, &secrets());
+        seal(&mut r, &secrets(), || None);
         assert_eq!(r.extra[SEALED_OUTPUT], json!({"i": 0, "sec": REDACTED}));
         let mut recorded = r.clone();
         recorded.output = Some(json!(REDACTED)); // the whole-output redaction (journal)
-        assert_eq!(unseal(&recorded, lookup), live);
+        assert_eq!(unseal(&recorded, lookup, || None), live);
         // A computed leaf (a length, a transformed secret) or text around the secret: not
         // sealed — the output stays "[redacted]" wholly after a crash.
         for computed in [
@@ -436,19 +602,137 @@ mod tests {
             json!({"i": 0, "b64": "aHVudGVyMi1sb25n", "sec": "hunter2-long"}),
         ] {
             let mut r = record(computed, input.clone(), true);
-            seal(&mut r, &secrets());
+            seal(&mut r, &secrets(), || None);
             assert!(!r.extra.contains_key(SEALED_OUTPUT), "{:?}", r.output);
             assert!(carries_secret(&r));
             r.output = Some(json!(REDACTED));
-            assert_eq!(unseal(&r, lookup), json!(REDACTED));
+            assert_eq!(unseal(&r, lookup, || None), json!(REDACTED));
         }
     }
 
     #[test]
     fn a_secret_the_run_no_longer_has_stays_redacted() {
         let mut r = record(json!({"tok": "hunter2-long"}), json!({}), false);
-        seal(&mut r, &secrets());
+        seal(&mut r, &secrets(), || None);
         display(&mut r);
-        assert_eq!(unseal(&r, |_| None), json!({"tok": REDACTED}));
+        assert_eq!(unseal(&r, |_| None, || None), json!({"tok": REDACTED}));
+    }
+
+    fn key() -> Option<Sealer> {
+        SealingKey::from_secrets(&secrets())
+            .as_ref()
+            .and_then(Sealer::new)
+    }
+
+    fn recorded(r: &StepExecution) -> StepExecution {
+        let mut out = r.clone();
+        crate::engine::journal::redact_record(&mut out);
+        out
+    }
+
+    #[test]
+    fn a_computed_secret_derived_output_comes_back_whole_with_a_key() {
+        let input = json!({"tok": REDACTED});
+        for live in [
+            json!({"auth": "Bearer hunter2-long", "len": 12}),
+            json!({"b64": "aHVudGVyMi1sb25n"}),
+            json!(12),
+        ] {
+            let mut r = record(live.clone(), input.clone(), true);
+            seal(&mut r, &secrets(), key);
+            assert!(r.extra.contains_key(ENCRYPTED_OUTPUT), "{live}");
+            let stored = recorded(&r);
+            assert_eq!(stored.output, Some(json!(REDACTED)));
+            let text = serde_json::to_string(&stored).unwrap_or_default();
+            assert!(
+                !text.contains("hunter2") && !text.contains("aHVudGVy"),
+                "{text}"
+            );
+            assert_eq!(unseal(&stored, lookup, key), live, "resumed");
+            assert_eq!(unseal(&r, lookup, key), live, "live");
+            // Another key, step or attempt does not open it.
+            let other = || Sealer::new(&SealingKey::from_bytes([9; 32]));
+            assert_eq!(unseal(&stored, lookup, other), json!(REDACTED));
+            let mut moved = stored.clone();
+            moved.attempt += 1;
+            assert_eq!(unseal(&moved, lookup, key), json!(REDACTED));
+            moved.attempt -= 1;
+            moved.step_id = "b".into();
+            assert_eq!(unseal(&moved, lookup, key), json!(REDACTED));
+        }
+        // The same run sealed twice gives the same bytes (a reproducible simulation).
+        let (mut a, mut b) = (
+            record(json!({"len": 12}), input.clone(), true),
+            record(json!({"len": 12}), input, true),
+        );
+        seal(&mut a, &secrets(), key);
+        seal(&mut b, &secrets(), key);
+        assert_eq!(a.extra[ENCRYPTED_OUTPUT], b.extra[ENCRYPTED_OUTPUT]);
+    }
+
+    #[test]
+    fn a_secret_in_a_key_comes_back_whole_with_a_key() {
+        let live = json!({"hunter2-long": 1});
+        let mut r = record(live.clone(), json!({}), false);
+        seal(&mut r, &secrets(), key);
+        let stored = recorded(&r);
+        assert_eq!(stored.output, Some(json!(REDACTED)));
+        assert_eq!(unseal(&stored, lookup, key), live);
+    }
+
+    #[test]
+    fn without_a_key_a_computed_output_stays_redacted() {
+        let mut r = record(json!({"len": 12}), json!({}), true);
+        seal(&mut r, &secrets(), || None);
+        assert!(!r.extra.contains_key(ENCRYPTED_OUTPUT));
+        assert_eq!(unseal(&recorded(&r), lookup, key), json!(REDACTED));
+    }
+
+    #[test]
+    fn a_damaged_or_forged_envelope_stays_redacted() {
+        let mut r = record(json!({"len": 12}), json!({}), true);
+        seal(&mut r, &secrets(), key);
+        let mut stored = recorded(&r);
+        let Some(Value::String(env)) = stored.extra.get(ENCRYPTED_OUTPUT).cloned() else {
+            panic!("sealed");
+        };
+        for bad in [
+            env.replacen("v1.", "v2.", 1),
+            format!("{env}A"),
+            env.replacen('.', ".99", 1),
+            "v1.0.".into(),
+            "v1.x.AAAA".into(),
+        ] {
+            stored.extra.insert(ENCRYPTED_OUTPUT.into(), json!(bad));
+            assert_eq!(unseal(&stored, lookup, key), json!(REDACTED), "{bad}");
+        }
+    }
+
+    #[test]
+    fn an_envelope_never_holds_a_secret_the_sink_would_scrub() {
+        // A 1-character secret is in almost every base64 text: no envelope is kept.
+        let few = json!({"K": "hunter2-long-enough", "A": "a", "B": "b", "C": "c"});
+        let few = few.as_object().cloned().unwrap_or_default();
+        let k = || {
+            SealingKey::from_secrets(&few)
+                .as_ref()
+                .and_then(Sealer::new)
+        };
+        let big: String = (0..200)
+            .map(|i| char::from(b'a' + (i % 26) as u8))
+            .collect();
+        let mut r = record(json!({"v": big}), json!({}), true);
+        seal(&mut r, &few, k);
+        assert_eq!(r.extra.get(ENCRYPTED_OUTPUT), None, "{:?}", r.extra);
+        assert_eq!(unseal(&recorded(&r), lookup, k), json!(REDACTED));
+        // Across many outputs, every envelope kept is free of every secret.
+        for i in 0..64 {
+            let mut r = record(json!({"i": i}), json!({}), true);
+            seal(&mut r, &few, k);
+            if let Some(Value::String(env)) = r.extra.get(ENCRYPTED_OUTPUT) {
+                assert!(Scrubber::new(few.values()).text(env).is_none(), "{env}");
+                assert_eq!(unseal(&recorded(&r), |_| None, k), json!({"i": i}));
+            }
+        }
     }
 }

@@ -149,8 +149,14 @@ impl<'a, C: WorkflowContext> StepCtx<'a, C> {
             e.message = crate::expr::REDACTED.to_owned();
         }
         // SEC-1 (D-112): the secrets the output carries become references by name, so the
-        // recorded output has none and a resumed run can still read it.
-        super::sealed::seal(record, &self.host().secrets());
+        // recorded output has none and a resumed run can still read it; an output recorded
+        // "[redacted]" wholly is sealed with the host's key (D-170).
+        let host = self.host();
+        super::sealed::seal(record, &host.secrets(), || {
+            host.sealing_key()
+                .as_ref()
+                .and_then(super::sealed::Sealer::new)
+        });
         if super::journal::is_secret_derived(record)
             && self
                 .walk

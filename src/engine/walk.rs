@@ -294,7 +294,8 @@ impl<'a, C: WorkflowContext> Walk<'a, C> {
                 // D-112: the recorded output with its secret references re-materialised.
                 (r.status == StepStatus::Succeeded).then(|| {
                     let secrets = self.host.secrets();
-                    let output = super::sealed::unseal(&r, |n| secrets.get(n).cloned());
+                    let output =
+                        super::sealed::unseal(&r, |n| secrets.get(n).cloned(), || self.sealer());
                     (id.clone(), output)
                 })
             })
@@ -356,12 +357,24 @@ impl<'a, C: WorkflowContext> Walk<'a, C> {
         };
         // D-112: a recorded output's secret references re-materialised (inside the engine
         // only), so a resumed or replayed run reads what the crash-free run read.
-        let output = super::sealed::unseal(record, |n| scope.secrets().get(n).cloned());
+        let output = super::sealed::unseal(
+            record,
+            |n| scope.secrets().get(n).cloned(),
+            || self.sealer(),
+        );
         scope.publish_step(id, output, meta);
         if super::sealed::carries_secret(record) {
             // SEC-1: whatever reads this output is secret-derived too.
             scope.taint(&["steps", id]);
         }
+    }
+
+    /// D-170: the host's sealer for outputs recorded `"[redacted]"` wholly.
+    fn sealer(&self) -> Option<super::sealed::Sealer> {
+        self.host
+            .sealing_key()
+            .as_ref()
+            .and_then(super::sealed::Sealer::new)
     }
 
     /// CTRL-2: whether `record` is an `if` that matched nothing.
