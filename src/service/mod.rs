@@ -133,4 +133,33 @@ mod tests {
             assert_eq!(out["error"]["code"], "bad_request", "line {line:?}");
         }
     }
+
+    /// D-171, found by the `eval_line` fuzzer: a secret that spells an envelope word
+    /// (`"error"`, or a letter of `"ok"`) is scrubbed from every value, never from the
+    /// envelope's keys — the answer stays readable.
+    #[test]
+    fn a_secret_spelling_an_envelope_word_leaves_the_envelope_readable() {
+        let wf = serde_json::json!({"manifestVersion": "2", "id": "wf", "name": "wf",
+            "steps": [{"id": "a", "uses": {"app": "app", "action": "act"}}]});
+        for secret in ["error", "errors", "code", "message", "path", "o", "e", "ok"] {
+            let bad = serde_json::json!({"op": "run", "workflow": wf, "scenario": {
+                "secrets": {"S": secret}, "actions": {"a": {"outceoms": []}}}});
+            let out: Value = serde_json::from_str(&handle_line(&bad.to_string()))
+                .unwrap_or_else(|e| panic!("{secret}: not JSON: {e}"));
+            let err = &out["error"];
+            assert!(err["code"].is_string(), "{secret}: {out}");
+            assert!(err["message"].is_string(), "{secret}: {out}");
+            assert!(err["errors"][0]["path"].is_string(), "{secret}: {out}");
+            let message = err["message"].as_str().unwrap_or_default();
+            assert!(
+                !message.replace(crate::expr::REDACTED, "").contains(secret),
+                "{secret}: the message still holds the secret: {out}"
+            );
+            let good = serde_json::json!({"op": "run", "workflow": wf, "scenario": {
+                "secrets": {"S": secret}}});
+            let out: Value = serde_json::from_str(&handle_line(&good.to_string()))
+                .unwrap_or_else(|e| panic!("{secret}: not JSON: {e}"));
+            assert!(out.get("ok").is_some(), "{secret}: {out}");
+        }
+    }
 }

@@ -37,9 +37,59 @@ pub(crate) fn redacted(request: &Value, mut response: Value) -> Value {
         .and_then(|s| s.get("secrets"))
         .and_then(Value::as_object);
     if let Some(secrets) = secrets {
-        crate::sim::Scrubber::new(secrets.values()).value(&mut response);
+        scrub_answer(&crate::sim::Scrubber::new(secrets.values()), &mut response);
     }
     response
+}
+
+/// The keys of an answer's envelope: the protocol's own words, never data (D-171).
+const ENVELOPE_KEYS: [&str; 6] = ["ok", "error", "code", "message", "path", "errors"];
+
+/// Scrub an answer, keeping its envelope readable: the keys `ok` / `error` and an error's
+/// `code`, `message`, `path`, `errors` (and theirs, in each `errors` entry) are the
+/// protocol's fixed words — a secret that spells one (`"error"`, `"o"`) must not turn an
+/// answer into `{"[redacted]": …}` that no client can read (found by the `eval_line`
+/// fuzzer). Every value, and every other key, goes through the sink.
+fn scrub_answer(sink: &crate::sim::Scrubber, answer: &mut Value) {
+    let Value::Object(top) = answer else {
+        sink.value(answer);
+        return;
+    };
+    let keep_keys = |sink: &crate::sim::Scrubber, m: &mut serde_json::Map<String, Value>| {
+        let old = std::mem::take(m);
+        for (k, v) in old {
+            let k = if ENVELOPE_KEYS.contains(&k.as_str()) {
+                k
+            } else {
+                sink.line(&k)
+            };
+            m.insert(k, v);
+        }
+    };
+    keep_keys(sink, top);
+    for (k, v) in top.iter_mut() {
+        match (k.as_str(), v) {
+            ("error", Value::Object(err)) => {
+                keep_keys(sink, err);
+                for (k, v) in err.iter_mut() {
+                    match (k.as_str(), v) {
+                        ("errors", Value::Array(items)) => {
+                            for item in items {
+                                if let Value::Object(entry) = item {
+                                    keep_keys(sink, entry);
+                                    entry.values_mut().for_each(|v| sink.value(v));
+                                } else {
+                                    sink.value(item);
+                                }
+                            }
+                        }
+                        (_, v) => sink.value(v),
+                    }
+                }
+            }
+            (_, v) => sink.value(v),
+        }
+    }
 }
 
 /// The options of an op run: the report carries no trace, so none is kept in memory;
