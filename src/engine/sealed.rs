@@ -75,6 +75,11 @@ impl Sealer {
         })
     }
 
+    /// The sealer of `host`'s key, if it holds one (built only when an output needs it).
+    pub(crate) fn of(host: &impl crate::host::WorkflowContext) -> Option<Sealer> {
+        host.sealing_key().as_ref().and_then(Sealer::new)
+    }
+
     fn aad(record: &StepExecution) -> Vec<u8> {
         format!("{}\0{}", record.step_id, record.attempt).into_bytes()
     }

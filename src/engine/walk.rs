@@ -294,8 +294,11 @@ impl<'a, C: WorkflowContext> Walk<'a, C> {
                 // D-112: the recorded output with its secret references re-materialised.
                 (r.status == StepStatus::Succeeded).then(|| {
                     let secrets = self.host.secrets();
-                    let output =
-                        super::sealed::unseal(&r, |n| secrets.get(n).cloned(), || self.sealer());
+                    let output = super::sealed::unseal(
+                        &r,
+                        |n| secrets.get(n).cloned(),
+                        || super::sealed::Sealer::of(self.host),
+                    );
                     (id.clone(), output)
                 })
             })
@@ -360,21 +363,13 @@ impl<'a, C: WorkflowContext> Walk<'a, C> {
         let output = super::sealed::unseal(
             record,
             |n| scope.secrets().get(n).cloned(),
-            || self.sealer(),
+            || super::sealed::Sealer::of(self.host),
         );
         scope.publish_step(id, output, meta);
         if super::sealed::carries_secret(record) {
             // SEC-1: whatever reads this output is secret-derived too.
             scope.taint(&["steps", id]);
         }
-    }
-
-    /// D-170: the host's sealer for outputs recorded `"[redacted]"` wholly.
-    fn sealer(&self) -> Option<super::sealed::Sealer> {
-        self.host
-            .sealing_key()
-            .as_ref()
-            .and_then(super::sealed::Sealer::new)
     }
 
     /// CTRL-2: whether `record` is an `if` that matched nothing.
