@@ -1,15 +1,123 @@
-//! Engine overhead on the simulator.
+//! Engine overhead on the simulator (issue 13 item 2).
 //!
 //! - `chain/10000`: a 10,000-step chain of echo actions (each step reads the previous
 //!   step's output): total time / 10,000 is the engine + simulator overhead per step.
 //! - checkpoint bytes per step at 100, 1,000 and 10,000 steps, printed once: patches make
 //!   the total linear in the run's length (bytes/step stays flat).
+//! - heap use, printed once (stderr) by a counting allocator that counts only around the
+//!   measured call (it is one relaxed load per allocation otherwise): allocations and bytes
+//!   allocated per step of the 10,000-step chain, and a 100,000-step chain's peak live heap
+//!   against its final RunState's JSON (10,000 steps under `--test`, to keep CI short).
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use w6w_sim::sim;
+use serde_json::json;
+use w6w_sim::model::Workflow;
+use w6w_sim::sim::{self, Limits, SimOptions};
 
 mod common;
 use common::{chain, run};
+
+/// [`run`] with budgets sized for `steps` (the defaults stop a run at 20,000 invocations).
+fn run_long(workflow: &Workflow, steps: u64) -> sim::Report {
+    let options = SimOptions {
+        keep_trace: false,
+        limits: Limits {
+            invocations: steps.saturating_mul(2),
+            recorded_bytes: steps.saturating_mul(4096),
+            ..Limits::DEFAULT
+        },
+        ..SimOptions::default()
+    };
+    let scenario = sim::load_scenario(&json!({})).expect("scenario");
+    let r = sim::run(workflow, &scenario, &options, None).expect("report");
+    assert_eq!(r.run.status.as_str(), "succeeded");
+    r
+}
+
+/// Counts allocations, bytes allocated and live/peak bytes while [`COUNTING`] is set.
+struct Counting;
+
+static COUNTING: AtomicBool = AtomicBool::new(false);
+static ALLOCATIONS: AtomicUsize = AtomicUsize::new(0);
+static ALLOCATED: AtomicUsize = AtomicUsize::new(0);
+static LIVE: AtomicUsize = AtomicUsize::new(0);
+static PEAK: AtomicUsize = AtomicUsize::new(0);
+
+fn grew(by: usize) {
+    ALLOCATED.fetch_add(by, Ordering::Relaxed);
+    let live = LIVE.fetch_add(by, Ordering::Relaxed) + by;
+    PEAK.fetch_max(live, Ordering::Relaxed);
+}
+
+fn shrank(by: usize) {
+    // Frees of blocks allocated before counting started may take LIVE below its start:
+    // saturate instead of wrapping.
+    let _ = LIVE.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |l| {
+        Some(l.saturating_sub(by))
+    });
+}
+
+// SAFETY: every call forwards to the system allocator unchanged; the counters are plain
+// atomics and never affect what is allocated.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        if COUNTING.load(Ordering::Relaxed) {
+            ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+            grew(layout.size());
+        }
+        // SAFETY: forwarded with the caller's layout.
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        if COUNTING.load(Ordering::Relaxed) {
+            shrank(layout.size());
+        }
+        // SAFETY: `ptr` came from `alloc` above with this layout.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        if COUNTING.load(Ordering::Relaxed) {
+            ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+            if new_size >= layout.size() {
+                grew(new_size - layout.size());
+            } else {
+                shrank(layout.size() - new_size);
+            }
+        }
+        // SAFETY: forwarded unchanged.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+/// What one counted call cost: allocations, bytes allocated, peak live bytes above the
+/// start.
+struct Heap {
+    allocations: usize,
+    allocated: usize,
+    peak: usize,
+}
+
+fn counted<T>(f: impl FnOnce() -> T) -> (T, Heap) {
+    ALLOCATIONS.store(0, Ordering::Relaxed);
+    ALLOCATED.store(0, Ordering::Relaxed);
+    LIVE.store(0, Ordering::Relaxed);
+    PEAK.store(0, Ordering::Relaxed);
+    COUNTING.store(true, Ordering::SeqCst);
+    let out = f();
+    COUNTING.store(false, Ordering::SeqCst);
+    let heap = Heap {
+        allocations: ALLOCATIONS.load(Ordering::Relaxed),
+        allocated: ALLOCATED.load(Ordering::Relaxed),
+        peak: PEAK.load(Ordering::Relaxed),
+    };
+    (out, heap)
+}
 
 fn bench(c: &mut Criterion) {
     for n in [100usize, 1_000, 10_000] {
@@ -21,6 +129,20 @@ fn bench(c: &mut Criterion) {
             r.world.checkpoints,
             r.world.checkpoint_bytes,
             r.world.checkpoint_bytes as f64 / n as f64
+        );
+    }
+    let test_mode = std::env::args().any(|a| a == "--test");
+    for n in [10_000usize, if test_mode { 10_000 } else { 100_000 }] {
+        let wf = sim::load_workflow(&chain(n)).expect("workflow");
+        let (r, heap) = counted(|| run_long(&wf, n as u64));
+        let state_json = serde_json::to_vec(&r.run).map_or(0, |v| v.len());
+        eprintln!(
+            "engine heap: {n}-step chain → {:.1} allocations/step, {:.0} B allocated/step, peak live {:.1} MB = {:.2}× the final RunState JSON ({:.1} MB)",
+            heap.allocations as f64 / n as f64,
+            heap.allocated as f64 / n as f64,
+            heap.peak as f64 / 1e6,
+            heap.peak as f64 / state_json.max(1) as f64,
+            state_json as f64 / 1e6
         );
     }
     let wf = sim::load_workflow(&chain(10_000)).expect("workflow");
