@@ -107,11 +107,7 @@ impl InvokeRequest {
     /// The params with every secret-derived value replaced by [`crate::expr::REDACTED`],
     /// exactly as the step's recorded `input` (SEC-1).
     pub fn redacted_params(&self) -> Map<String, Value> {
-        crate::expr::Resolved {
-            params: self.params.clone(),
-            secret_paths: self.secret_paths.clone(),
-        }
-        .redacted()
+        crate::expr::redact_params(&self.params, &self.secret_paths)
     }
 }
 
@@ -298,7 +294,26 @@ pub fn iso8601_from_ms(ms: u64) -> String {
     let d = doy - (153 * mp + 2) / 5 + 1;
     let mo = if mp < 10 { mp + 3 } else { mp - 9 };
     let y = if mo <= 2 { y + 1 } else { y };
-    format!("{y:04}-{mo:02}-{d:02}T{h:02}:{m:02}:{s:02}.{millis:03}Z")
+    if !(0..=9999).contains(&y) {
+        return format!("{y:04}-{mo:02}-{d:02}T{h:02}:{m:02}:{s:02}.{millis:03}Z");
+    }
+    // Two timestamps per step record: written digit by digit into one exact allocation
+    // rather than through the formatting machinery.
+    let mut buf = *b"0000-00-00T00:00:00.000Z";
+    let mut put = |at: usize, width: usize, mut n: u64| {
+        for k in (at..at + width).rev() {
+            buf[k] = b'0' + (n % 10) as u8;
+            n /= 10;
+        }
+    };
+    put(0, 4, y as u64);
+    put(5, 2, mo as u64);
+    put(8, 2, d as u64);
+    put(11, 2, h);
+    put(14, 2, m);
+    put(17, 2, s);
+    put(20, 3, millis);
+    String::from_utf8_lossy(&buf).into_owned()
 }
 
 #[cfg(test)]
@@ -316,6 +331,19 @@ mod tests {
         assert_eq!(
             iso8601_from_ms(1_709_210_096_789),
             "2024-02-29T12:34:56.789Z"
+        );
+        for (ms, text) in [
+            (1_709_251_199_999, "2024-02-29T23:59:59.999Z"),
+            (951_868_800_007, "2000-03-01T00:00:00.007Z"),
+            (946_645_509_090, "1999-12-31T13:05:09.090Z"),
+            (253_402_300_799_999, "9999-12-31T23:59:59.999Z"),
+        ] {
+            assert_eq!(iso8601_from_ms(ms), text);
+        }
+        // Past year 9999 the digits widen (the formatting path).
+        assert_eq!(
+            iso8601_from_ms(253_402_300_800_000),
+            "10000-01-01T00:00:00.000Z"
         );
     }
 

@@ -102,9 +102,23 @@ pub const GENERATED_TEXT_CLIP_BYTES: usize = 600;
 pub const DIFF_VALUE_CLIP_BYTES: usize = 200;
 
 /// Whether `v` nests deeper than `max` levels (a scalar is depth 0, `[]` depth 1).
-/// Iterative: never recurses, whatever the input.
+/// Its stack depth is bounded whatever the input: up to [`RECURSION_DEPTH_MAX`] levels it
+/// recurses (no allocation: it runs on every step's output), beyond that it walks with a
+/// heap stack.
 pub fn nests_deeper_than(v: &serde_json::Value, max: usize) -> bool {
     use serde_json::Value;
+    // Stops one level past `room`, so the recursion is at most `max` + 1 deep.
+    fn deeper(v: &Value, room: usize) -> bool {
+        match (v, room.checked_sub(1)) {
+            (Value::Array(_) | Value::Object(_), None) => true,
+            (Value::Array(items), Some(room)) => items.iter().any(|c| deeper(c, room)),
+            (Value::Object(m), Some(room)) => m.values().any(|c| deeper(c, room)),
+            _ => false,
+        }
+    }
+    if max <= RECURSION_DEPTH_MAX {
+        return deeper(v, max);
+    }
     let mut stack: Vec<(&Value, usize)> = vec![(v, 0)];
     while let Some((v, d)) = stack.pop() {
         match v {
@@ -125,6 +139,9 @@ pub fn nests_deeper_than(v: &serde_json::Value, max: usize) -> bool {
     }
     false
 }
+
+/// The deepest limit [`nests_deeper_than`] checks by recursion.
+pub const RECURSION_DEPTH_MAX: usize = 128;
 
 /// The smallest per-run shift of an engine-seam session clock, in days (D-104): 300 years,
 /// twice beyond the longest virtual-time window that is shifted at all.
@@ -151,6 +168,11 @@ mod tests {
     fn depth_is_counted_in_containers() {
         assert!(!nests_deeper_than(&json!(1), 0));
         assert!(nests_deeper_than(&json!([]), 0));
+        // Past the recursion bound the heap walk answers the same.
+        let deep = nested(RECURSION_DEPTH_MAX + 5);
+        assert!(!nests_deeper_than(&deep, RECURSION_DEPTH_MAX + 5));
+        assert!(nests_deeper_than(&deep, RECURSION_DEPTH_MAX + 4));
+        assert!(nests_deeper_than(&deep, RECURSION_DEPTH_MAX));
         assert!(!nests_deeper_than(&nested(5), 5));
         assert!(nests_deeper_than(&nested(6), 5));
         assert!(!nests_deeper_than(&json!({"a": [1, {"b": 2}]}), 3));

@@ -262,8 +262,9 @@ impl Journal {
         self.state.borrow().run_id.clone()
     }
 
-    pub(crate) fn snapshot(&self) -> RunState {
-        self.state.borrow().clone()
+    /// Read the mirror in place (a whole-state copy is O(run)).
+    pub(crate) fn read<T>(&self, f: impl FnOnce(&RunState) -> T) -> T {
+        f(&self.state.borrow())
     }
 
     pub(crate) fn into_state(self) -> RunState {

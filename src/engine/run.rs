@@ -441,7 +441,7 @@ impl<'w> Engine<'w> {
         match outcome {
             GraphOutcome::Succeeded => {
                 patch.status = Some(RunStatus::Succeeded);
-                patch.output = Some(self.last_output(&journal.snapshot()));
+                patch.output = Some(journal.read(|state| self.last_output(state)));
             }
             GraphOutcome::Failed(error) => {
                 patch.status = Some(RunStatus::Failed);

@@ -392,6 +392,22 @@ pub(crate) fn display(record: &mut StepExecution) {
 ///
 /// A recorded output that is `"[redacted]"` wholly and has an envelope is opened with
 /// `sealer` (built only then); an envelope that does not open leaves it as recorded.
+/// [`unseal`] of a record the caller is done with: a plain output (nothing sealed, no
+/// secret references) moves out of the record instead of being copied.
+pub(crate) fn unseal_taking(
+    record: &mut StepExecution,
+    secret: impl Fn(&str) -> Option<Value>,
+    sealer: impl FnOnce() -> Option<Sealer>,
+) -> Value {
+    let plain = [SEALED_OUTPUT, ENCRYPTED_OUTPUT, SECRET_REFS]
+        .iter()
+        .all(|k| !record.extra.contains_key(*k));
+    if plain {
+        return record.output.take().unwrap_or(Value::Null);
+    }
+    unseal(record, secret, sealer)
+}
+
 pub(crate) fn unseal(
     record: &StepExecution,
     secret: impl Fn(&str) -> Option<Value>,

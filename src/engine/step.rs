@@ -245,7 +245,7 @@ impl<'a, C: WorkflowContext> StepCtx<'a, C> {
         journal
             .commit_step(host, self.frame(), record.clone(), Extras::default())
             .await?;
-        let inv = match resolved {
+        let mut inv = match resolved {
             Ok(r) => self.invocation(r),
             Err(e) => {
                 // Resolution errors are never retried (companion §3.4).
@@ -260,7 +260,7 @@ impl<'a, C: WorkflowContext> StepCtx<'a, C> {
         };
         loop {
             let attempt = record.attempt;
-            let (result, meta) = self.invoke(&inv, attempt).await;
+            let (result, meta) = self.invoke(&mut inv, attempt).await;
             let mut error = match result {
                 Ok(output) => {
                     record.status = StepStatus::Succeeded;
@@ -350,21 +350,37 @@ impl<'a, C: WorkflowContext> StepCtx<'a, C> {
     /// One attempt through the host's `invoke`: its result and (META-1) its meta.
     async fn invoke(
         &self,
-        inv: &Invocation<'_>,
+        inv: &mut Invocation<'_>,
         attempt: u32,
     ) -> (Result<Value, StepError>, Option<StepMeta>) {
         // META-3: a fresh callback per attempt, so a superseded attempt's report can
         // never land on a later one.
         let on_executed = OnExecuted::new();
-        let request = InvokeRequest {
-            app: inv.app.clone(),
-            action: inv.action.clone(),
-            connection: inv.connection.clone(),
-            params: inv.resolved.params.clone(),
-            step_id: self.step.id.clone(),
-            attempt,
-            on_executed: on_executed.clone(),
-            secret_paths: inv.resolved.secret_paths.clone(),
+        // The last attempt the policy allows takes what it sends instead of copying it:
+        // nothing reads the invocation after it (`retry_after` refuses a next attempt).
+        let last = u64::from(attempt) >= inv.max_attempts;
+        let request = if last {
+            InvokeRequest {
+                app: std::mem::take(&mut inv.app),
+                action: std::mem::take(&mut inv.action),
+                connection: inv.connection.take(),
+                params: std::mem::take(&mut inv.resolved.params),
+                step_id: self.step.id.clone(),
+                attempt,
+                on_executed: on_executed.clone(),
+                secret_paths: std::mem::take(&mut inv.resolved.secret_paths),
+            }
+        } else {
+            InvokeRequest {
+                app: inv.app.clone(),
+                action: inv.action.clone(),
+                connection: inv.connection.clone(),
+                params: inv.resolved.params.clone(),
+                step_id: self.step.id.clone(),
+                attempt,
+                on_executed: on_executed.clone(),
+                secret_paths: inv.resolved.secret_paths.clone(),
+            }
         };
         let result = self.host().invoke(request).await;
         // META-1: meta only from onExecuted's first report, never from the result.

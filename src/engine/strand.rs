@@ -178,7 +178,7 @@ impl Strands {
         let strand = self.strand_of[pos].unwrap_or(0);
         self.set_busy(strand, false);
         match end {
-            StepEnd::Done(record) => self.complete(walk, pos, strand, &record, reached),
+            StepEnd::Done(record) => self.complete(walk, pos, strand, record, reached),
             StepEnd::Suspended(sus) => {
                 self.suspensions.push((pos, sus));
                 self.stopping = true;
@@ -190,20 +190,20 @@ impl Strands {
         }
     }
 
-    /// A step at `pos` on `strand` is terminal: settle it and place its newly ready
-    /// successors (FAN-3, FAN-4).
+    /// A step at `pos` on `strand` is terminal: settle it (its output moves into the
+    /// scope) and place its newly ready successors (FAN-3, FAN-4).
     pub(crate) fn complete<C: WorkflowContext>(
         &mut self,
         walk: Walk<'_, C>,
         pos: usize,
         strand: usize,
-        record: &StepExecution,
+        mut record: StepExecution,
         reached: &mut Reached,
     ) {
         let graph = walk.graph;
         let order = graph.order();
         let i = order[pos];
-        if let Some(error) = walk.settle(i, record, reached) {
+        if let Some(error) = walk.settle(i, &mut record, reached) {
             self.failures.push((pos, error));
             self.stopping = true;
         }

@@ -137,7 +137,7 @@ impl<'a, C: WorkflowContext> Walk<'a, C> {
     async fn sequential(self, mut reached: Reached) -> Result<GraphOutcome, EngineError> {
         for &i in self.graph.order() {
             let step = &self.engine.workflow.steps[i];
-            let record = match self.journal.lookup(self.frame, &step.id) {
+            let mut record = match self.journal.lookup(self.frame, &step.id) {
                 // RUN-4 / REPLAY-1: a terminal record is reused, never re-invoked — when
                 // this walk's routing reaches the step (`reusable`).
                 Some(r) if reusable(&r, &reached.skips, self.graph, i) => r,
@@ -168,7 +168,7 @@ impl<'a, C: WorkflowContext> Walk<'a, C> {
                     }
                 }
             };
-            if let Some(error) = self.settle(i, &record, &mut reached) {
+            if let Some(error) = self.settle(i, &mut record, &mut reached) {
                 return Ok(GraphOutcome::Failed(error));
             }
         }
@@ -219,12 +219,12 @@ impl<'a, C: WorkflowContext> Walk<'a, C> {
             let step = &self.engine.workflow.steps[i];
             match self.journal.lookup(self.frame, &step.id) {
                 Some(r) if reusable(&r, &reached.skips, self.graph, i) => {
-                    s.complete(self, pos, strand, &r, reached);
+                    s.complete(self, pos, strand, r, reached);
                 }
                 existing => {
                     if reached.skips.step_skipped(self.graph, i) {
                         let r = self.record_skipped(i).await?;
-                        s.complete(self, pos, strand, &r, reached);
+                        s.complete(self, pos, strand, r, reached);
                     } else {
                         s.set_busy(strand, true);
                         let inbound = self.join_inputs(&reached.skips, i);
@@ -306,18 +306,20 @@ impl<'a, C: WorkflowContext> Walk<'a, C> {
     }
 
     /// Publish a terminal record and route its outgoing edges. `Some(error)` when the
-    /// failure ends the graph (no error edge, onError `fail`).
+    /// failure ends the graph (no error edge, onError `fail`). A succeeded record's output
+    /// moves into the scope (the caller's record is done with: it was checkpointed).
     pub(crate) fn settle(
         &self,
         i: usize,
-        record: &StepExecution,
+        record: &mut StepExecution,
         reached: &mut Reached,
     ) -> Option<StepError> {
         let step = &self.engine.workflow.steps[i];
         let routed = match record.status {
             StepStatus::Succeeded => {
+                let unmatched = self.unmatched_if(i, record);
                 self.publish(i, record, &mut reached.scope);
-                if self.unmatched_if(i, record) {
+                if unmatched {
                     // CTRL-2: an unmatched `if` skips every outgoing edge, error edges
                     // included, while the `if` itself succeeded.
                     Routed::Skipped
@@ -348,7 +350,7 @@ impl<'a, C: WorkflowContext> Walk<'a, C> {
     }
 
     /// A succeeded step's output (and, META-4, meta for app steps only) in the scope.
-    fn publish(&self, i: usize, record: &StepExecution, scope: &mut RunScope) {
+    fn publish(&self, i: usize, record: &mut StepExecution, scope: &mut RunScope) {
         let id = &self.engine.workflow.steps[i].id;
         let meta = if self.engine.kinds[i].carries_meta() {
             record
@@ -360,7 +362,7 @@ impl<'a, C: WorkflowContext> Walk<'a, C> {
         };
         // D-112: a recorded output's secret references re-materialised (inside the engine
         // only), so a resumed or replayed run reads what the crash-free run read.
-        let output = super::sealed::unseal(
+        let output = super::sealed::unseal_taking(
             record,
             |n| scope.secrets().get(n).cloned(),
             || super::sealed::Sealer::of(self.host),

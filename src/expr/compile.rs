@@ -74,7 +74,16 @@ pub struct CompiledWith {
 }
 
 fn pointer_push(pointer: &str, key: &str) -> String {
-    format!("{pointer}/{}", key.replace('~', "~0").replace('/', "~1"))
+    // One exact allocation in the common case (a key with neither `~` nor `/`).
+    let mut out = String::with_capacity(pointer.len() + 1 + key.len());
+    out.push_str(pointer);
+    out.push('/');
+    if key.contains(['~', '/']) {
+        out.push_str(&key.replace('~', "~0").replace('/', "~1"));
+    } else {
+        out.push_str(key);
+    }
+    out
 }
 
 fn expr_error(e: ExprError, pointer: &str) -> ResolveError {

@@ -29,7 +29,8 @@ pub use jsonlogic::{Dialect, ExprCode, ExprError, Logic, apply};
 pub use limits::{MAX_NESTING_DEPTH, MAX_TEMPLATE_BYTES, MAX_TEMPLATE_SCAN_BYTES};
 pub use resolve::{
     REDACTED, ResolveCode, ResolveError, ResolveMode, ResolveOptions, Resolved, binding_step,
-    check_required, resolve_with, resolve_with_mode, resolve_with_options, resolve_with_test,
+    check_required, redact_params, resolve_with, resolve_with_mode, resolve_with_options,
+    resolve_with_test,
 };
 pub use scope::{DataRoot, DataScope, ROOTS, RunScope, Secrets, is_root, step_into};
 pub use template::{

@@ -120,16 +120,22 @@ impl Resolved {
     /// The params with every secret-derived value replaced by [`REDACTED`], for recording
     /// as `StepExecution.input` and in traces.
     pub fn redacted(&self) -> Map<String, Value> {
-        let mut root = Value::Object(self.params.clone());
-        for p in &self.secret_paths {
-            if let Some(v) = root.pointer_mut(p) {
-                *v = Value::String(REDACTED.to_owned());
-            }
+        redact_params(&self.params, &self.secret_paths)
+    }
+}
+
+/// `params` with the value at each of `secret_paths` (JSON Pointers) replaced by
+/// [`REDACTED`]: one copy of the params.
+pub fn redact_params(params: &Map<String, Value>, secret_paths: &[String]) -> Map<String, Value> {
+    let mut root = Value::Object(params.clone());
+    for p in secret_paths {
+        if let Some(v) = root.pointer_mut(p) {
+            *v = Value::String(REDACTED.to_owned());
         }
-        match root {
-            Value::Object(m) => m,
-            _ => Map::new(),
-        }
+    }
+    match root {
+        Value::Object(m) => m,
+        _ => Map::new(),
     }
 }
 

@@ -259,7 +259,54 @@ impl RunState {
     /// - each entry of `steps` replaces that step's whole record (upsert, order kept);
     /// - `stepErrors` entries are appended; `extra` keys are set (`null` removes).
     pub fn apply(&mut self, patch: &RunStatePatch) {
-        self.apply_owned(patch.clone());
+        // Field by field, so only what the patch sets is copied (never its run id).
+        if patch.reset_steps {
+            self.steps.clear();
+            self.output = None;
+            self.error = None;
+        }
+        if let Some(w) = &patch.workflow_id {
+            self.workflow_id.clone_from(w);
+        }
+        if let Some(status) = patch.status {
+            self.status = status;
+        }
+        if let Some(vars) = &patch.variables {
+            self.variables.clone_from(vars);
+        }
+        self.clear(&patch.clear);
+        if let Some(output) = &patch.output {
+            self.output = Some(output.clone());
+        }
+        if let Some(error) = &patch.error {
+            self.error = Some(error.clone());
+        }
+        for (id, exec) in &patch.steps {
+            match self.steps.get_mut(id) {
+                Some(record) => record.clone_from(exec),
+                None => {
+                    self.steps.insert(id.clone(), exec.clone());
+                }
+            }
+        }
+        self.step_errors.extend(patch.step_errors.iter().cloned());
+        for (k, v) in &patch.extra {
+            if v.is_null() {
+                self.extra.remove(k);
+            } else {
+                self.extra.insert(k.clone(), v.clone());
+            }
+        }
+    }
+
+    fn clear(&mut self, fields: &[PatchField]) {
+        for field in fields {
+            match field {
+                PatchField::Output => self.output = None,
+                PatchField::Error => self.error = None,
+                PatchField::StepErrors => self.step_errors.clear(),
+            }
+        }
     }
 
     /// [`RunState::apply`] taking the patch by value: its records move into the state
@@ -292,13 +339,7 @@ impl RunState {
         if let Some(vars) = variables {
             self.variables = vars;
         }
-        for field in &clear {
-            match field {
-                PatchField::Output => self.output = None,
-                PatchField::Error => self.error = None,
-                PatchField::StepErrors => self.step_errors.clear(),
-            }
-        }
+        self.clear(&clear);
         if let Some(output) = output {
             self.output = Some(output);
         }

@@ -58,6 +58,12 @@ impl SimHost<'_> {
         self.world.borrow_mut().event(event, fields);
     }
 
+    /// Whether trace events are recorded at all (kept or streamed). A caller whose event
+    /// fields cost copies builds them only when this holds.
+    fn tracing(&self) -> bool {
+        self.world.borrow().tracing()
+    }
+
     /// A child run's entries name their run (D-125); the top-level run's carry no `runId`.
     fn tagged(&self, mut fields: Value) -> Value {
         if self.role == Role::Child
@@ -158,8 +164,9 @@ impl WorkflowContext for SimHost<'_> {
             guard.armed = false;
         }
         // D-125: the report lists the invocations of every run of the tree.
-        self.world.borrow_mut().snap.invocations.push(entry.clone());
-        let mut fields = entry;
+        let tracing = self.tracing();
+        let mut fields = if tracing { entry.clone() } else { Value::Null };
+        self.world.borrow_mut().snap.invocations.push(entry);
         if let Value::Object(m) = &mut fields {
             m.remove("atMs");
             m.insert("latencyMs".into(), json!(outcome.latency_ms));
@@ -186,7 +193,9 @@ impl WorkflowContext for SimHost<'_> {
                 m.insert("metaReports".into(), self.scrubbed(Value::Array(reports)));
             }
         }
-        self.event("invoke", fields);
+        if tracing {
+            self.event("invoke", fields);
+        }
         if let Some(i) = crash {
             self.crash_in_invoke(i, &req.step_id, req.attempt).await;
         }
@@ -201,6 +210,9 @@ impl WorkflowContext for SimHost<'_> {
     }
 
     fn log(&self, level: LogLevel, message: &str, data: Option<&Value>) {
+        if !self.tracing() {
+            return;
+        }
         let message = self
             .scrub
             .text(message)
@@ -279,11 +291,7 @@ impl WorkflowContext for SimHost<'_> {
         if let Some(acked) = self.acked.borrow_mut().as_mut() {
             acked.checkpoint(patch, n);
         }
-        let tracing = {
-            let w = self.world.borrow();
-            w.keep_trace || w.sink.is_some()
-        };
-        if tracing {
+        if self.tracing() {
             let fields = json!({"n": n, "bytes": bytes,
                                 "patch": serde_json::to_value(patch).unwrap_or_default()});
             self.event("checkpoint", fields);
@@ -320,7 +328,9 @@ impl WorkflowContext for SimHost<'_> {
             .borrow()
             .load(run_id)
             .map_err(|e| HostError::Store(e.0))?;
-        self.event("load", json!({"found": loaded.is_some()}));
+        if self.tracing() {
+            self.event("load", json!({"found": loaded.is_some()}));
+        }
         Ok(loaded.map(|s| s.state))
     }
 

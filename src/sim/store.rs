@@ -56,6 +56,12 @@ pub trait Store {
     /// Replace a run's state outright (seeding a replay with its original run).
     fn put(&mut self, state: &RunState, world: &WorldSnapshot) -> Result<(), StoreError>;
     fn load(&self, run_id: &str) -> Result<Option<StoredRun>, StoreError>;
+    /// [`Store::load`] for the last time: the simulator is done with the store and takes
+    /// the run for its report (a store that holds it in memory may move it out instead of
+    /// copying it).
+    fn take(&mut self, run_id: &str) -> Result<Option<StoredRun>, StoreError> {
+        self.load(run_id)
+    }
     /// Whether `checkpoint` persists the world snapshot (callers skip building one when
     /// not: copying the world per checkpoint would make a long run quadratic).
     fn keeps_world(&self) -> bool {
@@ -104,13 +110,17 @@ pub struct MemoryStore {
 
 impl Store for MemoryStore {
     fn checkpoint(&mut self, patch: &RunStatePatch, _: &WorldSnapshot) -> Result<(), StoreError> {
-        let state = self.runs.entry(patch.run_id.clone()).or_insert_with(|| {
-            RunState::new(
-                &patch.run_id,
-                patch.workflow_id.as_deref().unwrap_or_default(),
-            )
-        });
+        // Looked up before inserting: the run id is copied once per run, not per checkpoint.
+        if let Some(state) = self.runs.get_mut(&patch.run_id) {
+            state.apply(patch);
+            return Ok(());
+        }
+        let mut state = RunState::new(
+            &patch.run_id,
+            patch.workflow_id.as_deref().unwrap_or_default(),
+        );
         state.apply(patch);
+        self.runs.insert(patch.run_id.clone(), state);
         Ok(())
     }
 
@@ -123,6 +133,14 @@ impl Store for MemoryStore {
         Ok(self.runs.get(run_id).map(|s| StoredRun {
             format: STORE_FORMAT.into(),
             state: s.clone(),
+            world: None,
+        }))
+    }
+
+    fn take(&mut self, run_id: &str) -> Result<Option<StoredRun>, StoreError> {
+        Ok(self.runs.remove(run_id).map(|state| StoredRun {
+            format: STORE_FORMAT.into(),
+            state,
             world: None,
         }))
     }

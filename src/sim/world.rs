@@ -192,9 +192,14 @@ impl World {
         self.snap.clock_ms = self.snap.clock_ms.saturating_add(ms);
     }
 
+    /// Whether [`World::event`] records anything (the trace is kept or streamed).
+    pub fn tracing(&self) -> bool {
+        self.keep_trace || self.sink.is_some()
+    }
+
     /// Record one trace event.
     pub fn event(&mut self, event: &str, mut fields: Value) {
-        if !self.keep_trace && self.sink.is_none() {
+        if !self.tracing() {
             return;
         }
         // SEC-1: the one door of the trace, memory and file alike.
