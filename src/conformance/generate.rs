@@ -540,8 +540,13 @@ fn succeeded_outputs(run: &Value) -> BTreeMap<String, Value> {
 /// Check every property of one generated workflow against `adapter`.
 pub fn check(adapter: &mut dyn Adapter, g: &Generated) -> Result<(), Violation> {
     let workflow = g.workflow();
-    let run =
-        |faults: Value| json!({"op": "run", "workflow": workflow, "scenario": g.scenario(faults)});
+    // Built once; each request carries it with its own fault plan.
+    let scenario = g.scenario(json!({}));
+    let run = |faults: Value| {
+        let mut scenario = scenario.clone();
+        scenario["faults"] = faults;
+        json!({"op": "run", "workflow": workflow, "scenario": scenario})
+    };
     let plain = ask(adapter, &run(json!({})), "model")?;
     check_model(&plain, &g.model()).map_err(|m| violation("model", m))?;
 
@@ -584,7 +589,7 @@ pub fn check(adapter: &mut dyn Adapter, g: &Generated) -> Result<(), Violation> 
 
     // REPLAY-1: same status and outputs; succeeded steps are not invoked again.
     let request = json!({"op": "replay", "workflow": workflow, "run": plain["run"],
-                         "scenario": g.scenario(json!({}))});
+                         "scenario": scenario});
     let replayed = ask(adapter, &request, "replay").map_err(|mut v| {
         v.replay = true;
         v

@@ -114,9 +114,13 @@ impl<'a, C: WorkflowContext> StepCtx<'a, C> {
                 // ERR-3: the swallowed failure stays observable.
                 extras.step_errors.push(err.clone().for_step(&self.step.id));
             }
-            // RUN-2: step end (with its routing consequence, atomically).
+            // RUN-2: step end (with its routing consequence, atomically). The record moves
+            // into the checkpoint; the walk settles a copy of what routing and the scope
+            // read.
+            let view = settle_view(record);
+            let committed = std::mem::replace(record, view);
             self.journal()
-                .commit_step(self.host(), self.frame(), record.clone(), extras)
+                .commit_step(self.host(), self.frame(), committed, extras)
                 .await?;
         }
         Ok(end)
@@ -169,6 +173,24 @@ impl<'a, C: WorkflowContext> StepCtx<'a, C> {
             // visible anyway in which steps ran).
             record.extra.insert("matched".into(), m.clone());
         }
+    }
+}
+
+/// What [`super::walk::Walk::settle`] reads of a terminal record: everything but its
+/// recorded input and timestamps (the checkpointed record keeps those), so settling does
+/// not copy the params a second time.
+fn settle_view(record: &StepExecution) -> StepExecution {
+    StepExecution {
+        step_id: record.step_id.clone(),
+        status: record.status,
+        attempt: record.attempt,
+        input: None,
+        output: record.output.clone(),
+        error: record.error.clone(),
+        started_at: None,
+        finished_at: None,
+        meta: record.meta.clone(),
+        extra: record.extra.clone(),
     }
 }
 

@@ -47,7 +47,8 @@ pub(crate) enum GraphOutcome {
 #[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum StepEnd {
-    /// Terminal; the record is committed by [`StepCtx::run`].
+    /// Terminal; the record is committed by [`StepCtx::run`], which then answers what
+    /// settling reads of it (no recorded input or timestamps).
     Done(StepExecution),
     /// A `wait` (here or inside a sub-block) suspended; the record stays `running`.
     Suspended(Suspension),

@@ -7,6 +7,8 @@
 //! `invalid_run` for a RUNSTATE that does not parse. The memory store, unless a
 //! `conformance::HostAdapter` supplies its own (`run_on_host`, `replay_on_host`).
 
+use std::rc::Rc;
+
 use serde_json::{Value, json};
 
 use super::{bad_request, ok};
@@ -18,11 +20,36 @@ fn error(e: &SimError) -> Value {
     json!({ "error": e.to_json() })
 }
 
-fn inputs(request: &Value) -> Result<(Workflow, Scenario), Value> {
+thread_local! {
+    /// The last workflow document this thread loaded, and what loading it gave. A
+    /// campaign asks about one workflow many times in a row (a plain run, a run per crash
+    /// point, a replay); loading is a pure function of the document, so an identical
+    /// document (`Value` equality: `1` and `1.0` differ, which only costs a miss) gets the
+    /// same workflow without being parsed and validated again.
+    static LAST_WORKFLOW: std::cell::RefCell<Option<(Value, Rc<Workflow>)>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// [`load_workflow`], remembering the last document loaded (see `LAST_WORKFLOW`).
+fn load_workflow_cached(doc: &Value) -> Result<Rc<Workflow>, SimError> {
+    let hit = LAST_WORKFLOW.with_borrow(|last| {
+        last.as_ref()
+            .filter(|(d, _)| d == doc)
+            .map(|(_, w)| Rc::clone(w))
+    });
+    if let Some(w) = hit {
+        return Ok(w);
+    }
+    let workflow = Rc::new(load_workflow(doc)?);
+    LAST_WORKFLOW.set(Some((doc.clone(), Rc::clone(&workflow))));
+    Ok(workflow)
+}
+
+fn inputs(request: &Value) -> Result<(Rc<Workflow>, Scenario), Value> {
     let Some(w) = request.get("workflow") else {
         return Err(bad_request("missing \"workflow\""));
     };
-    let workflow = load_workflow(w).map_err(|e| error(&e))?;
+    let workflow = load_workflow_cached(w).map_err(|e| error(&e))?;
     let empty = json!({});
     let scenario =
         load_scenario(request.get("scenario").unwrap_or(&empty)).map_err(|e| error(&e))?;

@@ -80,7 +80,7 @@ impl WorkflowContext for SimHost<'_> {
         &self.info
     }
 
-    async fn invoke(&self, req: InvokeRequest) -> Result<Value, InvokeError> {
+    async fn invoke(&self, mut req: InvokeRequest) -> Result<Value, InvokeError> {
         // Borrowed, not copied: a script can hold many outcomes.
         let unscripted;
         let script = match self.scenario.actions.get(&req.step_id) {
@@ -104,24 +104,31 @@ impl WorkflowContext for SimHost<'_> {
         if over_budget {
             return std::future::pending().await;
         }
+        let echo = super::scenario::Outcome::echo();
         let (outcome, at_ms, crash) = {
             let mut w = self.world.borrow_mut();
             w.snap.total_invocations += 1;
-            let count = w
-                .snap
-                .invocation_counts
-                .entry(req.step_id.clone())
-                .or_insert(0);
-            let index = usize::try_from(*count).unwrap_or(usize::MAX);
-            *count += 1;
+            // The step id is copied once per step, not per invocation.
+            let counts = &mut w.snap.invocation_counts;
+            let seen = match counts.get_mut(&req.step_id) {
+                Some(count) => {
+                    *count += 1;
+                    *count - 1
+                }
+                None => {
+                    counts.insert(req.step_id.clone(), 1);
+                    0
+                }
+            };
+            let index = usize::try_from(seen).unwrap_or(usize::MAX);
             if w.track_counts {
                 w.counts_changed.push(req.step_id.clone());
             }
+            // Borrowed from the script, not copied: an output is copied once, below.
             let outcome = script
                 .outcomes
                 .get(index.min(script.outcomes.len().saturating_sub(1)))
-                .cloned()
-                .unwrap_or_else(super::scenario::Outcome::echo);
+                .unwrap_or(&echo);
             let at_ms = w.now_ms();
             // D-121: a fault fires in whichever run of the tree reaches it.
             let crash = invoke_fault(self.scenario, &w, &req.step_id, req.attempt);
@@ -148,7 +155,8 @@ impl WorkflowContext for SimHost<'_> {
         } else {
             match &outcome.kind {
                 OutcomeKind::Output(v) => Ok(v.clone()),
-                OutcomeKind::Echo => Ok(Value::Object(req.params.clone())),
+                // The params were recorded (redacted) above; nothing reads them after this.
+                OutcomeKind::Echo => Ok(Value::Object(std::mem::take(&mut req.params))),
                 OutcomeKind::Error(e) => Err(e.clone()),
             }
         };

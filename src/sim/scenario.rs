@@ -400,15 +400,15 @@ fn steps_of<'v>(workflow: &'v Value, scenario: &'v Scenario) -> Vec<(&'v str, St
     out
 }
 
-/// D-121 / D-126: the scenario's promises no run of this workflow tree can keep — a
-/// `crashInInvoke` that can never fire, an `output` scripted for a `@w6w/document` step
-/// (its content comes from `documents`) — each with its JSON Pointer.
 /// Whether [`unreachable_faults`] can find anything: the scenario has a `crashInInvoke`
 /// fault or an action script (the only entries that name a step).
 pub(crate) fn names_steps(scenario: &Scenario) -> bool {
     !scenario.faults.crash_in_invoke.is_empty() || !scenario.actions.is_empty()
 }
 
+/// D-121 / D-126: the scenario's promises no run of this workflow tree can keep — a
+/// `crashInInvoke` that can never fire, an `output` scripted for a `@w6w/document` step
+/// (its content comes from `documents`) — each with its JSON Pointer.
 pub fn unreachable_faults(workflow: &Value, scenario: &Scenario) -> Vec<ScenarioError> {
     let steps = steps_of(workflow, scenario);
     let mut errors = Vec::new();
