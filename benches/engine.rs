@@ -9,16 +9,16 @@
 //!   allocated per step of the 10,000-step chain, and a 100,000-step chain's peak live heap
 //!   against its final RunState's JSON (10,000 steps under `--test`, to keep CI short).
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-
 use criterion::{Criterion, criterion_group, criterion_main};
 use serde_json::json;
 use w6w_sim::model::Workflow;
 use w6w_sim::sim::{self, Limits, SimOptions};
 
 mod common;
-use common::{chain, run};
+use common::{Counting, chain, counted, run};
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
 
 /// [`run`] with budgets sized for `steps` (the defaults stop a run at 20,000 invocations).
 fn run_long(workflow: &Workflow, steps: u64) -> sim::Report {
@@ -35,88 +35,6 @@ fn run_long(workflow: &Workflow, steps: u64) -> sim::Report {
     let r = sim::run(workflow, &scenario, &options, None).expect("report");
     assert_eq!(r.run.status.as_str(), "succeeded");
     r
-}
-
-/// Counts allocations, bytes allocated and live/peak bytes while [`COUNTING`] is set.
-struct Counting;
-
-static COUNTING: AtomicBool = AtomicBool::new(false);
-static ALLOCATIONS: AtomicUsize = AtomicUsize::new(0);
-static ALLOCATED: AtomicUsize = AtomicUsize::new(0);
-static LIVE: AtomicUsize = AtomicUsize::new(0);
-static PEAK: AtomicUsize = AtomicUsize::new(0);
-
-fn grew(by: usize) {
-    ALLOCATED.fetch_add(by, Ordering::Relaxed);
-    let live = LIVE.fetch_add(by, Ordering::Relaxed) + by;
-    PEAK.fetch_max(live, Ordering::Relaxed);
-}
-
-fn shrank(by: usize) {
-    // Frees of blocks allocated before counting started may take LIVE below its start:
-    // saturate instead of wrapping.
-    let _ = LIVE.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |l| {
-        Some(l.saturating_sub(by))
-    });
-}
-
-// SAFETY: every call forwards to the system allocator unchanged; the counters are plain
-// atomics and never affect what is allocated.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        if COUNTING.load(Ordering::Relaxed) {
-            ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-            grew(layout.size());
-        }
-        // SAFETY: forwarded with the caller's layout.
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        if COUNTING.load(Ordering::Relaxed) {
-            shrank(layout.size());
-        }
-        // SAFETY: `ptr` came from `alloc` above with this layout.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        if COUNTING.load(Ordering::Relaxed) {
-            ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-            if new_size >= layout.size() {
-                grew(new_size - layout.size());
-            } else {
-                shrank(layout.size() - new_size);
-            }
-        }
-        // SAFETY: forwarded unchanged.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
-
-#[global_allocator]
-static GLOBAL: Counting = Counting;
-
-/// What one counted call cost: allocations, bytes allocated, peak live bytes above the
-/// start.
-struct Heap {
-    allocations: usize,
-    allocated: usize,
-    peak: usize,
-}
-
-fn counted<T>(f: impl FnOnce() -> T) -> (T, Heap) {
-    ALLOCATIONS.store(0, Ordering::Relaxed);
-    ALLOCATED.store(0, Ordering::Relaxed);
-    LIVE.store(0, Ordering::Relaxed);
-    PEAK.store(0, Ordering::Relaxed);
-    COUNTING.store(true, Ordering::SeqCst);
-    let out = f();
-    COUNTING.store(false, Ordering::SeqCst);
-    let heap = Heap {
-        allocations: ALLOCATIONS.load(Ordering::Relaxed),
-        allocated: ALLOCATED.load(Ordering::Relaxed),
-        peak: PEAK.load(Ordering::Relaxed),
-    };
-    (out, heap)
 }
 
 fn bench(c: &mut Criterion) {

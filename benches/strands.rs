@@ -10,14 +10,19 @@
 //!
 //! Per-step overhead = time / steps executed (the fan-out runs 1,002 steps, the foreach
 //! 10,001). Everything runs on the simulator (virtual time: latencies cost nothing), with
-//! the trace off. `cargo bench --bench strands -- --test` runs each once (CI).
+//! the trace off. `cargo bench --bench strands -- --test` runs each once (CI). Before
+//! timing, each shape's allocations per executed step are printed with their ratio to the
+//! chain's (a load-independent view of the same comparison).
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use serde_json::{Value, json};
 use w6w_sim::sim;
 
 mod common;
-use common::{chain, run};
+use common::{Counting, chain, counted, run};
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
 
 fn fan_out(n: usize) -> Value {
     let mut steps = vec![
@@ -75,13 +80,22 @@ fn bench(c: &mut Criterion) {
             sim::load_workflow(&fan_out(4_000)).expect("fan"),
         ),
     ];
+    let mut chain_allocs = None;
     for (name, wf) in &cases {
-        let r = run(wf);
+        let (r, heap) = counted(|| run(wf));
+        // Steps executed: every echo step is invoked once; the foreach and the join are
+        // one step each on top.
+        let steps = r.world.invocations.len() + usize::from(!name.starts_with("chain"));
+        let per_step = heap.allocations as f64 / steps.max(1) as f64;
+        let chain = *chain_allocs.get_or_insert(per_step);
         eprintln!(
-            "{name}: {} invocations, {} checkpoints, {} checkpoint bytes",
+            "{name}: {} invocations, {} checkpoints, {} checkpoint bytes; {per_step:.1} allocations/step ({:.2}× the chain's), {:.0} B allocated/step, peak live {:.1} MB",
             r.world.invocations.len(),
             r.world.checkpoints,
-            r.world.checkpoint_bytes
+            r.world.checkpoint_bytes,
+            per_step / chain,
+            heap.allocated as f64 / steps.max(1) as f64,
+            heap.peak as f64 / 1e6
         );
     }
     let mut group = c.benchmark_group("strands");

@@ -181,16 +181,25 @@ impl Journal {
                     patch.steps.insert(record.step_id.clone(), record);
                 }
                 Some(key) => {
-                    let mut object = state
-                        .extra
-                        .get(key)
-                        .and_then(Value::as_object)
-                        .cloned()
-                        .unwrap_or_default();
-                    object.insert(
-                        record.step_id.clone(),
-                        serde_json::to_value(&record).unwrap_or(Value::Null),
-                    );
+                    // The frame object with this record set (upsert, order kept), built
+                    // without first copying the record it replaces.
+                    let value = serde_json::to_value(&record).unwrap_or(Value::Null);
+                    let existing = state.extra.get(key).and_then(Value::as_object);
+                    let mut object = Map::with_capacity(existing.map_or(0, Map::len) + 1);
+                    let mut value = Some(value);
+                    for (k, v) in existing.into_iter().flatten() {
+                        let v = match (k == &record.step_id, value.take()) {
+                            (true, Some(new)) => new,
+                            (_, rest) => {
+                                value = rest;
+                                v.clone()
+                            }
+                        };
+                        object.insert(k.clone(), v);
+                    }
+                    if let Some(new) = value {
+                        object.insert(record.step_id, new);
+                    }
                     patch.extra.insert(key.clone(), Value::Object(object));
                 }
             }

@@ -176,9 +176,20 @@ impl<'a, C: WorkflowContext> StepCtx<'a, C> {
     }
 }
 
-/// What [`super::walk::Walk::settle`] reads of a terminal record: everything but its
-/// recorded input and timestamps (the checkpointed record keeps those), so settling does
-/// not copy the params a second time.
+/// The record `extra` keys settling reads (routing, the scope, SEC-1 unsealing); a
+/// control's `iterations` / `branches` are not among them.
+const SETTLE_EXTRA: [&str; 5] = [
+    "matched",
+    super::journal::SECRET_DERIVED,
+    super::sealed::SEALED_OUTPUT,
+    super::sealed::ENCRYPTED_OUTPUT,
+    super::sealed::SECRET_REFS,
+];
+
+/// What [`super::walk::Walk::settle`] reads of a terminal record: its status, attempt,
+/// output, error, meta and the [`SETTLE_EXTRA`] keys. The checkpointed record keeps the
+/// rest (recorded input, timestamps, a control's folded sub-records), so settling copies
+/// neither the params a second time nor a foreach's whole `iterations`.
 fn settle_view(record: &StepExecution) -> StepExecution {
     StepExecution {
         step_id: record.step_id.clone(),
@@ -190,7 +201,12 @@ fn settle_view(record: &StepExecution) -> StepExecution {
         started_at: None,
         finished_at: None,
         meta: record.meta.clone(),
-        extra: record.extra.clone(),
+        extra: record
+            .extra
+            .iter()
+            .filter(|(k, _)| SETTLE_EXTRA.contains(&k.as_str()))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect(),
     }
 }
 
