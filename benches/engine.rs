@@ -15,7 +15,9 @@ use w6w_sim::model::Workflow;
 use w6w_sim::sim::{self, Limits, SimOptions};
 
 mod common;
-use common::{Counting, chain, counted, run};
+mod heap;
+use common::{chain, run};
+use heap::{Counting, counted};
 
 #[global_allocator]
 static GLOBAL: Counting = Counting;

@@ -19,7 +19,9 @@ use serde_json::{Value, json};
 use w6w_sim::sim;
 
 mod common;
-use common::{Counting, chain, counted, run};
+mod heap;
+use common::{chain, run};
+use heap::{Counting, counted};
 
 #[global_allocator]
 static GLOBAL: Counting = Counting;
