@@ -7,7 +7,7 @@
 //! - heap use, printed once (stderr) by a counting allocator that counts only around the
 //!   measured call (it is one relaxed load per allocation otherwise): allocations and bytes
 //!   allocated per step of the 10,000-step chain, and a 100,000-step chain's peak live heap
-//!   against its final RunState's JSON (10,000 steps under `--test`, to keep CI short).
+//!   against its final RunState's JSON (10,000 steps in test mode, to keep CI short).
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use serde_json::json;
@@ -51,7 +51,9 @@ fn bench(c: &mut Criterion) {
             r.world.checkpoint_bytes as f64 / n as f64
         );
     }
-    let test_mode = std::env::args().any(|a| a == "--test");
+    // Criterion benchmarks only when given `--bench` (`cargo bench`); `cargo test
+    // --benches` and `-- --test` run each bench once, as a test.
+    let test_mode = !std::env::args().any(|a| a == "--bench");
     for n in [10_000usize, if test_mode { 10_000 } else { 100_000 }] {
         let wf = sim::load_workflow(&chain(n)).expect("workflow");
         let (r, heap) = counted(|| run_long(&wf, n as u64));
