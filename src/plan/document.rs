@@ -9,8 +9,8 @@
 
 use serde_json::Value;
 
+use super::analyse;
 use super::control::{CONTROL_APP, StepView, analyse_controls};
-use super::{EdgeEnds, analyse};
 use crate::model::ValidationError;
 
 /// Every graph problem of the raw workflow document `doc`, in the order the analysis
@@ -20,13 +20,20 @@ pub(crate) fn document_problems(doc: &Value) -> Vec<ValidationError> {
         return Vec::new();
     };
     let views: Vec<StepView<'_>> = steps.iter().map(step_view).collect();
-    let ends: Vec<EdgeEnds<'_>> = match doc.get("edges") {
-        Some(Value::Array(edges)) => edges.iter().map(edge_ends).collect(),
-        _ => Vec::new(),
+    let edges: &[Value] = match doc.get("edges") {
+        Some(Value::Array(edges)) => edges,
+        _ => &[],
     };
-    let mut graph = analyse(&views, &ends);
+    let mut graph = analyse(
+        views.len(),
+        |i| views.get(i).and_then(|v| v.id),
+        edges.iter().map(edge_ends),
+    );
     let mut errors = std::mem::take(&mut graph.errors);
-    errors.extend(analyse_controls(&views, &ends, &graph).errors);
+    if views.iter().any(|v| v.control.is_some()) {
+        let error_edge = |e: usize| edges.get(e).is_some_and(is_error_edge);
+        errors.extend(analyse_controls(&views, &error_edge, &graph).errors);
+    }
     errors
 }
 
@@ -53,18 +60,18 @@ fn step_view(step: &Value) -> StepView<'_> {
     }
 }
 
-/// One raw edge's ends (each when it is a string) and whether it is an error edge.
-fn edge_ends(edge: &Value) -> EdgeEnds<'_> {
+/// One raw edge's ends, each when it is a string.
+fn edge_ends(edge: &Value) -> (Option<&str>, Option<&str>) {
     let Some(obj) = edge.as_object() else {
-        return EdgeEnds {
-            from: None,
-            to: None,
-            error: false,
-        };
+        return (None, None);
     };
-    EdgeEnds {
-        from: obj.get("from").and_then(Value::as_str),
-        to: obj.get("to").and_then(Value::as_str),
-        error: obj.get("when").and_then(Value::as_str) == Some("error"),
-    }
+    (
+        obj.get("from").and_then(Value::as_str),
+        obj.get("to").and_then(Value::as_str),
+    )
+}
+
+/// Whether a raw edge is `when: "error"` (CTRL-9: such an edge may not touch a sub-block).
+fn is_error_edge(edge: &Value) -> bool {
+    edge.get("when").and_then(Value::as_str) == Some("error")
 }
