@@ -6,6 +6,8 @@
 //! that one validation call reports graph problems together with `model`'s storage-rule
 //! problems. A part the storage rules refuse (a step that is not an object, an id or
 //! endpoint that is not a string) is simply not usable here; its problem is theirs.
+//! Validation runs it when the storage rules refused the document; one they accepted is
+//! checked on its typed form by [`super::workflow_problems`], which reads the same values.
 
 use serde_json::Value;
 

@@ -27,6 +27,7 @@ pub use control::{
     MAX_CONTROL_NESTING, ParallelStrategy, PlanValue, SubBlockKind, SubPlan, WaitSpec,
 };
 pub(crate) use document::document_problems;
+
 pub use wait::{MAX_TIME_TEXT_LEN, parse_duration_ms, parse_timestamp_ms};
 
 use std::cmp::Reverse;
@@ -227,60 +228,13 @@ pub fn plan(workflow: &Workflow) -> Result<Plan, Vec<ValidationError>> {
 pub fn plan_with(workflow: &Workflow, options: &PlanOptions) -> Result<Plan, Vec<ValidationError>> {
     let n = workflow.steps.len();
     let edges = workflow.edges();
-    let mut analysis = analyse(
-        n,
-        |i| workflow.steps.get(i).map(|s| s.id.as_str()),
-        edges
-            .iter()
-            .map(|e| (Some(e.from.as_str()), Some(e.to.as_str()))),
-    );
-    // Most workflows have no control: then no step views are built at all.
-    let is_control = |s: &crate::model::Step| s.app() == Some(control::CONTROL_APP);
-    let controls = if workflow
-        .steps
-        .iter()
-        .any(|s| is_control(s) && s.action().is_some())
-    {
-        let views: Vec<StepView<'_>> = workflow
-            .steps
-            .iter()
-            .map(|s| StepView {
-                id: Some(s.id.as_str()),
-                control: is_control(s).then(|| s.action()).flatten(),
-                with: s.with.as_ref(),
-            })
-            .collect();
-        let error_edge = |e: usize| edges.get(e).is_some_and(|x| x.when() == When::Error);
-        let mut controls = analyse_controls(&views, &error_edge, &analysis);
-        // CTRL-7: every wait, main graph or sub-block, needs the host's schedule.
-        if !options.host_supports_schedule {
-            for (i, view) in views.iter().enumerate() {
-                if view.control == Some(ControlKind::Wait.as_str()) {
-                    controls.errors.push(ValidationError::new(
-                        ValidationCode::UnsupportedWait,
-                        format!("/steps/{i}/uses/action"),
-                        format!(
-                            "step {:?} is a wait, but this host has no schedule to resume the run with; run it on a host that supports schedule",
-                            workflow.steps[i].id
-                        ),
-                    ));
-                }
-            }
-        }
-        controls
-    } else {
-        ControlAnalysis {
-            errors: Vec::new(),
-            plan: Some(ControlPlan::default()),
-        }
-    };
-    let mut errors = std::mem::take(&mut analysis.errors);
-    errors.extend(controls.errors);
-    // The id map has served the control analysis: free it before the result is built.
-    let Analysis {
-        order, endpoints, ..
-    } = analysis;
-    let (Some(full_order), Some(controls), true) = (order, controls.plan, errors.is_empty()) else {
+    let Checked {
+        errors,
+        order,
+        endpoints,
+        controls,
+    } = check(workflow, options);
+    let (Some(full_order), Some(controls), true) = (order, controls, errors.is_empty()) else {
         return Err(errors);
     };
     // The main graph: sub-block steps and their internal edges leave it. Crossing edges
@@ -335,6 +289,91 @@ pub fn plan_with(workflow: &Workflow, options: &PlanOptions) -> Result<Plan, Vec
             .iter()
             .any(|s| s.fan_out() == FanOut::Parallel),
     })
+}
+
+/// Every planning problem of a typed workflow with default [`PlanOptions`] — the graph
+/// and control checks `document_problems` runs over a raw document, without building a
+/// plan. Save-time validation calls it once the document has passed the storage rules
+/// (then the typed workflow reads exactly what the raw document holds).
+pub(crate) fn workflow_problems(workflow: &Workflow) -> Vec<ValidationError> {
+    check(workflow, &PlanOptions::default()).errors
+}
+
+/// What the checks of [`plan_with`] found.
+struct Checked {
+    /// Graph problems, then control problems, then CTRL-7's.
+    errors: Vec<ValidationError>,
+    /// The full order (main graph and sub-blocks), `Some` when the graph is sound.
+    order: Option<Vec<usize>>,
+    /// Per declared edge, its resolved ends (see [`Analysis::endpoints`]).
+    endpoints: Vec<[u32; 2]>,
+    /// The control plan, `Some` when the controls are sound.
+    controls: Option<ControlPlan>,
+}
+
+fn check(workflow: &Workflow, options: &PlanOptions) -> Checked {
+    let n = workflow.steps.len();
+    let edges = workflow.edges();
+    let mut analysis = analyse(
+        n,
+        |i| workflow.steps.get(i).map(|s| s.id.as_str()),
+        edges
+            .iter()
+            .map(|e| (Some(e.from.as_str()), Some(e.to.as_str()))),
+    );
+    // Most workflows have no control: then no step views are built at all.
+    let is_control = |s: &crate::model::Step| s.app() == Some(control::CONTROL_APP);
+    let controls = if workflow
+        .steps
+        .iter()
+        .any(|s| is_control(s) && s.action().is_some())
+    {
+        let views: Vec<StepView<'_>> = workflow
+            .steps
+            .iter()
+            .map(|s| StepView {
+                id: Some(s.id.as_str()),
+                control: is_control(s).then(|| s.action()).flatten(),
+                with: s.with.as_ref(),
+            })
+            .collect();
+        let error_edge = |e: usize| edges.get(e).is_some_and(|x| x.when() == When::Error);
+        let mut controls = analyse_controls(&views, &error_edge, &analysis);
+        // CTRL-7: every wait, main graph or sub-block, needs the host's schedule.
+        if !options.host_supports_schedule {
+            for (i, view) in views.iter().enumerate() {
+                if view.control == Some(ControlKind::Wait.as_str()) {
+                    controls.errors.push(ValidationError::new(
+                        ValidationCode::UnsupportedWait,
+                        format!("/steps/{i}/uses/action"),
+                        format!(
+                            "step {:?} is a wait, but this host has no schedule to resume the run with; run it on a host that supports schedule",
+                            workflow.steps[i].id
+                        ),
+                    ));
+                }
+            }
+        }
+        controls
+    } else {
+        ControlAnalysis {
+            errors: Vec::new(),
+            plan: Some(ControlPlan::default()),
+        }
+    };
+    let mut errors = std::mem::take(&mut analysis.errors);
+    errors.extend(controls.errors);
+    // The id map has served the control analysis: it is dropped here, before a plan is
+    // built from the rest.
+    let Analysis {
+        order, endpoints, ..
+    } = analysis;
+    Checked {
+        errors,
+        order,
+        endpoints,
+        controls: controls.plan,
+    }
 }
 
 /// An end of [`Analysis::endpoints`] that names no step.
