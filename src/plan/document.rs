@@ -13,7 +13,7 @@ use serde_json::Value;
 
 use super::analyse;
 use super::control::{CONTROL_APP, StepView, analyse_controls};
-use crate::model::ValidationError;
+use crate::model::{ValidationError, When};
 
 /// Every graph problem of the raw workflow document `doc`, in the order the analysis
 /// finds them (empty when `doc` is not an object or its `steps` is not an array).
@@ -33,8 +33,7 @@ pub(crate) fn document_problems(doc: &Value) -> Vec<ValidationError> {
     );
     let mut errors = std::mem::take(&mut graph.errors);
     if views.iter().any(|v| v.control.is_some()) {
-        let error_edge = |e: usize| edges.get(e).is_some_and(is_error_edge);
-        errors.extend(analyse_controls(&views, &error_edge, &graph).errors);
+        errors.extend(analyse_controls(&views, &graph).errors);
     }
     errors
 }
@@ -62,18 +61,20 @@ fn step_view(step: &Value) -> StepView<'_> {
     }
 }
 
-/// One raw edge's ends, each when it is a string.
-fn edge_ends(edge: &Value) -> (Option<&str>, Option<&str>) {
+/// One raw edge's ends, each when it is a string, and its `when` (`Error` only for the
+/// string `"error"`; CTRL-9: such an edge may not touch a sub-block).
+fn edge_ends(edge: &Value) -> (Option<&str>, Option<&str>, When) {
     let Some(obj) = edge.as_object() else {
-        return (None, None);
+        return (None, None, When::Success);
+    };
+    let when = if obj.get("when").and_then(Value::as_str) == Some("error") {
+        When::Error
+    } else {
+        When::Success
     };
     (
         obj.get("from").and_then(Value::as_str),
         obj.get("to").and_then(Value::as_str),
+        when,
     )
-}
-
-/// Whether a raw edge is `when: "error"` (CTRL-9: such an edge may not touch a sub-block).
-fn is_error_edge(edge: &Value) -> bool {
-    edge.get("when").and_then(Value::as_str) == Some("error")
 }

@@ -227,11 +227,11 @@ pub fn plan(workflow: &Workflow) -> Result<Plan, Vec<ValidationError>> {
 /// Plan a workflow for a host with the given capabilities (CTRL-7 `unsupported_wait`).
 pub fn plan_with(workflow: &Workflow, options: &PlanOptions) -> Result<Plan, Vec<ValidationError>> {
     let n = workflow.steps.len();
-    let edges = workflow.edges();
     let Checked {
         errors,
         order,
         endpoints,
+        whens,
         controls,
     } = check(workflow, options);
     let (Some(full_order), Some(controls), true) = (order, controls, errors.is_empty()) else {
@@ -251,9 +251,9 @@ pub fn plan_with(workflow: &Workflow, options: &PlanOptions) -> Result<Plan, Vec
     let main_edges =
         endpoints
             .iter()
-            .zip(edges)
+            .zip(&whens)
             .enumerate()
-            .filter_map(|(index, (&[from, to], edge))| {
+            .filter_map(|(index, (&[from, to], &when))| {
                 let main = from != UNRESOLVED
                     && to != UNRESOLVED
                     && (controls.blocks.is_empty()
@@ -262,12 +262,12 @@ pub fn plan_with(workflow: &Workflow, options: &PlanOptions) -> Result<Plan, Vec
                     index: index as u32,
                     from,
                     to,
-                    when: edge.when(),
+                    when,
                 })
             });
     let outgoing = Adjacency::group(n, main_edges.clone(), |e| e.from);
     let incoming = Adjacency::group(n, main_edges, |e| e.to);
-    drop(endpoints);
+    drop((endpoints, whens));
     let mut rank = vec![NOT_ON_MAIN_GRAPH; n];
     for (pos, &i) in order.iter().enumerate() {
         rank[i] = pos;
@@ -307,6 +307,8 @@ struct Checked {
     order: Option<Vec<usize>>,
     /// Per declared edge, its resolved ends (see [`Analysis::endpoints`]).
     endpoints: Vec<[u32; 2]>,
+    /// Per declared edge, its `when`.
+    whens: Vec<When>,
     /// The control plan, `Some` when the controls are sound.
     controls: Option<ControlPlan>,
 }
@@ -319,7 +321,7 @@ fn check(workflow: &Workflow, options: &PlanOptions) -> Checked {
         |i| workflow.steps.get(i).map(|s| s.id.as_str()),
         edges
             .iter()
-            .map(|e| (Some(e.from.as_str()), Some(e.to.as_str()))),
+            .map(|e| (Some(e.from.as_str()), Some(e.to.as_str()), e.when())),
     );
     // Most workflows have no control: then no step views are built at all.
     let is_control = |s: &crate::model::Step| s.app() == Some(control::CONTROL_APP);
@@ -337,8 +339,7 @@ fn check(workflow: &Workflow, options: &PlanOptions) -> Checked {
                 with: s.with.as_ref(),
             })
             .collect();
-        let error_edge = |e: usize| edges.get(e).is_some_and(|x| x.when() == When::Error);
-        let mut controls = analyse_controls(&views, &error_edge, &analysis);
+        let mut controls = analyse_controls(&views, &analysis);
         // CTRL-7: every wait, main graph or sub-block, needs the host's schedule.
         if !options.host_supports_schedule {
             for (i, view) in views.iter().enumerate() {
@@ -366,12 +367,16 @@ fn check(workflow: &Workflow, options: &PlanOptions) -> Checked {
     // The id map has served the control analysis: it is dropped here, before a plan is
     // built from the rest.
     let Analysis {
-        order, endpoints, ..
+        order,
+        endpoints,
+        whens,
+        ..
     } = analysis;
     Checked {
         errors,
         order,
         endpoints,
+        whens,
         controls: controls.plan,
     }
 }
@@ -388,6 +393,8 @@ pub(crate) struct Analysis {
     /// Per declared edge: the resolved `[from, to]` step indices, each [`UNRESOLVED`]
     /// when that end names no step (see [`Analysis::endpoint`]).
     pub(crate) endpoints: Vec<[u32; 2]>,
+    /// Per declared edge: its `when` (an edge the document spells oddly is `Success`).
+    pub(crate) whens: Vec<When>,
     /// The plan order; `Some` exactly when `errors` is empty.
     pub(crate) order: Option<Vec<usize>>,
     /// Each usable id → the index of its first declaration.
@@ -410,20 +417,32 @@ impl Analysis {
 /// crafted document cannot force collisions; nothing iterates the map, so plans do not
 /// depend on the seed).
 ///
-/// Each slot keeps the id's length and first [`ID_PREFIX`] bytes beside the index, so a
-/// probe compares short ids without reading the step's string: one cache miss fewer per
-/// edge end. A longer id is confirmed against the step's own string (`id_of`).
+/// Open addressing with linear probing over a power-of-two table at most three quarters
+/// full, sized once for the step count (it never grows). Each slot keeps a hash tag, the
+/// id's length and its first [`ID_PREFIX`] bytes beside the index, so a probe confirms a
+/// short id without reading the step's string; a longer id is confirmed against the
+/// step's own string (`id_of`). Look-ups come in batches ([`IdMap::touch`]): the first
+/// slot of every look-up in the batch is loaded before any is probed, so their cache
+/// misses overlap instead of queuing one behind another.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct IdMap {
     hasher: foldhash::fast::RandomState,
-    table: hashbrown::HashTable<IdSlot>,
+    /// Empty slots have tag 0; empty when there are no steps.
+    slots: Vec<IdSlot>,
 }
 
 /// How many bytes of an id a map slot holds inline.
-const ID_PREFIX: usize = 16;
+const ID_PREFIX: usize = 20;
 
-#[derive(Debug, Clone, Copy)]
+/// How many look-ups [`analyse`] hashes and touches before probing them.
+const ID_BATCH: usize = 32;
+
+/// 32 bytes, aligned so that a slot never straddles two cache lines.
+#[derive(Debug, Clone, Copy, Default)]
+#[repr(C, align(32))]
 struct IdSlot {
+    /// Hash bits of the id, never 0 (0 marks an empty slot).
+    tag: u32,
     index: u32,
     /// The id's length (saturated at `u32::MAX`; such an id is compared in full anyway).
     len: u32,
@@ -432,36 +451,77 @@ struct IdSlot {
 }
 
 impl IdSlot {
-    fn new(id: &str, index: u32) -> IdSlot {
-        let bytes = id.as_bytes();
-        let mut prefix = [0u8; ID_PREFIX];
-        let k = bytes.len().min(ID_PREFIX);
-        prefix[..k].copy_from_slice(&bytes[..k]);
-        IdSlot {
-            index,
-            len: u32::try_from(bytes.len()).unwrap_or(u32::MAX),
-            prefix,
-        }
-    }
-
-    /// Whether this slot holds `name`; `full` reads the slot's whole id when the prefix
-    /// cannot decide.
+    /// Whether this occupied slot holds `name`; `full` reads the slot's whole id when the
+    /// prefix cannot decide.
     fn holds<'a>(&self, name: &str, full: impl FnOnce(usize) -> Option<&'a str>) -> bool {
         let bytes = name.as_bytes();
         if self.len != u32::try_from(bytes.len()).unwrap_or(u32::MAX) {
             return false;
         }
-        let k = bytes.len().min(ID_PREFIX);
-        self.prefix[..k] == bytes[..k]
+        // A byte loop, not a `memcmp` call: ids are short and the slot is in cache.
+        self.prefix.iter().zip(bytes).all(|(a, b)| a == b)
             && (bytes.len() <= ID_PREFIX || full(self.index as usize) == Some(name))
     }
 }
 
 impl IdMap {
     fn with_capacity(n: usize) -> IdMap {
+        let slots = if n == 0 {
+            Vec::new()
+        } else {
+            // ≤ 3/4 full, so every probe sequence meets an empty slot.
+            vec![IdSlot::default(); (n + n / 3 + 1).next_power_of_two()]
+        };
         IdMap {
             hasher: foldhash::fast::RandomState::default(),
-            table: hashbrown::HashTable::with_capacity(n),
+            slots,
+        }
+    }
+
+    fn hash(&self, name: &str) -> u64 {
+        self.hasher.hash_one(name)
+    }
+
+    /// The tag and first slot of `hash`.
+    fn home(&self, hash: u64) -> (u32, usize) {
+        let tag = ((hash >> 32) as u32) | 1;
+        (tag, hash as usize & self.slots.len().wrapping_sub(1))
+    }
+
+    /// Load the first slot of each hash, so the probes that follow find them in cache.
+    fn touch(&self, hashes: &[u64]) {
+        if self.slots.is_empty() {
+            return;
+        }
+        let mut seen = 0u32;
+        for &hash in hashes {
+            let (_, at) = self.home(hash);
+            seen ^= self.slots[at].tag;
+        }
+        std::hint::black_box(seen);
+    }
+
+    /// The slot holding `name` (whose hash is `hash`), or the empty slot where it would go.
+    fn find<'a>(
+        &self,
+        name: &str,
+        hash: u64,
+        id_of: impl Fn(usize) -> Option<&'a str>,
+    ) -> Option<(usize, bool)> {
+        if self.slots.is_empty() {
+            return None;
+        }
+        let mask = self.slots.len() - 1;
+        let (tag, mut at) = self.home(hash);
+        loop {
+            let slot = &self.slots[at];
+            if slot.tag == 0 {
+                return Some((at, false));
+            }
+            if slot.tag == tag && slot.holds(name, &id_of) {
+                return Some((at, true));
+            }
+            at = (at + 1) & mask;
         }
     }
 
@@ -471,35 +531,45 @@ impl IdMap {
         name: &str,
         id_of: impl Fn(usize) -> Option<&'a str>,
     ) -> Option<usize> {
-        let hash = self.hasher.hash_one(name);
-        self.table
-            .find(hash, |slot| slot.holds(name, &id_of))
-            .map(|slot| slot.index as usize)
+        self.get_hashed(name, self.hash(name), id_of)
+    }
+
+    fn get_hashed<'a>(
+        &self,
+        name: &str,
+        hash: u64,
+        id_of: impl Fn(usize) -> Option<&'a str>,
+    ) -> Option<usize> {
+        match self.find(name, hash, id_of)? {
+            (at, true) => Some(self.slots[at].index as usize),
+            (_, false) => None,
+        }
     }
 
     /// Record `name` → `index` unless `name` is already there; returns the earlier index.
+    /// At most the capacity's step count of ids are ever inserted.
     fn insert_first<'a>(
         &mut self,
         name: &str,
+        hash: u64,
         index: u32,
         id_of: impl Fn(usize) -> Option<&'a str>,
     ) -> Option<usize> {
-        let hash = self.hasher.hash_one(name);
-        let hasher = &self.hasher;
-        match self.table.entry(
-            hash,
-            |slot| slot.holds(name, &id_of),
-            |slot| match id_of(slot.index as usize) {
-                Some(id) => hasher.hash_one(id),
-                None => 0,
-            },
-        ) {
-            hashbrown::hash_table::Entry::Occupied(found) => Some(found.get().index as usize),
-            hashbrown::hash_table::Entry::Vacant(slot) => {
-                slot.insert(IdSlot::new(name, index));
-                None
-            }
+        let (at, found) = self.find(name, hash, id_of)?;
+        if found {
+            return Some(self.slots[at].index as usize);
         }
+        let bytes = name.as_bytes();
+        let mut prefix = [0u8; ID_PREFIX];
+        let k = bytes.len().min(ID_PREFIX);
+        prefix[..k].copy_from_slice(&bytes[..k]);
+        self.slots[at] = IdSlot {
+            tag: self.home(hash).0,
+            index,
+            len: u32::try_from(bytes.len()).unwrap_or(u32::MAX),
+            prefix,
+        };
+        None
     }
 }
 
@@ -508,13 +578,13 @@ impl IdMap {
 /// There are `n` steps; `id_of(i)` is step `i`'s id (`None` when the document has no
 /// usable id for it; such a step is still a node, just one no edge can name). `edges`
 /// yields each declared edge's `(from, to)` names (`None` where the document holds no
-/// usable string: that problem is the caller's, not a dangling edge). Ids resolve to their
+/// usable string: that problem is the caller's, not a dangling edge) and its `when`. Ids resolve to their
 /// first declaration, so with duplicate ids the graph is the graph of *names* the edges
 /// describe: a cycle in it survives whichever twin is renamed, and is reported too.
 pub(crate) fn analyse<'a, 'e>(
     n: usize,
     id_of: impl Fn(usize) -> Option<&'a str>,
-    edges: impl ExactSizeIterator<Item = (Option<&'e str>, Option<&'e str>)>,
+    edges: impl ExactSizeIterator<Item = (Option<&'e str>, Option<&'e str>, When)>,
 ) -> Analysis {
     let m = edges.len();
     let mut errors = Vec::new();
@@ -532,43 +602,77 @@ pub(crate) fn analyse<'a, 'e>(
         return Analysis {
             errors,
             endpoints: Vec::new(),
+            whens: Vec::new(),
             order: None,
             index: IdMap::default(),
         };
     }
-    // PLAN-1: first declaration wins; every later one is the problem.
+    // PLAN-1: first declaration wins; every later one is the problem. In batches: hash a
+    // batch and touch its slots, then insert in declared order.
     let mut index = IdMap::with_capacity(n);
-    for i in 0..n {
-        let Some(id) = id_of(i) else { continue };
-        if let Some(first) = index.insert_first(id, i as u32, &id_of) {
-            errors.push(ValidationError::new(
-                ValidationCode::DuplicateStepId,
-                format!("/steps/{i}/id"),
-                format!("step id {id:?} is already used by step {first} (/steps/{first}); step ids must be unique within a workflow"),
-            ));
+    let mut hashes = [0u64; ID_BATCH];
+    for base in (0..n).step_by(ID_BATCH) {
+        let batch = base..n.min(base + ID_BATCH);
+        for i in batch.clone() {
+            hashes[i - base] = id_of(i).map_or(0, |id| index.hash(id));
         }
-    }
-    // PLAN-2 / ERR-13: every edge, success or error, must name existing steps.
-    let mut endpoints = Vec::with_capacity(m);
-    for (e, (from, to)) in edges.enumerate() {
-        let mut resolve = |end: Option<&str>, field: &str| -> Option<u32> {
-            let name = end?;
-            let found = index.get(name, &id_of);
-            if found.is_none() {
+        index.touch(&hashes[..batch.len()]);
+        for i in batch {
+            let Some(id) = id_of(i) else { continue };
+            if let Some(first) = index.insert_first(id, hashes[i - base], i as u32, &id_of) {
                 errors.push(ValidationError::new(
-                    ValidationCode::DanglingEdge,
-                    format!("/edges/{e}/{field}"),
-                    format!("edge {e}'s {field:?} is {name:?}, but no step has that id"),
+                    ValidationCode::DuplicateStepId,
+                    format!("/steps/{i}/id"),
+                    format!("step id {id:?} is already used by step {first} (/steps/{first}); step ids must be unique within a workflow"),
                 ));
             }
-            found.map(|i| i as u32)
-        };
-        let from = resolve(from, "from");
-        let to = resolve(to, "to");
-        endpoints.push(match (from, to) {
-            (Some(from), Some(to)) => [from, to],
-            _ => [UNRESOLVED; 2],
-        });
+        }
+    }
+    // PLAN-2 / ERR-13: every edge, success or error, must name existing steps. In batches
+    // as above; problems are still reported in edge order, `from` before `to`.
+    let mut endpoints = Vec::with_capacity(m);
+    let mut whens = Vec::with_capacity(m);
+    let mut edges = edges.enumerate();
+    let mut batch: [(usize, Option<&str>, Option<&str>); ID_BATCH] = [(0, None, None); ID_BATCH];
+    let mut end_hashes = [0u64; 2 * ID_BATCH];
+    loop {
+        let mut len = 0;
+        for (slot, (e, (from, to, when))) in batch.iter_mut().zip(edges.by_ref()) {
+            *slot = (e, from, to);
+            whens.push(when);
+            len += 1;
+        }
+        if len == 0 {
+            break;
+        }
+        for (k, &(_, from, to)) in batch[..len].iter().enumerate() {
+            end_hashes[2 * k] = from.map_or(0, |s| index.hash(s));
+            end_hashes[2 * k + 1] = to.map_or(0, |s| index.hash(s));
+        }
+        index.touch(&end_hashes[..2 * len]);
+        for (k, &(e, from, to)) in batch[..len].iter().enumerate() {
+            let mut resolve = |end: Option<&str>, hash: u64, field: &str| -> Option<u32> {
+                let name = end?;
+                let found = index.get_hashed(name, hash, &id_of);
+                if found.is_none() {
+                    errors.push(ValidationError::new(
+                        ValidationCode::DanglingEdge,
+                        format!("/edges/{e}/{field}"),
+                        format!("edge {e}'s {field:?} is {name:?}, but no step has that id"),
+                    ));
+                }
+                found.map(|i| i as u32)
+            };
+            let from = resolve(from, end_hashes[2 * k], "from");
+            let to = resolve(to, end_hashes[2 * k + 1], "to");
+            endpoints.push(match (from, to) {
+                (Some(from), Some(to)) => [from, to],
+                _ => [UNRESOLVED; 2],
+            });
+        }
+        if len < ID_BATCH {
+            break;
+        }
     }
     let (graph, indegree) = Csr::new(n, &endpoints);
     // PLAN-4: no edges → the declared order, without touching the heap.
@@ -591,6 +695,7 @@ pub(crate) fn analyse<'a, 'e>(
     Analysis {
         errors,
         endpoints,
+        whens,
         order,
         index,
     }
@@ -1046,6 +1151,47 @@ mod tests {
             "{}",
             errors[0].message
         );
+    }
+
+    #[test]
+    fn the_id_map_tells_apart_ids_that_share_a_prefix_or_a_length() {
+        let long = "a-very-long-step-identifier-";
+        let ids: Vec<String> = vec![
+            "x".into(),
+            format!("{long}1"),
+            format!("{long}2"),
+            format!("{long}1"),
+            long.into(),
+            "".into(),
+            "12345678901234567890".into(),
+            "12345678901234567890x".into(),
+        ];
+        let id_of = |i: usize| ids.get(i).map(String::as_str);
+        let mut map = IdMap::with_capacity(ids.len());
+        let firsts: Vec<Option<usize>> = (0..ids.len())
+            .map(|i| {
+                let id = &ids[i];
+                map.insert_first(id, map.hash(id), i as u32, id_of)
+            })
+            .collect();
+        assert_eq!(
+            firsts,
+            [None, None, None, Some(1), None, None, None, None],
+            "only the repeated long id is a duplicate"
+        );
+        for (i, id) in ids.iter().enumerate() {
+            let want = if i == 3 { 1 } else { i };
+            assert_eq!(map.get(id, id_of), Some(want), "{id:?}");
+        }
+        for absent in [
+            &format!("{long}3")[..],
+            "y",
+            "1234567890123456789",
+            "a-very-long",
+        ] {
+            assert_eq!(map.get(absent, id_of), None, "{absent:?}");
+        }
+        assert_eq!(IdMap::with_capacity(0).get("x", id_of), None);
     }
 
     #[test]

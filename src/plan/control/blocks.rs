@@ -156,7 +156,7 @@ impl Analyser<'_, '_> {
     }
 
     /// PLAN-7 / CTRL-9: classify every edge. Returns the internal success edges per block.
-    pub(super) fn edges(&mut self, error_edge: &dyn Fn(usize) -> bool) -> Vec<Vec<usize>> {
+    pub(super) fn edges(&mut self) -> Vec<Vec<usize>> {
         let graph = self.graph;
         let mut internal = vec![Vec::new(); self.drafts.len()];
         for e in 0..graph.endpoints.len() {
@@ -181,7 +181,7 @@ impl Analyser<'_, '_> {
                 continue;
             }
             let Some(b) = bf else { continue };
-            if error_edge(e) {
+            if graph.whens.get(e) == Some(&When::Error) {
                 let message = format!(
                     "edge {e} is a when: \"error\" edge inside {}; error edges exist only on the main graph, a failure inside a sub-block is handled by its control",
                     self.block_name(b)

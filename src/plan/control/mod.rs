@@ -242,11 +242,7 @@ pub(crate) struct ControlAnalysis {
 ///
 /// `graph` is the PLAN-1/2/3 analysis of the whole document (main graph and sub-blocks
 /// together): it resolves ids and endpoints, and its cycle check covers sub-blocks too.
-pub(crate) fn analyse_controls(
-    steps: &[StepView<'_>],
-    error_edge: &dyn Fn(usize) -> bool,
-    graph: &Analysis,
-) -> ControlAnalysis {
+pub(crate) fn analyse_controls(steps: &[StepView<'_>], graph: &Analysis) -> ControlAnalysis {
     let n = steps.len();
     // Most workflows have no control: skip the per-step tables (three n-long vectors).
     if steps.iter().all(|v| v.control.is_none()) {
@@ -283,7 +279,7 @@ pub(crate) fn analyse_controls(
         return a.finish(Vec::new());
     }
     let levels = a.levels();
-    let internal = a.edges(error_edge);
+    let internal = a.edges();
     let blocks = a.structure(&internal, &levels);
     a.finish(blocks)
 }
