@@ -40,6 +40,8 @@ pub const MAX_CONTROL_NESTING: usize = 16;
 pub const MAX_TIME_TEXT_LEN: usize = 64;
 /// Step ids spelled out in one cycle message; longer cycles are abbreviated.
 pub const MAX_CYCLE_IDS_IN_MESSAGE: usize = 100;
+/// Most steps, and most edges, one workflow may declare (the planner's indices are `u32`).
+pub const MAX_GRAPH_SIZE: usize = u32::MAX as usize - 1;
 /// Largest WOML / YAML source document a front-end reads: 8 MiB.
 pub const SOURCE_BYTES_MAX: usize = 8 * 1024 * 1024;
 /// Most nodes a WOML / YAML document may hold, alias expansion included.

@@ -180,7 +180,7 @@ proptest! {
             }
             for edges in &sub.outgoing {
                 for e in edges {
-                    prop_assert!(position[e.from] < position[e.to], "edge {} not forward", e.index);
+                    prop_assert!(position[e.from as usize] < position[e.to as usize], "edge {} not forward", e.index);
                 }
             }
             prop_assert_eq!(sub.order.first(), Some(&sub.root));

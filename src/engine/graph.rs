@@ -24,10 +24,10 @@ impl Graph for Plan {
         &self.order
     }
     fn outgoing(&self, step: usize) -> &[PlanEdge] {
-        self.outgoing.get(step).map_or(&[], Vec::as_slice)
+        self.outgoing.get(step).unwrap_or(&[])
     }
     fn incoming(&self, step: usize) -> &[PlanEdge] {
-        self.incoming.get(step).map_or(&[], Vec::as_slice)
+        self.incoming.get(step).unwrap_or(&[])
     }
     fn rank(&self, step: usize) -> usize {
         self.rank.get(step).copied().unwrap_or(usize::MAX)

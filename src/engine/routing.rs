@@ -26,7 +26,7 @@ pub(crate) enum Routed {
 #[derive(Debug, Default)]
 pub(crate) struct SkipSet {
     // ERR-10: (from, to, when).
-    skipped: HashSet<(usize, usize, When)>,
+    skipped: HashSet<(u32, u32, When)>,
 }
 
 impl SkipSet {
@@ -94,7 +94,7 @@ pub(crate) fn descendants(plan: &Plan, from: usize) -> Vec<bool> {
         if std::mem::replace(&mut marked[i], true) {
             continue;
         }
-        stack.extend(plan.outgoing[i].iter().map(|e| e.to));
+        stack.extend(plan.outgoing[i].iter().map(|e| e.to as usize));
     }
     marked
 }

@@ -209,7 +209,7 @@ impl Strands {
         }
         let mut newly = Vec::new();
         for edge in graph.outgoing(i) {
-            let t = graph.rank(edge.to);
+            let t = graph.rank(edge.to as usize);
             if let Some(r) = self.remaining.get_mut(t) {
                 *r = r.saturating_sub(1);
                 if *r == 0 {
@@ -231,7 +231,7 @@ impl Strands {
                 continued = true;
                 inbound
                     .iter()
-                    .map(|e| graph.rank(e.from))
+                    .map(|e| graph.rank(e.from as usize))
                     .min()
                     .and_then(|p| self.strand_of.get(p).copied().flatten())
                     .unwrap_or(strand)

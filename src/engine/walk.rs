@@ -290,7 +290,7 @@ impl<'a, C: WorkflowContext> Walk<'a, C> {
             .iter()
             .filter(|e| !skips.is_skipped(e))
             .filter_map(|e| {
-                let id = &self.engine.workflow.steps[e.from].id;
+                let id = &self.engine.workflow.steps[e.from as usize].id;
                 let r = self.journal.lookup(self.frame, id)?;
                 // D-112: the recorded output with its secret references re-materialised.
                 (r.status == StepStatus::Succeeded).then(|| {

@@ -44,9 +44,21 @@ pub(crate) fn storage_problems(doc: &Value, gate: KeyGate, runnable: bool) -> Ve
         errors: Vec::new(),
         gate,
         runnable,
+        uses_path: String::new(),
     };
     walk.workflow(doc);
     walk.errors
+}
+
+/// `obj[name]`. The objects walked here are small (a step or an edge has a handful of
+/// members), so a scan that compares lengths first beats hashing `name` with the map's
+/// SipHash; a large object still takes the map's own look-up.
+fn field<'v>(obj: &'v Map<String, Value>, name: &str) -> Option<&'v Value> {
+    if obj.len() <= 8 {
+        obj.iter().find_map(|(k, v)| (k == name).then_some(v))
+    } else {
+        obj.get(name)
+    }
 }
 
 fn child(path: &str, name: &str) -> String {
@@ -57,11 +69,22 @@ fn item(path: &str, index: usize) -> String {
     format!("{path}/{index}")
 }
 
+/// `buffer` becomes `{path}/{index}`, reusing its allocation.
+fn set_item(buffer: &mut String, path: &str, index: usize) {
+    use std::fmt::Write as _;
+    buffer.clear();
+    buffer.push_str(path);
+    // Writing into a String cannot fail.
+    let _ = write!(buffer, "/{index}");
+}
+
 /// The one-pass collector.
 struct Walk {
     errors: Vec<ValidationError>,
     gate: KeyGate,
     runnable: bool,
+    /// A reused buffer for `/steps/<i>/uses` (a path is only copied out with a problem).
+    uses_path: String,
 }
 
 impl Walk {
@@ -104,7 +127,7 @@ impl Walk {
         name: &str,
         what: &str,
     ) -> Option<&'v str> {
-        match obj.get(name) {
+        match field(obj, name) {
             None => {
                 self.missing(parent, name, what);
                 None
@@ -127,7 +150,7 @@ impl Walk {
         parent: &str,
         name: &str,
     ) -> Option<&'v str> {
-        match obj.get(name) {
+        match field(obj, name) {
             None => None,
             Some(Value::String(s)) => Some(s),
             Some(other) => {
@@ -160,7 +183,7 @@ impl Walk {
         allowed: &[&str],
         code: Code,
     ) {
-        let Some(v) = obj.get(name) else { return };
+        let Some(v) = field(obj, name) else { return };
         match v {
             Value::String(s) if allowed.contains(&s.as_str()) => {}
             Value::String(s) => {
@@ -176,7 +199,7 @@ impl Walk {
     }
 
     fn optional_object(&mut self, obj: &Map<String, Value>, parent: &str, name: &str) {
-        match obj.get(name) {
+        match field(obj, name) {
             None | Some(Value::Object(_)) => {}
             Some(other) => self.not_null_type(parent, name, "an object", other),
         }
@@ -194,7 +217,7 @@ impl Walk {
             );
             return;
         };
-        match root.get("manifestVersion") {
+        match field(root, "manifestVersion") {
             None => self.missing("", "manifestVersion", "the workflow model version, \"2\""),
             Some(Value::String(s)) if s == "2" => {}
             Some(Value::String(s)) => self.push(
@@ -228,7 +251,7 @@ impl Walk {
 
     /// MODEL-5: `key` is a string or null; its grammar is checked on first assignment.
     fn key(&mut self, root: &Map<String, Value>) {
-        match root.get("key") {
+        match field(root, "key") {
             None | Some(Value::Null) => {}
             Some(Value::String(key)) => {
                 if self.gate == KeyGate::Check {
@@ -254,7 +277,7 @@ impl Walk {
     }
 
     fn variables(&mut self, root: &Map<String, Value>) {
-        let Some(v) = root.get("variables") else {
+        let Some(v) = field(root, "variables") else {
             return;
         };
         let Value::Array(vars) = v else {
@@ -274,7 +297,7 @@ impl Walk {
                 &["string", "number", "boolean", "object", "array"],
                 Code::InvalidValue,
             );
-            match obj.get("required") {
+            match field(obj, "required") {
                 None | Some(Value::Bool(_)) => {}
                 Some(other) => self.not_null_type(&path, "required", "a boolean", other),
             }
@@ -283,7 +306,7 @@ impl Walk {
     }
 
     fn steps(&mut self, root: &Map<String, Value>) {
-        let steps = match root.get("steps") {
+        let steps = match field(root, "steps") {
             None => {
                 self.missing("", "steps", "the workflow's steps (an array)");
                 return;
@@ -301,8 +324,11 @@ impl Walk {
                 "a runnable workflow needs at least one step; this one has none",
             );
         }
+        // One path buffer for every step: a path is only copied out with a problem.
+        let mut path = String::new();
         for (i, s) in steps.iter().enumerate() {
-            self.step(s, &item("/steps", i));
+            set_item(&mut path, "/steps", i);
+            self.step(s, &path);
         }
     }
 
@@ -354,7 +380,7 @@ impl Walk {
     /// companion notes §4.3) is accepted as the other arm of the union.
     fn uses(&mut self, step: &Map<String, Value>, path: &str) {
         let runnable = self.runnable;
-        let uses = match step.get("uses") {
+        let uses = match field(step, "uses") {
             None => {
                 if runnable {
                     self.missing(
@@ -376,25 +402,35 @@ impl Walk {
                 return;
             }
         };
-        let path = child(path, "uses");
-        let app = self.optional_string(uses, &path, "app");
-        let action = self.optional_string(uses, &path, "action");
-        match uses.get("connection") {
+        let mut buffer = std::mem::take(&mut self.uses_path);
+        buffer.clear();
+        buffer.push_str(path);
+        buffer.push_str("/uses");
+        self.uses_members(uses, &buffer);
+        self.uses_path = buffer;
+    }
+
+    /// The members of an object `uses` at `path`.
+    fn uses_members(&mut self, uses: &Map<String, Value>, path: &str) {
+        let runnable = self.runnable;
+        let app = self.optional_string(uses, path, "app");
+        let action = self.optional_string(uses, path, "action");
+        match field(uses, "connection") {
             None | Some(Value::Null | Value::String(_)) => {}
             Some(other) => self.push(
                 Code::InvalidType,
-                child(&path, "connection"),
+                child(path, "connection"),
                 format!(
                     "connection must be a string or null, not {}",
                     json_kind(other)
                 ),
             ),
         }
-        let function = match uses.get("function") {
+        let function = match field(uses, "function") {
             None => None,
             Some(Value::String(f)) => Some(f.as_str()),
             Some(other) => {
-                self.not_null_type(&path, "function", "a string (a function id)", other);
+                self.not_null_type(path, "function", "a string (a function id)", other);
                 return;
             }
         };
@@ -404,12 +440,12 @@ impl Walk {
         match function {
             Some(_) if app.is_some() || action.is_some() => self.push(
                 Code::InvalidValue,
-                &path,
+                path,
                 "uses names both a function and an app/action; a runnable step names exactly one target",
             ),
             Some("") => self.push(
                 Code::InvalidValue,
-                child(&path, "function"),
+                child(path, "function"),
                 "a runnable step's function id must not be empty",
             ),
             Some(_) => {}
@@ -419,10 +455,10 @@ impl Walk {
                     ("action", action, "the action key a runnable step invokes"),
                 ] {
                     match value {
-                        None if uses.get(name).is_none() => self.missing(&path, name, what),
+                        None if field(uses, name).is_none() => self.missing(path, name, what),
                         Some("") => self.push(
                             Code::InvalidValue,
-                            child(&path, name),
+                            child(path, name),
                             format!("a runnable step's uses.{name} must not be empty"),
                         ),
                         _ => {}
@@ -435,13 +471,13 @@ impl Walk {
     /// `retry` on a step or the workflow: absent or null means no retry (MODEL-3); any
     /// other problem is `invalid_retry_policy` at the exact field (MODEL-4).
     fn retry_field(&mut self, obj: &Map<String, Value>, parent: &str) {
-        let path = child(parent, "retry");
-        match obj.get("retry") {
+        let path = || child(parent, "retry");
+        match field(obj, "retry") {
             None | Some(Value::Null) => {}
-            Some(Value::Object(policy)) => self.retry_policy(policy, &path),
+            Some(Value::Object(policy)) => self.retry_policy(policy, &path()),
             Some(other) => self.push(
                 Code::InvalidRetryPolicy,
-                path,
+                path(),
                 format!(
                     "retry must be a RetryPolicy object {{ maxAttempts, backoff?, delayMs? }} or null, not {}",
                     json_kind(other)
@@ -451,7 +487,7 @@ impl Walk {
     }
 
     fn retry_policy(&mut self, policy: &Map<String, Value>, path: &str) {
-        match policy.get("maxAttempts") {
+        match field(policy, "maxAttempts") {
             None => self.push(
                 Code::InvalidRetryPolicy,
                 child(path, "maxAttempts"),
@@ -467,7 +503,7 @@ impl Walk {
                 ),
             ),
         }
-        match policy.get("backoff") {
+        match field(policy, "backoff") {
             None => {}
             Some(Value::String(s)) if s == "fixed" || s == "exponential" => {}
             Some(other) => self.push(
@@ -479,7 +515,7 @@ impl Walk {
                 ),
             ),
         }
-        match policy.get("delayMs") {
+        match field(policy, "delayMs") {
             None => {}
             Some(Value::Number(n)) if n.as_f64().is_some_and(|d| d.is_finite() && d >= 0.0) => {}
             Some(other) => self.push(
@@ -492,7 +528,7 @@ impl Walk {
             ),
         }
         // D-32: the two retry extensions the engine honours (issue 10, WOML-10/11).
-        match policy.get(super::workflow::EXT_MAX_DELAY_MS) {
+        match field(policy, super::workflow::EXT_MAX_DELAY_MS) {
             None => {}
             Some(Value::Number(n)) if n.as_f64().is_some_and(|d| d.is_finite() && d >= 0.0) => {}
             Some(other) => self.push(
@@ -504,7 +540,7 @@ impl Walk {
                 ),
             ),
         }
-        match policy.get(super::workflow::EXT_RETRY_ON) {
+        match field(policy, super::workflow::EXT_RETRY_ON) {
             None => {}
             Some(Value::Array(codes)) if codes.iter().all(Value::is_string) => {}
             Some(other) => self.push(
@@ -520,7 +556,7 @@ impl Walk {
 
     /// RUNERR: the run-level onError is the narrower CallableOnError.
     fn workflow_on_error(&mut self, root: &Map<String, Value>) {
-        if let Some(Value::String(s)) = root.get("onError")
+        if let Some(Value::String(s)) = field(root, "onError")
             && s == "continue-record"
         {
             self.push(
@@ -541,7 +577,7 @@ impl Walk {
 
     /// RUNERR-7: `reroute` is `{ target: Callable, with? }`.
     fn reroute(&mut self, root: &Map<String, Value>) {
-        let Some(v) = root.get("reroute") else {
+        let Some(v) = field(root, "reroute") else {
             return;
         };
         let Value::Object(reroute) = v else {
@@ -549,7 +585,7 @@ impl Walk {
             return;
         };
         let path = "/reroute";
-        match reroute.get("target") {
+        match field(reroute, "target") {
             None => self.missing(
                 path,
                 "target",
@@ -586,15 +622,17 @@ impl Walk {
     }
 
     fn edges(&mut self, root: &Map<String, Value>) {
-        let Some(v) = root.get("edges") else {
+        let Some(v) = field(root, "edges") else {
             return;
         };
         let Value::Array(edges) = v else {
             self.not_null_type("", "edges", "an array of edges", v);
             return;
         };
+        let mut path = String::new();
         for (i, edge) in edges.iter().enumerate() {
-            self.edge(edge, &item("/edges", i));
+            set_item(&mut path, "/edges", i);
+            self.edge(edge, &path);
         }
     }
 
@@ -605,7 +643,7 @@ impl Walk {
         self.required_string(obj, path, "from", "the id of the step the edge leaves");
         self.required_string(obj, path, "to", "the id of the step the edge enters");
         // PLAN-6: only the two-member enum; an omitted `when` means "success".
-        match obj.get("when") {
+        match field(obj, "when") {
             None => {}
             Some(Value::String(s)) if s == "success" || s == "error" => {}
             Some(other) => self.push(

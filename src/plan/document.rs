@@ -6,12 +6,14 @@
 //! that one validation call reports graph problems together with `model`'s storage-rule
 //! problems. A part the storage rules refuse (a step that is not an object, an id or
 //! endpoint that is not a string) is simply not usable here; its problem is theirs.
+//! Validation runs it when the storage rules refused the document; one they accepted is
+//! checked on its typed form by [`super::workflow_problems`], which reads the same values.
 
 use serde_json::Value;
 
+use super::analyse;
 use super::control::{CONTROL_APP, StepView, analyse_controls};
-use super::{EdgeEnds, analyse};
-use crate::model::ValidationError;
+use crate::model::{ValidationError, When};
 
 /// Every graph problem of the raw workflow document `doc`, in the order the analysis
 /// finds them (empty when `doc` is not an object or its `steps` is not an array).
@@ -20,13 +22,19 @@ pub(crate) fn document_problems(doc: &Value) -> Vec<ValidationError> {
         return Vec::new();
     };
     let views: Vec<StepView<'_>> = steps.iter().map(step_view).collect();
-    let ends: Vec<EdgeEnds<'_>> = match doc.get("edges") {
-        Some(Value::Array(edges)) => edges.iter().map(edge_ends).collect(),
-        _ => Vec::new(),
+    let edges: &[Value] = match doc.get("edges") {
+        Some(Value::Array(edges)) => edges,
+        _ => &[],
     };
-    let mut graph = analyse(&views, &ends);
+    let mut graph = analyse(
+        views.len(),
+        |i| views.get(i).and_then(|v| v.id),
+        edges.iter().map(edge_ends),
+    );
     let mut errors = std::mem::take(&mut graph.errors);
-    errors.extend(analyse_controls(&views, &ends, &graph).errors);
+    if views.iter().any(|v| v.control.is_some()) {
+        errors.extend(analyse_controls(&views, &graph).errors);
+    }
     errors
 }
 
@@ -53,18 +61,20 @@ fn step_view(step: &Value) -> StepView<'_> {
     }
 }
 
-/// One raw edge's ends (each when it is a string) and whether it is an error edge.
-fn edge_ends(edge: &Value) -> EdgeEnds<'_> {
+/// One raw edge's ends, each when it is a string, and its `when` (`Error` only for the
+/// string `"error"`; CTRL-9: such an edge may not touch a sub-block).
+fn edge_ends(edge: &Value) -> (Option<&str>, Option<&str>, When) {
     let Some(obj) = edge.as_object() else {
-        return EdgeEnds {
-            from: None,
-            to: None,
-            error: false,
-        };
+        return (None, None, When::Success);
     };
-    EdgeEnds {
-        from: obj.get("from").and_then(Value::as_str),
-        to: obj.get("to").and_then(Value::as_str),
-        error: obj.get("when").and_then(Value::as_str) == Some("error"),
-    }
+    let when = if obj.get("when").and_then(Value::as_str) == Some("error") {
+        When::Error
+    } else {
+        When::Success
+    };
+    (
+        obj.get("from").and_then(Value::as_str),
+        obj.get("to").and_then(Value::as_str),
+        when,
+    )
 }

@@ -27,26 +27,121 @@ pub use control::{
     MAX_CONTROL_NESTING, ParallelStrategy, PlanValue, SubBlockKind, SubPlan, WaitSpec,
 };
 pub(crate) use document::document_problems;
+
 pub use wait::{MAX_TIME_TEXT_LEN, parse_duration_ms, parse_timestamp_ms};
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
+use std::hash::BuildHasher;
 
 use crate::model::{FanOut, ValidationCode, ValidationError, When, Workflow};
-use control::{StepView, analyse_controls};
+use control::{ControlAnalysis, StepView, analyse_controls};
 
 /// At most this many step ids are spelled out in one cycle message; longer cycles are
 /// abbreviated so a pathological document cannot produce a megabyte-long message.
 pub use crate::limits::MAX_CYCLE_IDS_IN_MESSAGE;
 
-/// One edge of the main graph, by step index.
+/// One edge of the main graph, by step index. Indices are `u32` (a plan has at most
+/// [`MAX_GRAPH_SIZE`] steps and edges), so an edge is 16 bytes and a plan holds each edge
+/// twice (once per direction) in two compressed lists.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PlanEdge {
     /// Position of the edge in `Workflow.edges` (declared order).
-    pub index: usize,
-    pub from: usize,
-    pub to: usize,
+    pub index: u32,
+    pub from: u32,
+    pub to: u32,
     pub when: When,
+}
+
+/// The most steps, and the most edges, one workflow may declare: indices are `u32`
+/// (`u32::MAX` marks an unresolved end). A document that large could not be held in
+/// memory anyway (every step and edge costs far more than four bytes); the analysis still
+/// reports it instead of truncating an index.
+pub use crate::limits::MAX_GRAPH_SIZE;
+
+/// Edges grouped per step, compressed: the edges of step `v` are one contiguous slice, in
+/// declared edge order. `adjacency[v]` is that slice (like a `Vec<Vec<PlanEdge>>`, but in
+/// two allocations instead of one per step).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Adjacency {
+    /// `start[v]..start[v + 1]` is step `v`'s range in `edges`; `n + 1` entries.
+    start: Vec<u32>,
+    edges: Vec<PlanEdge>,
+}
+
+impl Adjacency {
+    /// Group `edges` (in declared order) by `key` over `n` steps, keeping declared order
+    /// within each group. Every key is `< n` and there are at most [`MAX_GRAPH_SIZE`] edges.
+    fn group<I>(n: usize, edges: I, key: impl Fn(&PlanEdge) -> u32) -> Adjacency
+    where
+        I: DoubleEndedIterator<Item = PlanEdge> + Clone,
+    {
+        // Count into `start[key]` and prefix-sum, so `start[v]` is the end of `v`'s range;
+        // filling backwards then moves it to the range's start and keeps declared order.
+        let mut start = vec![0u32; n + 1];
+        let mut m = 0usize;
+        for edge in edges.clone() {
+            start[key(&edge) as usize] += 1;
+            m += 1;
+        }
+        for v in 1..=n {
+            start[v] += start[v - 1];
+        }
+        let blank = PlanEdge {
+            index: 0,
+            from: 0,
+            to: 0,
+            when: When::Success,
+        };
+        let mut grouped = vec![blank; m];
+        for edge in edges.rev() {
+            let at = &mut start[key(&edge) as usize];
+            *at -= 1;
+            grouped[*at as usize] = edge;
+        }
+        Adjacency {
+            start,
+            edges: grouped,
+        }
+    }
+
+    /// How many steps the adjacency covers.
+    pub fn len(&self) -> usize {
+        self.start.len().saturating_sub(1)
+    }
+
+    /// Whether it covers no step.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Step `step`'s edges, `None` past the last step.
+    pub fn get(&self, step: usize) -> Option<&[PlanEdge]> {
+        let (&from, &to) = (self.start.get(step)?, self.start.get(step.checked_add(1)?)?);
+        self.edges.get(from as usize..to as usize)
+    }
+
+    /// Every step's edges, by step index.
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = &[PlanEdge]> + '_ {
+        self.start
+            .windows(2)
+            .map(|w| self.edges.get(w[0] as usize..w[1] as usize).unwrap_or(&[]))
+    }
+
+    /// Every edge, grouped by step.
+    pub fn edges(&self) -> &[PlanEdge] {
+        &self.edges
+    }
+}
+
+impl std::ops::Index<usize> for Adjacency {
+    type Output = [PlanEdge];
+
+    /// Step `step`'s edges; panics past the last step, like indexing a `Vec`.
+    fn index(&self, step: usize) -> &[PlanEdge] {
+        let (from, to) = (self.start[step], self.start[step + 1]);
+        &self.edges[from as usize..to as usize]
+    }
 }
 
 /// `Plan::rank` of a step that is not on the main graph (it sits in a sub-block; its
@@ -67,9 +162,9 @@ pub struct Plan {
     /// Position of each step index in `order` ([`NOT_ON_MAIN_GRAPH`] for sub-block steps).
     pub rank: Vec<usize>,
     /// Outgoing main-graph edges per step, in declared edge order.
-    pub outgoing: Vec<Vec<PlanEdge>>,
+    pub outgoing: Adjacency,
     /// Incoming main-graph edges per step, in declared edge order.
-    pub incoming: Vec<Vec<PlanEdge>>,
+    pub incoming: Adjacency,
     /// Whether the main graph has no edges (PLAN-4 implicit chain). Without sub-blocks this
     /// is "the workflow declared no edges".
     pub implicit_chain: bool,
@@ -132,48 +227,14 @@ pub fn plan(workflow: &Workflow) -> Result<Plan, Vec<ValidationError>> {
 /// Plan a workflow for a host with the given capabilities (CTRL-7 `unsupported_wait`).
 pub fn plan_with(workflow: &Workflow, options: &PlanOptions) -> Result<Plan, Vec<ValidationError>> {
     let n = workflow.steps.len();
-    let edges = workflow.edges();
-    let ends: Vec<EdgeEnds<'_>> = edges
-        .iter()
-        .map(|e| EdgeEnds {
-            from: Some(e.from.as_str()),
-            to: Some(e.to.as_str()),
-            error: e.when() == When::Error,
-        })
-        .collect();
-    let views: Vec<StepView<'_>> = workflow
-        .steps
-        .iter()
-        .map(|s| StepView {
-            id: Some(s.id.as_str()),
-            control: (s.app() == Some(control::CONTROL_APP))
-                .then(|| s.action())
-                .flatten(),
-            with: s.with.as_ref(),
-        })
-        .collect();
-    let mut analysis = analyse(&views, &ends);
-    let controls = analyse_controls(&views, &ends, &analysis);
-    let mut errors = std::mem::take(&mut analysis.errors);
-    errors.extend(controls.errors);
-    // CTRL-7: every wait, main graph or sub-block, needs the host's schedule.
-    if !options.host_supports_schedule {
-        for (i, view) in views.iter().enumerate() {
-            if view.control == Some(ControlKind::Wait.as_str()) {
-                errors.push(ValidationError::new(
-                    ValidationCode::UnsupportedWait,
-                    format!("/steps/{i}/uses/action"),
-                    format!(
-                        "step {:?} is a wait, but this host has no schedule to resume the run with; run it on a host that supports schedule",
-                        workflow.steps[i].id
-                    ),
-                ));
-            }
-        }
-    }
-    let (Some(full_order), Some(controls), true) =
-        (analysis.order, controls.plan, errors.is_empty())
-    else {
+    let Checked {
+        errors,
+        order,
+        endpoints,
+        whens,
+        controls,
+    } = check(workflow, options);
+    let (Some(full_order), Some(controls), true) = (order, controls, errors.is_empty()) else {
         return Err(errors);
     };
     // The main graph: sub-block steps and their internal edges leave it. Crossing edges
@@ -185,34 +246,28 @@ pub fn plan_with(workflow: &Workflow, options: &PlanOptions) -> Result<Plan, Vec
     } else {
         full_order.into_iter().filter(|&i| on_main(i)).collect()
     };
-    let main_edge =
-        |ends: &Option<(usize, usize)>| ends.is_some_and(|(f, t)| on_main(f) && on_main(t));
-    // Size every list up front: 100k steps must not pay for 200k reallocating pushes.
-    let mut out_len = vec![0usize; n];
-    let mut in_len = vec![0usize; n];
-    let mut main_edges = 0usize;
-    for &(from, to) in analysis.endpoints.iter().filter(|e| main_edge(e)).flatten() {
-        out_len[from] += 1;
-        in_len[to] += 1;
-        main_edges += 1;
-    }
-    let mut outgoing: Vec<Vec<PlanEdge>> = out_len.into_iter().map(Vec::with_capacity).collect();
-    let mut incoming: Vec<Vec<PlanEdge>> = in_len.into_iter().map(Vec::with_capacity).collect();
-    for (index, (edge, ends)) in edges.iter().zip(&analysis.endpoints).enumerate() {
-        if !main_edge(ends) {
-            continue;
-        }
-        if let Some((from, to)) = *ends {
-            let pe = PlanEdge {
-                index,
-                from,
-                to,
-                when: edge.when(),
-            };
-            outgoing[from].push(pe);
-            incoming[to].push(pe);
-        }
-    }
+    // Every resolved edge between main-graph steps, in declared order. With no error the
+    // analysis resolved every edge; `index` fits a `u32` because `analyse` checked the size.
+    let main_edges =
+        endpoints
+            .iter()
+            .zip(&whens)
+            .enumerate()
+            .filter_map(|(index, (&[from, to], &when))| {
+                let main = from != UNRESOLVED
+                    && to != UNRESOLVED
+                    && (controls.blocks.is_empty()
+                        || (on_main(from as usize) && on_main(to as usize)));
+                main.then_some(PlanEdge {
+                    index: index as u32,
+                    from,
+                    to,
+                    when,
+                })
+            });
+    let outgoing = Adjacency::group(n, main_edges.clone(), |e| e.from);
+    let incoming = Adjacency::group(n, main_edges, |e| e.to);
+    drop((endpoints, whens));
     let mut rank = vec![NOT_ON_MAIN_GRAPH; n];
     for (pos, &i) in order.iter().enumerate() {
         rank[i] = pos;
@@ -225,9 +280,9 @@ pub fn plan_with(workflow: &Workflow, options: &PlanOptions) -> Result<Plan, Vec
     Ok(Plan {
         order,
         rank,
+        implicit_chain: outgoing.edges.is_empty(),
         outgoing,
         incoming,
-        implicit_chain: main_edges == 0,
         controls,
         fan_out_parallel: workflow
             .steps
@@ -236,80 +291,392 @@ pub fn plan_with(workflow: &Workflow, options: &PlanOptions) -> Result<Plan, Vec
     })
 }
 
-/// The endpoints of one declared edge; `None` where the document holds no usable string
-/// (that problem is reported by the caller, not as a dangling edge).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct EdgeEnds<'a> {
-    pub(crate) from: Option<&'a str>,
-    pub(crate) to: Option<&'a str>,
-    /// `when: "error"` (CTRL-9: such an edge may not touch a sub-block).
-    pub(crate) error: bool,
+/// Every planning problem of a typed workflow with default [`PlanOptions`] — the graph
+/// and control checks `document_problems` runs over a raw document, without building a
+/// plan. Save-time validation calls it once the document has passed the storage rules
+/// (then the typed workflow reads exactly what the raw document holds).
+pub(crate) fn workflow_problems(workflow: &Workflow) -> Vec<ValidationError> {
+    check(workflow, &PlanOptions::default()).errors
 }
+
+/// What the checks of [`plan_with`] found.
+struct Checked {
+    /// Graph problems, then control problems, then CTRL-7's.
+    errors: Vec<ValidationError>,
+    /// The full order (main graph and sub-blocks), `Some` when the graph is sound.
+    order: Option<Vec<usize>>,
+    /// Per declared edge, its resolved ends (see [`Analysis::endpoints`]).
+    endpoints: Vec<[u32; 2]>,
+    /// Per declared edge, its `when`.
+    whens: Vec<When>,
+    /// The control plan, `Some` when the controls are sound.
+    controls: Option<ControlPlan>,
+}
+
+fn check(workflow: &Workflow, options: &PlanOptions) -> Checked {
+    let n = workflow.steps.len();
+    let edges = workflow.edges();
+    let mut analysis = analyse(
+        n,
+        |i| workflow.steps.get(i).map(|s| s.id.as_str()),
+        edges
+            .iter()
+            .map(|e| (Some(e.from.as_str()), Some(e.to.as_str()), e.when())),
+    );
+    // Most workflows have no control: then no step views are built at all.
+    let is_control = |s: &crate::model::Step| s.app() == Some(control::CONTROL_APP);
+    let controls = if workflow
+        .steps
+        .iter()
+        .any(|s| is_control(s) && s.action().is_some())
+    {
+        let views: Vec<StepView<'_>> = workflow
+            .steps
+            .iter()
+            .map(|s| StepView {
+                id: Some(s.id.as_str()),
+                control: is_control(s).then(|| s.action()).flatten(),
+                with: s.with.as_ref(),
+            })
+            .collect();
+        let mut controls = analyse_controls(&views, &analysis);
+        // CTRL-7: every wait, main graph or sub-block, needs the host's schedule.
+        if !options.host_supports_schedule {
+            for (i, view) in views.iter().enumerate() {
+                if view.control == Some(ControlKind::Wait.as_str()) {
+                    controls.errors.push(ValidationError::new(
+                        ValidationCode::UnsupportedWait,
+                        format!("/steps/{i}/uses/action"),
+                        format!(
+                            "step {:?} is a wait, but this host has no schedule to resume the run with; run it on a host that supports schedule",
+                            workflow.steps[i].id
+                        ),
+                    ));
+                }
+            }
+        }
+        controls
+    } else {
+        ControlAnalysis {
+            errors: Vec::new(),
+            plan: Some(ControlPlan::default()),
+        }
+    };
+    let mut errors = std::mem::take(&mut analysis.errors);
+    errors.extend(controls.errors);
+    // The id map has served the control analysis: it is dropped here, before a plan is
+    // built from the rest.
+    let Analysis {
+        order,
+        endpoints,
+        whens,
+        ..
+    } = analysis;
+    Checked {
+        errors,
+        order,
+        endpoints,
+        whens,
+        controls: controls.plan,
+    }
+}
+
+/// An end of [`Analysis::endpoints`] that names no step.
+pub(crate) const UNRESOLVED: u32 = u32::MAX;
 
 /// What the graph checks found.
 #[derive(Debug, Clone)]
-pub(crate) struct Analysis<'a> {
+pub(crate) struct Analysis {
     /// PLAN-1/2/3 problems: duplicates in step order, dangling ends in edge order, then one
     /// error per cyclic strongly connected component.
     pub(crate) errors: Vec<ValidationError>,
-    /// Per declared edge: the resolved `(from, to)` step indices, when both resolve.
-    pub(crate) endpoints: Vec<Option<(usize, usize)>>,
+    /// Per declared edge: the resolved `[from, to]` step indices, each [`UNRESOLVED`]
+    /// when that end names no step (see [`Analysis::endpoint`]).
+    pub(crate) endpoints: Vec<[u32; 2]>,
+    /// Per declared edge: its `when` (an edge the document spells oddly is `Success`).
+    pub(crate) whens: Vec<When>,
     /// The plan order; `Some` exactly when `errors` is empty.
     pub(crate) order: Option<Vec<usize>>,
     /// Each usable id → the index of its first declaration.
-    pub(crate) index: IdMap<'a>,
+    pub(crate) index: IdMap,
 }
 
-/// Step id → index. Ids are short strings looked up once per edge end, so the hasher is
-/// foldhash's, not SipHash (D-130); its per-process seed keeps crafted ids from colliding
-/// on purpose, and nothing iterates the map, so plans do not depend on the seed.
-pub(crate) type IdMap<'a> = foldhash::HashMap<&'a str, usize>;
+impl Analysis {
+    /// Declared edge `e`'s `(from, to)` step indices, when both ends resolve.
+    pub(crate) fn endpoint(&self, e: usize) -> Option<(usize, usize)> {
+        match self.endpoints.get(e) {
+            Some(&[from, to]) if from != UNRESOLVED && to != UNRESOLVED => {
+                Some((from as usize, to as usize))
+            }
+            _ => None,
+        }
+    }
+}
+
+/// Step id → index of its first declaration (D-130: foldhash, seeded per process, so a
+/// crafted document cannot force collisions; nothing iterates the map, so plans do not
+/// depend on the seed).
+///
+/// Open addressing with linear probing over a power-of-two table at most three quarters
+/// full, sized once for the step count (it never grows). Each slot keeps a hash tag, the
+/// id's length and its first [`ID_PREFIX`] bytes beside the index, so a probe confirms a
+/// short id without reading the step's string; a longer id is confirmed against the
+/// step's own string (`id_of`). Look-ups come in batches ([`IdMap::touch`]): the first
+/// slot of every look-up in the batch is loaded before any is probed, so their cache
+/// misses overlap instead of queuing one behind another.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct IdMap {
+    hasher: foldhash::fast::RandomState,
+    /// Empty slots have tag 0; empty when there are no steps.
+    slots: Vec<IdSlot>,
+}
+
+/// How many bytes of an id a map slot holds inline.
+const ID_PREFIX: usize = 20;
+
+/// How many look-ups [`analyse`] hashes and touches before probing them.
+const ID_BATCH: usize = 32;
+
+/// 32 bytes, aligned so that a slot never straddles two cache lines.
+#[derive(Debug, Clone, Copy, Default)]
+#[repr(C, align(32))]
+struct IdSlot {
+    /// Hash bits of the id, never 0 (0 marks an empty slot).
+    tag: u32,
+    index: u32,
+    /// The id's length (saturated at `u32::MAX`; such an id is compared in full anyway).
+    len: u32,
+    /// The id's first bytes, zero-padded.
+    prefix: [u8; ID_PREFIX],
+}
+
+impl IdSlot {
+    /// Whether this occupied slot holds `name`; `full` reads the slot's whole id when the
+    /// prefix cannot decide.
+    fn holds<'a>(&self, name: &str, full: impl FnOnce(usize) -> Option<&'a str>) -> bool {
+        let bytes = name.as_bytes();
+        if self.len != u32::try_from(bytes.len()).unwrap_or(u32::MAX) {
+            return false;
+        }
+        // A byte loop, not a `memcmp` call: ids are short and the slot is in cache.
+        self.prefix.iter().zip(bytes).all(|(a, b)| a == b)
+            && (bytes.len() <= ID_PREFIX || full(self.index as usize) == Some(name))
+    }
+}
+
+impl IdMap {
+    fn with_capacity(n: usize) -> IdMap {
+        let slots = if n == 0 {
+            Vec::new()
+        } else {
+            // ≤ 3/4 full, so every probe sequence meets an empty slot.
+            vec![IdSlot::default(); (n + n / 3 + 1).next_power_of_two()]
+        };
+        IdMap {
+            hasher: foldhash::fast::RandomState::default(),
+            slots,
+        }
+    }
+
+    fn hash(&self, name: &str) -> u64 {
+        self.hasher.hash_one(name)
+    }
+
+    /// The tag and first slot of `hash`.
+    fn home(&self, hash: u64) -> (u32, usize) {
+        let tag = ((hash >> 32) as u32) | 1;
+        (tag, hash as usize & self.slots.len().wrapping_sub(1))
+    }
+
+    /// Load the first slot of each hash, so the probes that follow find them in cache.
+    fn touch(&self, hashes: &[u64]) {
+        if self.slots.is_empty() {
+            return;
+        }
+        let mut seen = 0u32;
+        for &hash in hashes {
+            let (_, at) = self.home(hash);
+            seen ^= self.slots[at].tag;
+        }
+        std::hint::black_box(seen);
+    }
+
+    /// The slot holding `name` (whose hash is `hash`), or the empty slot where it would go.
+    fn find<'a>(
+        &self,
+        name: &str,
+        hash: u64,
+        id_of: impl Fn(usize) -> Option<&'a str>,
+    ) -> Option<(usize, bool)> {
+        if self.slots.is_empty() {
+            return None;
+        }
+        let mask = self.slots.len() - 1;
+        let (tag, mut at) = self.home(hash);
+        loop {
+            let slot = &self.slots[at];
+            if slot.tag == 0 {
+                return Some((at, false));
+            }
+            if slot.tag == tag && slot.holds(name, &id_of) {
+                return Some((at, true));
+            }
+            at = (at + 1) & mask;
+        }
+    }
+
+    /// The index of the step declaring `name` first; `id_of(i)` is step `i`'s id.
+    pub(crate) fn get<'a>(
+        &self,
+        name: &str,
+        id_of: impl Fn(usize) -> Option<&'a str>,
+    ) -> Option<usize> {
+        self.get_hashed(name, self.hash(name), id_of)
+    }
+
+    fn get_hashed<'a>(
+        &self,
+        name: &str,
+        hash: u64,
+        id_of: impl Fn(usize) -> Option<&'a str>,
+    ) -> Option<usize> {
+        match self.find(name, hash, id_of)? {
+            (at, true) => Some(self.slots[at].index as usize),
+            (_, false) => None,
+        }
+    }
+
+    /// Record `name` → `index` unless `name` is already there; returns the earlier index.
+    /// At most the capacity's step count of ids are ever inserted.
+    fn insert_first<'a>(
+        &mut self,
+        name: &str,
+        hash: u64,
+        index: u32,
+        id_of: impl Fn(usize) -> Option<&'a str>,
+    ) -> Option<usize> {
+        let (at, found) = self.find(name, hash, id_of)?;
+        if found {
+            return Some(self.slots[at].index as usize);
+        }
+        let bytes = name.as_bytes();
+        let mut prefix = [0u8; ID_PREFIX];
+        let k = bytes.len().min(ID_PREFIX);
+        prefix[..k].copy_from_slice(&bytes[..k]);
+        self.slots[at] = IdSlot {
+            tag: self.home(hash).0,
+            index,
+            len: u32::try_from(bytes.len()).unwrap_or(u32::MAX),
+            prefix,
+        };
+        None
+    }
+}
 
 /// The graph checks shared by [`plan`] and save-time validation of a raw document.
 ///
-/// `steps[i].id` is step `i`'s id (`None` when the document has no usable id for it; such
-/// a step is still a node, just one no edge can name). Ids resolve to their first
-/// declaration, so with duplicate ids the graph is the graph of *names* the edges
+/// There are `n` steps; `id_of(i)` is step `i`'s id (`None` when the document has no
+/// usable id for it; such a step is still a node, just one no edge can name). `edges`
+/// yields each declared edge's `(from, to)` names (`None` where the document holds no
+/// usable string: that problem is the caller's, not a dangling edge) and its `when`. Ids resolve to their
+/// first declaration, so with duplicate ids the graph is the graph of *names* the edges
 /// describe: a cycle in it survives whichever twin is renamed, and is reported too.
-pub(crate) fn analyse<'a>(steps: &[StepView<'a>], edges: &[EdgeEnds<'_>]) -> Analysis<'a> {
-    let n = steps.len();
+pub(crate) fn analyse<'a, 'e>(
+    n: usize,
+    id_of: impl Fn(usize) -> Option<&'a str>,
+    edges: impl ExactSizeIterator<Item = (Option<&'e str>, Option<&'e str>, When)>,
+) -> Analysis {
+    let m = edges.len();
     let mut errors = Vec::new();
-    // PLAN-1: first declaration wins; every later one is the problem.
-    let mut index = IdMap::with_capacity_and_hasher(n, Default::default());
-    for (i, step) in steps.iter().enumerate() {
-        let Some(id) = step.id else { continue };
-        if let Some(&first) = index.get(id) {
-            errors.push(ValidationError::new(
-                ValidationCode::DuplicateStepId,
-                format!("/steps/{i}/id"),
-                format!("step id {id:?} is already used by step {first} (/steps/{first}); step ids must be unique within a workflow"),
-            ));
+    if n > MAX_GRAPH_SIZE || m > MAX_GRAPH_SIZE {
+        let (path, what) = if n > MAX_GRAPH_SIZE {
+            ("/steps", "steps")
         } else {
-            index.insert(id, i);
-        }
+            ("/edges", "edges")
+        };
+        errors.push(ValidationError::new(
+            ValidationCode::InvalidValue,
+            path,
+            format!("a workflow may declare at most {MAX_GRAPH_SIZE} {what}"),
+        ));
+        return Analysis {
+            errors,
+            endpoints: Vec::new(),
+            whens: Vec::new(),
+            order: None,
+            index: IdMap::default(),
+        };
     }
-    // PLAN-2 / ERR-13: every edge, success or error, must name existing steps.
-    let mut endpoints = Vec::with_capacity(edges.len());
-    for (e, edge) in edges.iter().enumerate() {
-        let mut resolve = |end: Option<&str>, field: &str| -> Option<usize> {
-            let name = end?;
-            let found = index.get(name).copied();
-            if found.is_none() {
+    // PLAN-1: first declaration wins; every later one is the problem. In batches: hash a
+    // batch and touch its slots, then insert in declared order.
+    let mut index = IdMap::with_capacity(n);
+    let mut hashes = [0u64; ID_BATCH];
+    for base in (0..n).step_by(ID_BATCH) {
+        let batch = base..n.min(base + ID_BATCH);
+        for i in batch.clone() {
+            hashes[i - base] = id_of(i).map_or(0, |id| index.hash(id));
+        }
+        index.touch(&hashes[..batch.len()]);
+        for i in batch {
+            let Some(id) = id_of(i) else { continue };
+            if let Some(first) = index.insert_first(id, hashes[i - base], i as u32, &id_of) {
                 errors.push(ValidationError::new(
-                    ValidationCode::DanglingEdge,
-                    format!("/edges/{e}/{field}"),
-                    format!("edge {e}'s {field:?} is {name:?}, but no step has that id"),
+                    ValidationCode::DuplicateStepId,
+                    format!("/steps/{i}/id"),
+                    format!("step id {id:?} is already used by step {first} (/steps/{first}); step ids must be unique within a workflow"),
                 ));
             }
-            found
-        };
-        let from = resolve(edge.from, "from");
-        let to = resolve(edge.to, "to");
-        endpoints.push(from.zip(to));
+        }
+    }
+    // PLAN-2 / ERR-13: every edge, success or error, must name existing steps. In batches
+    // as above; problems are still reported in edge order, `from` before `to`.
+    let mut endpoints = Vec::with_capacity(m);
+    let mut whens = Vec::with_capacity(m);
+    let mut edges = edges.enumerate();
+    let mut batch: [(usize, Option<&str>, Option<&str>); ID_BATCH] = [(0, None, None); ID_BATCH];
+    let mut end_hashes = [0u64; 2 * ID_BATCH];
+    loop {
+        let mut len = 0;
+        for (slot, (e, (from, to, when))) in batch.iter_mut().zip(edges.by_ref()) {
+            *slot = (e, from, to);
+            whens.push(when);
+            len += 1;
+        }
+        if len == 0 {
+            break;
+        }
+        for (k, &(_, from, to)) in batch[..len].iter().enumerate() {
+            end_hashes[2 * k] = from.map_or(0, |s| index.hash(s));
+            end_hashes[2 * k + 1] = to.map_or(0, |s| index.hash(s));
+        }
+        index.touch(&end_hashes[..2 * len]);
+        for (k, &(e, from, to)) in batch[..len].iter().enumerate() {
+            let mut resolve = |end: Option<&str>, hash: u64, field: &str| -> Option<u32> {
+                let name = end?;
+                let found = index.get_hashed(name, hash, &id_of);
+                if found.is_none() {
+                    errors.push(ValidationError::new(
+                        ValidationCode::DanglingEdge,
+                        format!("/edges/{e}/{field}"),
+                        format!("edge {e}'s {field:?} is {name:?}, but no step has that id"),
+                    ));
+                }
+                found.map(|i| i as u32)
+            };
+            let from = resolve(from, end_hashes[2 * k], "from");
+            let to = resolve(to, end_hashes[2 * k + 1], "to");
+            endpoints.push(match (from, to) {
+                (Some(from), Some(to)) => [from, to],
+                _ => [UNRESOLVED; 2],
+            });
+        }
+        if len < ID_BATCH {
+            break;
+        }
     }
     let (graph, indegree) = Csr::new(n, &endpoints);
     // PLAN-4: no edges → the declared order, without touching the heap.
-    let order = if edges.is_empty() {
+    let order = if m == 0 {
         (0..n).collect()
     } else {
         kahn(&graph, indegree)
@@ -321,45 +688,53 @@ pub(crate) fn analyse<'a>(steps: &[StepView<'a>], edges: &[EdgeEnds<'_>]) -> Ana
             consumed[i] = true;
         }
         for cycle in cycles(&graph, &consumed) {
-            errors.push(cycle_error(steps, &cycle));
+            errors.push(cycle_error(&id_of, &cycle));
         }
     }
     let order = errors.is_empty().then_some(order);
     Analysis {
         errors,
         endpoints,
+        whens,
         order,
         index,
     }
 }
 
 /// Compressed adjacency, the analysis's one copy of the edges: the out-neighbours of `v`
-/// are `targets[start[v]..start[v + 1]]`, in declared edge order.
+/// are `targets[start[v]..start[v + 1]]`, in declared edge order. `u32` throughout, like
+/// the floor in `benches/planner.rs` (`analyse` checked that every index fits).
 struct Csr {
-    start: Vec<usize>,
-    targets: Vec<usize>,
+    start: Vec<u32>,
+    targets: Vec<u32>,
 }
 
 impl Csr {
     /// The adjacency of the resolved `endpoints` over `n` nodes, and each node's in-degree.
-    fn new(n: usize, endpoints: &[Option<(usize, usize)>]) -> (Self, Vec<usize>) {
+    fn new(n: usize, endpoints: &[[u32; 2]]) -> (Self, Vec<u32>) {
+        let resolved = || {
+            endpoints
+                .iter()
+                .filter(|&&[from, to]| from != UNRESOLVED && to != UNRESOLVED)
+        };
         // Count into `start[from]` and prefix-sum, so `start[v]` is the end of `v`'s range;
         // filling backwards then moves it to the range's start and keeps declared order.
-        let mut start = vec![0usize; n + 1];
-        let mut indegree = vec![0usize; n];
+        let mut start = vec![0u32; n + 1];
+        let mut indegree = vec![0u32; n];
         let mut m = 0usize;
-        for &(from, to) in endpoints.iter().flatten() {
-            start[from] += 1;
-            indegree[to] += 1;
+        for &[from, to] in resolved() {
+            start[from as usize] += 1;
+            indegree[to as usize] += 1;
             m += 1;
         }
         for v in 1..=n {
             start[v] += start[v - 1];
         }
-        let mut targets = vec![0usize; m];
-        for &(from, to) in endpoints.iter().rev().flatten() {
-            start[from] -= 1;
-            targets[start[from]] = to;
+        let mut targets = vec![0u32; m];
+        for &[from, to] in resolved().rev() {
+            let at = &mut start[from as usize];
+            *at -= 1;
+            targets[*at as usize] = to;
         }
         (Csr { start, targets }, indegree)
     }
@@ -368,16 +743,21 @@ impl Csr {
         self.start.len() - 1
     }
 
-    fn out(&self, v: usize) -> &[usize] {
-        &self.targets[self.start[v]..self.start[v + 1]]
+    /// `v`'s range in `targets`.
+    fn range(&self, v: usize) -> std::ops::Range<usize> {
+        self.start[v] as usize..self.start[v + 1] as usize
+    }
+
+    fn out(&self, v: usize) -> &[u32] {
+        &self.targets[self.range(v)]
     }
 }
 
 /// PLAN-5: Kahn's algorithm; among ready steps the earliest-declared goes first, which
 /// makes the result the smallest topological order by declared index.
-fn kahn(graph: &Csr, mut indegree: Vec<usize>) -> Vec<usize> {
-    let mut ready: BinaryHeap<Reverse<usize>> = (0..graph.len())
-        .filter(|&i| indegree[i] == 0)
+fn kahn(graph: &Csr, mut indegree: Vec<u32>) -> Vec<usize> {
+    let mut ready: BinaryHeap<Reverse<u32>> = (0..graph.len() as u32)
+        .filter(|&i| indegree[i as usize] == 0)
         .map(Reverse)
         .collect();
     let mut order = Vec::with_capacity(graph.len());
@@ -396,10 +776,11 @@ fn kahn(graph: &Csr, mut indegree: Vec<usize>) -> Vec<usize> {
         } else {
             v
         };
-        order.push(v);
-        for &w in graph.out(v) {
-            indegree[w] -= 1;
-            if indegree[w] == 0 {
+        order.push(v as usize);
+        for &w in graph.out(v as usize) {
+            let d = &mut indegree[w as usize];
+            *d -= 1;
+            if *d == 0 {
                 ready.push(Reverse(w));
             }
         }
@@ -431,13 +812,13 @@ fn cycles(graph: &Csr, consumed: &[bool]) -> Vec<Vec<usize>> {
         counter += 1;
         stack.push(root);
         on_stack[root] = true;
-        frames.push((root, graph.start[root]));
+        frames.push((root, graph.range(root).start));
         while let Some(&(v, pos)) = frames.last() {
-            if pos < graph.start[v + 1] {
+            if pos < graph.range(v).end {
                 if let Some(frame) = frames.last_mut() {
                     frame.1 += 1;
                 }
-                let w = graph.targets[pos];
+                let w = graph.targets[pos] as usize;
                 if consumed[w] {
                     continue;
                 }
@@ -447,7 +828,7 @@ fn cycles(graph: &Csr, consumed: &[bool]) -> Vec<Vec<usize>> {
                     counter += 1;
                     stack.push(w);
                     on_stack[w] = true;
-                    frames.push((w, graph.start[w]));
+                    frames.push((w, graph.range(w).start));
                 } else if on_stack[w] {
                     low[v] = low[v].min(order_of[w]);
                 }
@@ -478,7 +859,7 @@ fn cycles(graph: &Csr, consumed: &[bool]) -> Vec<Vec<usize>> {
         let Some(&first) = members.iter().min() else {
             continue;
         };
-        let self_loop = graph.out(first).contains(&first);
+        let self_loop = graph.out(first).contains(&(first as u32));
         if members.len() == 1 && !self_loop {
             continue; // behind a cycle, not on one
         }
@@ -507,6 +888,7 @@ fn shortest_cycle_through(
     parent[start] = start;
     while let Some(v) = queue.pop_front() {
         for &w in graph.out(v) {
+            let w = w as usize;
             if w == start {
                 let mut cycle = vec![v];
                 let mut at = v;
@@ -526,8 +908,8 @@ fn shortest_cycle_through(
     None
 }
 
-fn cycle_error(steps: &[StepView<'_>], cycle: &[usize]) -> ValidationError {
-    let name = |i: usize| match steps.get(i).and_then(|s| s.id) {
+fn cycle_error<'a>(id_of: impl Fn(usize) -> Option<&'a str>, cycle: &[usize]) -> ValidationError {
+    let name = |i: usize| match id_of(i) {
         Some(id) => format!("{id:?}"),
         None => format!("/steps/{i}"),
     };
@@ -772,16 +1154,50 @@ mod tests {
     }
 
     #[test]
+    fn the_id_map_tells_apart_ids_that_share_a_prefix_or_a_length() {
+        let long = "a-very-long-step-identifier-";
+        let ids: Vec<String> = vec![
+            "x".into(),
+            format!("{long}1"),
+            format!("{long}2"),
+            format!("{long}1"),
+            long.into(),
+            "".into(),
+            "12345678901234567890".into(),
+            "12345678901234567890x".into(),
+        ];
+        let id_of = |i: usize| ids.get(i).map(String::as_str);
+        let mut map = IdMap::with_capacity(ids.len());
+        let firsts: Vec<Option<usize>> = (0..ids.len())
+            .map(|i| {
+                let id = &ids[i];
+                map.insert_first(id, map.hash(id), i as u32, id_of)
+            })
+            .collect();
+        assert_eq!(
+            firsts,
+            [None, None, None, Some(1), None, None, None, None],
+            "only the repeated long id is a duplicate"
+        );
+        for (i, id) in ids.iter().enumerate() {
+            let want = if i == 3 { 1 } else { i };
+            assert_eq!(map.get(id, id_of), Some(want), "{id:?}");
+        }
+        for absent in [
+            &format!("{long}3")[..],
+            "y",
+            "1234567890123456789",
+            "a-very-long",
+        ] {
+            assert_eq!(map.get(absent, id_of), None, "{absent:?}");
+        }
+        assert_eq!(IdMap::with_capacity(0).get("x", id_of), None);
+    }
+
+    #[test]
     fn the_adjacency_keeps_declared_edge_order_and_counts_in_degrees() {
         // Edges 0..4 in declared order; unresolved ones (None) are not edges.
-        let endpoints = [
-            Some((2, 0)),
-            None,
-            Some((0, 1)),
-            Some((2, 2)),
-            Some((0, 2)),
-            Some((2, 1)),
-        ];
+        let endpoints = [[2, 0], [UNRESOLVED; 2], [0, 1], [2, 2], [0, 2], [2, 1]];
         let (graph, indegree) = Csr::new(3, &endpoints);
         assert_eq!(graph.len(), 3);
         assert_eq!(graph.out(0), [1, 2]);

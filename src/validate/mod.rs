@@ -5,10 +5,12 @@
 //! per-account unique index over non-null keys). A document's problems come from the two
 //! layers below: `model`'s storage rules (types, required fields, enums, retry
 //! well-formedness, the key grammar, dotted ids, the PLAN-9 runnability gate) and `plan`'s
-//! graph rules over the raw document (PLAN-1/2/3, CTRL-1, PLAN-7, CTRL-4…9). Both are
-//! reported together, every problem with its JSON Pointer, sorted into document order;
-//! only a document with none is deserialized into the typed [`Workflow`], so typed code
-//! never sees a malformed one.
+//! graph rules (PLAN-1/2/3, CTRL-1, PLAN-7, CTRL-4…9): over the raw document when the
+//! storage rules refused it, over the typed [`Workflow`] deserialized from it when they
+//! accepted it (it then reads exactly what the raw document holds). Both are reported
+//! together, every problem with its JSON Pointer, sorted into document order; only a
+//! document with none is returned as a [`Workflow`], so typed code never sees a
+//! malformed one.
 //!
 //! Invariant: a pure function of the document (and the stored document it replaces);
 //! every problem found, not just the first; the nesting bound is checked before anything
@@ -72,21 +74,31 @@ fn validate_document(
     // The storage rules, then the graph rules (they fail planning, so they are save-time
     // problems too, reported with everything else).
     let mut errors = storage_problems(doc, gate, opts.runnable);
-    errors.extend(crate::plan::document_problems(doc));
     if !errors.is_empty() {
+        // The graph rules over whatever the raw document makes usable.
+        errors.extend(crate::plan::document_problems(doc));
         sort_into_document_order(doc, &mut errors);
         return Err(errors);
     }
     // The walk above checks every field the typed model reads, so this only fails on a
     // bug; it is still an `Err`, never a panic. Deserializing from `&Value` avoids
     // cloning the whole document first.
-    Workflow::deserialize(doc).map_err(|e| {
+    let workflow = Workflow::deserialize(doc).map_err(|e| {
         vec![ValidationError::new(
             Code::InvalidType,
             "",
             format!("the document does not fit the workflow model: {e}"),
         )]
-    })
+    })?;
+    // A document the storage rules accept reads the same typed as raw (every id and
+    // endpoint a string, every `uses` and `with` an object, `when` one of its two values),
+    // so the graph rules run on the typed workflow: no field is looked up twice.
+    let mut errors = crate::plan::workflow_problems(&workflow);
+    if !errors.is_empty() {
+        sort_into_document_order(doc, &mut errors);
+        return Err(errors);
+    }
+    Ok(workflow)
 }
 
 /// Sort problems into document order: by the position, in the document as written, of

@@ -20,7 +20,8 @@ impl Analyser<'_, '_> {
         });
         for (k, name) in list {
             let path = self.block_path(block, k);
-            let Some(&s) = graph.index.get(name) else {
+            let steps = self.steps;
+            let Some(s) = graph.index.get(name, |i| steps.get(i).and_then(|v| v.id)) else {
                 let where_ = self.block_name(block);
                 self.invalid(
                     path,
@@ -155,11 +156,13 @@ impl Analyser<'_, '_> {
     }
 
     /// PLAN-7 / CTRL-9: classify every edge. Returns the internal success edges per block.
-    pub(super) fn edges(&mut self, edges: &[EdgeEnds<'_>]) -> Vec<Vec<usize>> {
+    pub(super) fn edges(&mut self) -> Vec<Vec<usize>> {
         let graph = self.graph;
         let mut internal = vec![Vec::new(); self.drafts.len()];
-        for (e, ends) in graph.endpoints.iter().enumerate() {
-            let Some((from, to)) = *ends else { continue };
+        for e in 0..graph.endpoints.len() {
+            let Some((from, to)) = graph.endpoint(e) else {
+                continue;
+            };
             let (bf, bt) = (
                 self.slot[from].map(|s| s.block),
                 self.slot[to].map(|s| s.block),
@@ -178,7 +181,7 @@ impl Analyser<'_, '_> {
                 continue;
             }
             let Some(b) = bf else { continue };
-            if edges.get(e).is_some_and(|x| x.error) {
+            if graph.whens.get(e) == Some(&When::Error) {
                 let message = format!(
                     "edge {e} is a when: \"error\" edge inside {}; error edges exist only on the main graph, a failure inside a sub-block is handled by its control",
                     self.block_name(b)
@@ -205,16 +208,17 @@ impl Analyser<'_, '_> {
             let mut outgoing: Vec<Vec<PlanEdge>> = vec![Vec::new(); m];
             let mut incoming: Vec<Vec<PlanEdge>> = vec![Vec::new(); m];
             for &e in edges {
-                let Some((from, to)) = graph.endpoints[e] else {
+                let Some((from, to)) = graph.endpoint(e) else {
                     continue;
                 };
                 let (Some(f), Some(t)) = (self.slot[from], self.slot[to]) else {
                     continue;
                 };
+                // `analyse` checked that every step and edge index fits a `u32`.
                 let pe = PlanEdge {
-                    index: e,
-                    from,
-                    to,
+                    index: e as u32,
+                    from: from as u32,
+                    to: to as u32,
                     when: When::Success,
                 };
                 outgoing[f.position].push(pe);

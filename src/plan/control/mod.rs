@@ -23,7 +23,7 @@ use std::collections::{BinaryHeap, VecDeque};
 use serde_json::{Map, Number, Value};
 
 use super::wait::{parse_duration_ms, parse_timestamp_ms};
-use super::{Analysis, EdgeEnds, PlanEdge};
+use super::{Analysis, PlanEdge};
 use crate::model::{ValidationCode as Code, ValidationError, When, pointer_token};
 use crate::model::{json_kind, show_value};
 
@@ -242,11 +242,7 @@ pub(crate) struct ControlAnalysis {
 ///
 /// `graph` is the PLAN-1/2/3 analysis of the whole document (main graph and sub-blocks
 /// together): it resolves ids and endpoints, and its cycle check covers sub-blocks too.
-pub(crate) fn analyse_controls(
-    steps: &[StepView<'_>],
-    edges: &[EdgeEnds<'_>],
-    graph: &Analysis<'_>,
-) -> ControlAnalysis {
+pub(crate) fn analyse_controls(steps: &[StepView<'_>], graph: &Analysis) -> ControlAnalysis {
     let n = steps.len();
     // Most workflows have no control: skip the per-step tables (three n-long vectors).
     if steps.iter().all(|v| v.control.is_none()) {
@@ -283,7 +279,7 @@ pub(crate) fn analyse_controls(
         return a.finish(Vec::new());
     }
     let levels = a.levels();
-    let internal = a.edges(edges);
+    let internal = a.edges();
     let blocks = a.structure(&internal, &levels);
     a.finish(blocks)
 }
@@ -297,7 +293,7 @@ struct Draft {
 
 struct Analyser<'s, 'a> {
     steps: &'s [StepView<'a>],
-    graph: &'s Analysis<'a>,
+    graph: &'s Analysis,
     errors: Vec<ValidationError>,
     controls: Vec<ControlStep>,
     control_of: Vec<Option<usize>>,
@@ -391,7 +387,7 @@ fn reachable(outgoing: &[Vec<PlanEdge>], position: impl Fn(usize) -> usize) -> V
     let mut queue = VecDeque::from([0usize]);
     while let Some(k) = queue.pop_front() {
         for e in &outgoing[k] {
-            let t = position(e.to);
+            let t = position(e.to as usize);
             if !seen[t] {
                 seen[t] = true;
                 queue.push_back(t);
@@ -416,7 +412,7 @@ fn local_kahn(
     while let Some(Reverse(k)) = ready.pop() {
         order.push(k);
         for e in &outgoing[k] {
-            let t = position(e.to);
+            let t = position(e.to as usize);
             indegree[t] -= 1;
             if indegree[t] == 0 {
                 ready.push(Reverse(t));
