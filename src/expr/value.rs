@@ -207,13 +207,6 @@ pub(crate) fn loose_eq(a: &Val<'_>, b: &Val<'_>) -> bool {
     }
 }
 
-/// The outcome of a JS property walk.
-pub(crate) enum Walk<'a> {
-    Found(Val<'a>),
-    /// The path named nothing (`undefined`), or stepped through null/undefined.
-    Missing,
-}
-
 /// One JS property read `value[seg]`, as `var` performs it. Objects read keys; arrays read
 /// canonical indexes and `length`; strings read `length` (UTF-16 units) and single
 /// characters by UTF-16 index. Inherited properties (`constructor`, …) are not emulated.
@@ -272,7 +265,7 @@ pub(crate) fn json_property<'a>(v: &'a Value, seg: &str) -> Option<Val<'a>> {
     }
 }
 
-fn string_property<'a>(s: &str, seg: &str) -> Option<Val<'a>> {
+pub(crate) fn string_property<'a>(s: &str, seg: &str) -> Option<Val<'a>> {
     if seg == "length" {
         return Some(Val::Num(s.encode_utf16().count() as f64));
     }
