@@ -19,8 +19,8 @@ use super::limits::MAX_NESTING_DEPTH;
 use super::number::{json_number, number_value};
 use super::scope::DataRoot;
 use super::value::{
-    Val, canonical_index, loose_eq, object_get, property, same_value_zero, strict_eq,
-    string_property, to_js_string, to_number, truthy,
+    Val, canonical_index, json_to_number, json_truthy, loose_eq, object_get, property,
+    same_value_zero, strict_eq, string_property, to_js_string, to_number, truthy,
 };
 
 /// Which operator set a rule may use.
@@ -84,28 +84,72 @@ impl std::fmt::Display for ExprError {
 
 impl std::error::Error for ExprError {}
 
+/// The operators whose answer is always a boolean, other than the numeric comparisons.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Op {
+enum Test {
     Eq,
     Ne,
     StrictEq,
     StrictNe,
     Not,
     NotNot,
+    In,
+}
+
+/// The numeric comparisons (chained over all operands).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Cmp {
     Gt,
     Ge,
     Lt,
     Le,
-    And,
-    Or,
-    Coalesce,
-    If,
-    In,
+}
+
+impl Cmp {
+    #[inline]
+    fn holds(self, a: f64, b: f64) -> bool {
+        match self {
+            Cmp::Gt => a > b,
+            Cmp::Ge => a >= b,
+            Cmp::Lt => a < b,
+            Cmp::Le => a <= b,
+        }
+    }
+}
+
+/// The arithmetic operators (folded over all operands).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Arith {
     Add,
     Sub,
     Mul,
     Div,
     Mod,
+}
+
+impl Arith {
+    #[inline]
+    fn apply(self, a: f64, b: f64) -> f64 {
+        match self {
+            Arith::Add => a + b,
+            Arith::Sub => a - b,
+            Arith::Mul => a * b,
+            Arith::Div => a / b,
+            // f64 `%` is fmod: the result takes the dividend's sign, like JS.
+            Arith::Mod => a % b,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Op {
+    Test(Test),
+    Cmp(Cmp),
+    Arith(Arith),
+    And,
+    Or,
+    Coalesce,
+    If,
     // Extended only.
     Cat,
     Substr,
@@ -125,26 +169,26 @@ enum Op {
 
 fn dialect_op(name: &str) -> Option<Op> {
     Some(match name {
-        "==" => Op::Eq,
-        "!=" => Op::Ne,
-        "===" => Op::StrictEq,
-        "!==" => Op::StrictNe,
-        "!" => Op::Not,
-        "!!" => Op::NotNot,
-        ">" => Op::Gt,
-        ">=" => Op::Ge,
-        "<" => Op::Lt,
-        "<=" => Op::Le,
+        "==" => Op::Test(Test::Eq),
+        "!=" => Op::Test(Test::Ne),
+        "===" => Op::Test(Test::StrictEq),
+        "!==" => Op::Test(Test::StrictNe),
+        "!" => Op::Test(Test::Not),
+        "!!" => Op::Test(Test::NotNot),
+        ">" => Op::Cmp(Cmp::Gt),
+        ">=" => Op::Cmp(Cmp::Ge),
+        "<" => Op::Cmp(Cmp::Lt),
+        "<=" => Op::Cmp(Cmp::Le),
         "and" => Op::And,
         "or" => Op::Or,
         "??" => Op::Coalesce,
         "if" | "?:" => Op::If,
-        "in" => Op::In,
-        "+" => Op::Add,
-        "-" => Op::Sub,
-        "*" => Op::Mul,
-        "/" => Op::Div,
-        "%" => Op::Mod,
+        "in" => Op::Test(Test::In),
+        "+" => Op::Arith(Arith::Add),
+        "-" => Op::Arith(Arith::Sub),
+        "*" => Op::Arith(Arith::Mul),
+        "/" => Op::Arith(Arith::Div),
+        "%" => Op::Arith(Arith::Mod),
         _ => return None,
     })
 }
@@ -232,10 +276,44 @@ enum Node {
     /// `var` with a computed path.
     VarDyn(Box<Node>, Option<Box<Value>>),
     Missing(Box<[Node]>),
+    Test(Test, Box<[Node]>),
+    Cmp(Cmp, Box<[Node]>),
+    /// A two-operand comparison of a static `var` with a number literal, the commonest
+    /// condition, evaluated without the general operand dispatch.
+    CmpVar(Cmp, Box<VarCmp>),
+    Arith(Arith, Box<[Node]>),
+    /// Every other operator.
     Call(Op, Box<[Node]>),
 }
 
+#[derive(Debug, Clone)]
+struct VarCmp {
+    /// Always a [`Node::Var`].
+    var: Node,
+    number: f64,
+    /// Whether the `var` is the left operand.
+    var_left: bool,
+}
+
 impl Node {
+    /// A comparison node, specialised when its shape allows.
+    fn compare(cmp: Cmp, args: Box<[Node]>) -> Node {
+        match &*args {
+            [var @ Node::Var(..), Node::Num(number)] | [Node::Num(number), var @ Node::Var(..)] => {
+                let var_left = matches!(args.first(), Some(Node::Var(..)));
+                Node::CmpVar(
+                    cmp,
+                    Box::new(VarCmp {
+                        var: var.clone(),
+                        number: *number,
+                        var_left,
+                    }),
+                )
+            }
+            _ => Node::Cmp(cmp, args),
+        }
+    }
+
     fn literal(v: &Value) -> Node {
         match v {
             Value::Null => Node::Null,
@@ -373,7 +451,7 @@ fn compile_call(
                     message: format!("Unknown JSONLogic operator: {}", Value::from(name)),
                     operator: Some(name.to_owned()),
                 })?;
-            if matches!(op, Op::Add | Op::Sub | Op::Mul | Op::Div | Op::Mod) && raw.is_empty() {
+            if matches!(op, Op::Arith(_)) && raw.is_empty() {
                 // The reference throws a TypeError (reduce of an empty array) here.
                 return Err(ExprError {
                     code: ExprCode::InvalidArguments,
@@ -381,7 +459,13 @@ fn compile_call(
                     operator: Some(name.to_owned()),
                 });
             }
-            Ok(Node::Call(op, compile_all(&raw)?))
+            let args = compile_all(&raw)?;
+            Ok(match op {
+                Op::Test(t) => Node::Test(t, args),
+                Op::Cmp(c) => Node::compare(c, args),
+                Op::Arith(a) => Node::Arith(a, args),
+                other => Node::Call(other, args),
+            })
         }
     }
 }
@@ -624,6 +708,10 @@ fn eval<'a>(node: &'a Node, data: &Data<'a, '_>) -> Val<'a> {
             }
             Val::Arr(missing)
         }
+        Node::Test(t, args) => Val::Bool(test(*t, args, data)),
+        Node::Cmp(c, args) => Val::Bool(compare(*c, args, data)),
+        Node::CmpVar(c, vc) => Val::Bool(compare_var(*c, vc, data)),
+        Node::Arith(a, args) => Val::Num(arith(*a, args, data)),
         Node::Call(op, args) => call(*op, args, data),
     }
 }
@@ -633,26 +721,19 @@ fn eval_bool<'a>(node: &'a Node, data: &Data<'a, '_>) -> bool {
     match node {
         Node::Bool(b) => *b,
         Node::Var(segs, default) => match static_var(segs, default.as_deref(), data) {
-            Ok(v) => truthy(&Val::from_json(v)),
+            Ok(v) => json_truthy(v),
             Err(()) => var(node, data).is_some_and(|at| at.truthy()),
         },
         Node::VarDyn(..) => var(node, data).is_some_and(|at| at.truthy()),
-        Node::Call(op, args) => {
-            if let Some(b) = test(*op, args, data) {
-                return b;
-            }
-            if let Some(x) = arith(*op, args, data) {
-                return truthy(&Val::Num(x));
-            }
-            match op {
-                // `and` answers its first falsy operand or its last: truthy iff all are
-                // (and there is one); `or` answers its first truthy operand or its last.
-                Op::And => !args.is_empty() && args.iter().all(|n| eval_bool(n, data)),
-                Op::Or => args.iter().any(|n| eval_bool(n, data)),
-                Op::If => pick_branch(args, data).is_some_and(|n| eval_bool(n, data)),
-                _ => truthy(&eval(node, data)),
-            }
-        }
+        Node::Test(t, args) => test(*t, args, data),
+        Node::Cmp(c, args) => compare(*c, args, data),
+        Node::CmpVar(c, vc) => compare_var(*c, vc, data),
+        Node::Arith(a, args) => truthy(&Val::Num(arith(*a, args, data))),
+        // `and` answers its first falsy operand or its last: truthy iff all are (and there
+        // is one); `or` answers its first truthy operand or its last.
+        Node::Call(Op::And, args) => !args.is_empty() && args.iter().all(|n| eval_bool(n, data)),
+        Node::Call(Op::Or, args) => args.iter().any(|n| eval_bool(n, data)),
+        Node::Call(Op::If, args) => pick_branch(args, data).is_some_and(|n| eval_bool(n, data)),
         _ => truthy(&eval(node, data)),
     }
 }
@@ -661,20 +742,12 @@ fn eval_bool<'a>(node: &'a Node, data: &Data<'a, '_>) -> bool {
 fn eval_num<'a>(node: &'a Node, data: &Data<'a, '_>) -> f64 {
     match node {
         Node::Num(x) => *x,
-        Node::Var(segs, default) => match static_var(segs, default.as_deref(), data) {
-            Ok(v) => to_number(&Val::from_json(v)),
-            Err(()) => var(node, data).map_or(f64::NAN, |at| at.number()),
-        },
+        Node::Var(segs, default) => var_number(node, segs, default.as_deref(), data),
         Node::VarDyn(..) => var(node, data).map_or(f64::NAN, |at| at.number()),
-        Node::Call(op, args) => {
-            if let Some(x) = arith(*op, args, data) {
-                return x;
-            }
-            if let Some(b) = test(*op, args, data) {
-                return f64::from(u8::from(b));
-            }
-            to_number(&call(*op, args, data))
-        }
+        Node::Arith(a, args) => arith(*a, args, data),
+        Node::Cmp(c, args) => f64::from(u8::from(compare(*c, args, data))),
+        Node::CmpVar(c, vc) => f64::from(u8::from(compare_var(*c, vc, data))),
+        Node::Test(t, args) => f64::from(u8::from(test(*t, args, data))),
         _ => to_number(&eval(node, data)),
     }
 }
@@ -683,35 +756,42 @@ fn eval_num<'a>(node: &'a Node, data: &Data<'a, '_>) -> f64 {
 /// allows: the top of [`Logic::evaluate`].
 fn eval_json<'a>(node: &'a Node, data: &Data<'a, '_>) -> Value {
     match node {
+        Node::Null => Value::Null,
+        Node::Bool(b) => Value::Bool(*b),
+        Node::Num(x) => number_value(*x),
+        Node::Str(s) => Value::String(String::from(&**s)),
         Node::Var(segs, default) => match static_var(segs, default.as_deref(), data) {
             Ok(v) => At::Json(v).to_json(),
             Err(()) => var(node, data).map_or(Value::Null, |at| at.to_json()),
         },
         Node::VarDyn(..) => var(node, data).map_or(Value::Null, |at| at.to_json()),
-        Node::Call(op, args) => {
-            if let Some(b) = test(*op, args, data) {
-                return Value::Bool(b);
-            }
-            if let Some(x) = arith(*op, args, data) {
-                return number_value(x);
-            }
-            match op {
-                Op::If => pick_branch(args, data).map_or(Value::Null, |n| eval_json(n, data)),
-                Op::And | Op::Or => {
-                    let Some((last, init)) = args.split_last() else {
-                        return Value::Null;
-                    };
-                    for n in init {
-                        let v = eval(n, data);
-                        // `and` stops at a falsy operand, `or` at a truthy one.
-                        if truthy(&v) == (*op == Op::Or) {
-                            return v.to_json();
-                        }
+        Node::Test(t, args) => Value::Bool(test(*t, args, data)),
+        Node::Cmp(c, args) => Value::Bool(compare(*c, args, data)),
+        Node::CmpVar(c, vc) => Value::Bool(compare_var(*c, vc, data)),
+        Node::Arith(a, args) => number_value(arith(*a, args, data)),
+        Node::Call(Op::If, args) => {
+            pick_branch(args, data).map_or(Value::Null, |n| eval_json(n, data))
+        }
+        Node::Call(op @ (Op::And | Op::Or), args) => {
+            let Some((last, init)) = args.split_last() else {
+                return Value::Null;
+            };
+            // `and` stops at a falsy operand, `or` at a truthy one.
+            let stop = *op == Op::Or;
+            for n in init {
+                if let Node::Test(..) | Node::Cmp(..) | Node::CmpVar(..) = n {
+                    let b = eval_bool(n, data);
+                    if b == stop {
+                        return Value::Bool(b);
                     }
-                    eval_json(last, data)
+                } else {
+                    let v = eval(n, data);
+                    if truthy(&v) == stop {
+                        return v.to_json();
+                    }
                 }
-                _ => call(*op, args, data).to_json(),
             }
+            eval_json(last, data)
         }
         _ => eval(node, data).to_json(),
     }
@@ -733,46 +813,71 @@ fn pick_branch<'a>(args: &'a [Node], data: &Data<'a, '_>) -> Option<&'a Node> {
     rest.first()
 }
 
-fn fold_numbers<'a>(args: &'a [Node], data: &Data<'a, '_>, f: impl Fn(f64, f64) -> f64) -> f64 {
-    let Some((first, rest)) = args.split_first() else {
-        return f64::NAN;
-    };
-    rest.iter()
-        .fold(eval_num(first, data), |acc, n| f(acc, eval_num(n, data)))
-}
-
 /// Pairwise over all operands: a<b, b<c, … (every operand is evaluated, as the reference
 /// maps them all before comparing).
-fn compare_chain<'a>(args: &'a [Node], data: &Data<'a, '_>, f: impl Fn(f64, f64) -> bool) -> bool {
+fn compare<'a>(cmp: Cmp, args: &'a [Node], data: &Data<'a, '_>) -> bool {
     if let [a, b] = args {
-        return f(eval_num(a, data), eval_num(b, data));
+        return cmp.holds(eval_num(a, data), eval_num(b, data));
     }
     let mut holds = true;
     let mut prev: Option<f64> = None;
     for n in args {
         let x = eval_num(n, data);
         if let Some(p) = prev {
-            holds &= f(p, x);
+            holds &= cmp.holds(p, x);
         }
         prev = Some(x);
     }
     holds
 }
 
-/// The operators whose answer is always a boolean; `None` for any other operator.
-fn test<'a>(op: Op, args: &'a [Node], data: &Data<'a, '_>) -> Option<bool> {
-    Some(match op {
-        Op::Eq => loose_eq(&arg(args, 0, data), &arg(args, 1, data)),
-        Op::Ne => !loose_eq(&arg(args, 0, data), &arg(args, 1, data)),
-        Op::StrictEq => strict_eq(&arg(args, 0, data), &arg(args, 1, data)),
-        Op::StrictNe => !strict_eq(&arg(args, 0, data), &arg(args, 1, data)),
-        Op::Not => !args.first().is_some_and(|n| eval_bool(n, data)),
-        Op::NotNot => args.first().is_some_and(|n| eval_bool(n, data)),
-        Op::Gt => compare_chain(args, data, |a, b| a > b),
-        Op::Ge => compare_chain(args, data, |a, b| a >= b),
-        Op::Lt => compare_chain(args, data, |a, b| a < b),
-        Op::Le => compare_chain(args, data, |a, b| a <= b),
-        Op::In => {
+/// [`compare`] of a static `var` and a number literal.
+fn compare_var<'a>(cmp: Cmp, vc: &'a VarCmp, data: &Data<'a, '_>) -> bool {
+    let x = match &vc.var {
+        Node::Var(segs, default) => var_number(&vc.var, segs, default.as_deref(), data),
+        other => eval_num(other, data),
+    };
+    if vc.var_left {
+        cmp.holds(x, vc.number)
+    } else {
+        cmp.holds(vc.number, x)
+    }
+}
+
+/// `to_number` of a static `var` node's answer.
+#[inline(always)]
+fn var_number<'a>(
+    node: &'a Node,
+    segs: &[Seg],
+    default: Option<&'a Value>,
+    data: &Data<'a, '_>,
+) -> f64 {
+    match static_var(segs, default, data) {
+        Ok(v) => json_to_number(v),
+        Err(()) => var(node, data).map_or(f64::NAN, |at| at.number()),
+    }
+}
+
+/// Folded over all operands, left to right; a lone `-` negates.
+fn arith<'a>(op: Arith, args: &'a [Node], data: &Data<'a, '_>) -> f64 {
+    match args {
+        [only] if op == Arith::Sub => -eval_num(only, data),
+        [first, rest @ ..] => rest.iter().fold(eval_num(first, data), |acc, n| {
+            op.apply(acc, eval_num(n, data))
+        }),
+        [] => f64::NAN,
+    }
+}
+
+fn test<'a>(t: Test, args: &'a [Node], data: &Data<'a, '_>) -> bool {
+    match t {
+        Test::Eq => loose_eq(&arg(args, 0, data), &arg(args, 1, data)),
+        Test::Ne => !loose_eq(&arg(args, 0, data), &arg(args, 1, data)),
+        Test::StrictEq => strict_eq(&arg(args, 0, data), &arg(args, 1, data)),
+        Test::StrictNe => !strict_eq(&arg(args, 0, data), &arg(args, 1, data)),
+        Test::Not => !args.first().is_some_and(|n| eval_bool(n, data)),
+        Test::NotNot => args.first().is_some_and(|n| eval_bool(n, data)),
+        Test::In => {
             let needle = arg(args, 0, data);
             let hay = arg(args, 1, data);
             match &hay {
@@ -782,34 +887,14 @@ fn test<'a>(op: Op, args: &'a [Node], data: &Data<'a, '_>) -> Option<bool> {
                     .unwrap_or(false),
             }
         }
-        _ => return None,
-    })
-}
-
-/// The dialect's arithmetic (always a number); `None` for any other operator.
-fn arith<'a>(op: Op, args: &'a [Node], data: &Data<'a, '_>) -> Option<f64> {
-    Some(match op {
-        Op::Add => fold_numbers(args, data, |a, b| a + b),
-        Op::Sub => match args {
-            [only] => -eval_num(only, data),
-            _ => fold_numbers(args, data, |a, b| a - b),
-        },
-        Op::Mul => fold_numbers(args, data, |a, b| a * b),
-        Op::Div => fold_numbers(args, data, |a, b| a / b),
-        // f64 `%` is fmod: the result takes the dividend's sign, like JS.
-        Op::Mod => fold_numbers(args, data, |a, b| a % b),
-        _ => return None,
-    })
+    }
 }
 
 fn call<'a>(op: Op, args: &'a [Node], data: &Data<'a, '_>) -> Val<'a> {
-    if let Some(b) = test(op, args, data) {
-        return Val::Bool(b);
-    }
-    if let Some(x) = arith(op, args, data) {
-        return Val::Num(x);
-    }
     match op {
+        Op::Test(t) => Val::Bool(test(t, args, data)),
+        Op::Cmp(c) => Val::Bool(compare(c, args, data)),
+        Op::Arith(a) => Val::Num(arith(a, args, data)),
         Op::And => {
             let mut last = Val::Undefined;
             for n in args {
