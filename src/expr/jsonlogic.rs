@@ -871,13 +871,23 @@ fn arith<'a>(op: Arith, args: &'a [Node], data: &Data<'a, '_>) -> f64 {
 
 fn test<'a>(t: Test, args: &'a [Node], data: &Data<'a, '_>) -> bool {
     match t {
-        Test::Eq => loose_eq(&arg(args, 0, data), &arg(args, 1, data)),
-        Test::Ne => !loose_eq(&arg(args, 0, data), &arg(args, 1, data)),
+        Test::Eq => loose_eq_args(args, data),
+        Test::Ne => !loose_eq_args(args, data),
         Test::StrictEq => strict_eq(&arg(args, 0, data), &arg(args, 1, data)),
         Test::StrictNe => !strict_eq(&arg(args, 0, data), &arg(args, 1, data)),
         Test::Not => !args.first().is_some_and(|n| eval_bool(n, data)),
         Test::NotNot => args.first().is_some_and(|n| eval_bool(n, data)),
         Test::In => {
+            // A static var looked up in a literal list of strings: compare in place.
+            if let [Node::Var(segs, default), Node::Lit(hay)] = args
+                && let Value::Array(items) = &**hay
+                && let Ok(Value::String(needle)) = static_var(segs, default.as_deref(), data)
+            {
+                // SameValueZero: a string equals only an equal string.
+                return items
+                    .iter()
+                    .any(|i| matches!(i, Value::String(s) if s == needle));
+            }
             let needle = arg(args, 0, data);
             let hay = arg(args, 1, data);
             match &hay {
@@ -888,6 +898,20 @@ fn test<'a>(t: Test, args: &'a [Node], data: &Data<'a, '_>) -> bool {
             }
         }
     }
+}
+
+/// `==` of the first two operands; a static var against a string literal (either way
+/// round) compares in place when the var reads a string.
+fn loose_eq_args<'a>(args: &'a [Node], data: &Data<'a, '_>) -> bool {
+    match args {
+        [Node::Var(segs, default), Node::Str(lit)] | [Node::Str(lit), Node::Var(segs, default)] => {
+            if let Ok(Value::String(s)) = static_var(segs, default.as_deref(), data) {
+                return s.as_str() == &**lit;
+            }
+        }
+        _ => {}
+    }
+    loose_eq(&arg(args, 0, data), &arg(args, 1, data))
 }
 
 fn call<'a>(op: Op, args: &'a [Node], data: &Data<'a, '_>) -> Val<'a> {
