@@ -633,7 +633,7 @@ fn is_missing<'a>(key: &Val<'a>, data: &Data<'a, '_>) -> bool {
 /// that only reads object keys and array indexes of JSON data. `Ok` is the answer (the
 /// found value, else the default, else null); `Err(())` means the walk needs the general
 /// path (a computed property such as `length`, a string index, a computed data value).
-#[inline]
+#[inline(always)]
 fn static_var<'a>(
     segs: &[Seg],
     default: Option<&'a Value>,
