@@ -16,10 +16,11 @@ use std::rc::Rc;
 use serde_json::{Map, Value};
 
 use super::limits::MAX_NESTING_DEPTH;
+use super::number::{json_number, number_value};
 use super::scope::DataRoot;
 use super::value::{
-    Val, Walk, json_property, loose_eq, object_get, property, same_value_zero, strict_eq,
-    to_js_string, to_number, truthy,
+    Val, canonical_index, json_to_number, json_truthy, loose_eq, object_get, property,
+    same_value_zero, strict_eq, string_property, to_js_string, to_number, truthy,
 };
 
 /// Which operator set a rule may use.
@@ -83,28 +84,72 @@ impl std::fmt::Display for ExprError {
 
 impl std::error::Error for ExprError {}
 
+/// The operators whose answer is always a boolean, other than the numeric comparisons.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Op {
+enum Test {
     Eq,
     Ne,
     StrictEq,
     StrictNe,
     Not,
     NotNot,
+    In,
+}
+
+/// The numeric comparisons (chained over all operands).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Cmp {
     Gt,
     Ge,
     Lt,
     Le,
-    And,
-    Or,
-    Coalesce,
-    If,
-    In,
+}
+
+impl Cmp {
+    #[inline]
+    fn holds(self, a: f64, b: f64) -> bool {
+        match self {
+            Cmp::Gt => a > b,
+            Cmp::Ge => a >= b,
+            Cmp::Lt => a < b,
+            Cmp::Le => a <= b,
+        }
+    }
+}
+
+/// The arithmetic operators (folded over all operands).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Arith {
     Add,
     Sub,
     Mul,
     Div,
     Mod,
+}
+
+impl Arith {
+    #[inline]
+    fn apply(self, a: f64, b: f64) -> f64 {
+        match self {
+            Arith::Add => a + b,
+            Arith::Sub => a - b,
+            Arith::Mul => a * b,
+            Arith::Div => a / b,
+            // f64 `%` is fmod: the result takes the dividend's sign, like JS.
+            Arith::Mod => a % b,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Op {
+    Test(Test),
+    Cmp(Cmp),
+    Arith(Arith),
+    And,
+    Or,
+    Coalesce,
+    If,
     // Extended only.
     Cat,
     Substr,
@@ -124,26 +169,26 @@ enum Op {
 
 fn dialect_op(name: &str) -> Option<Op> {
     Some(match name {
-        "==" => Op::Eq,
-        "!=" => Op::Ne,
-        "===" => Op::StrictEq,
-        "!==" => Op::StrictNe,
-        "!" => Op::Not,
-        "!!" => Op::NotNot,
-        ">" => Op::Gt,
-        ">=" => Op::Ge,
-        "<" => Op::Lt,
-        "<=" => Op::Le,
+        "==" => Op::Test(Test::Eq),
+        "!=" => Op::Test(Test::Ne),
+        "===" => Op::Test(Test::StrictEq),
+        "!==" => Op::Test(Test::StrictNe),
+        "!" => Op::Test(Test::Not),
+        "!!" => Op::Test(Test::NotNot),
+        ">" => Op::Cmp(Cmp::Gt),
+        ">=" => Op::Cmp(Cmp::Ge),
+        "<" => Op::Cmp(Cmp::Lt),
+        "<=" => Op::Cmp(Cmp::Le),
         "and" => Op::And,
         "or" => Op::Or,
         "??" => Op::Coalesce,
         "if" | "?:" => Op::If,
-        "in" => Op::In,
-        "+" => Op::Add,
-        "-" => Op::Sub,
-        "*" => Op::Mul,
-        "/" => Op::Div,
-        "%" => Op::Mod,
+        "in" => Op::Test(Test::In),
+        "+" => Op::Arith(Arith::Add),
+        "-" => Op::Arith(Arith::Sub),
+        "*" => Op::Arith(Arith::Mul),
+        "/" => Op::Arith(Arith::Div),
+        "%" => Op::Arith(Arith::Mod),
         _ => return None,
     })
 }
@@ -168,26 +213,125 @@ fn extended_op(name: &str) -> Option<Op> {
     })
 }
 
-/// A `var` path known at compile time.
+/// One segment of a `var` path known at compile time, its array index parsed once.
 #[derive(Debug, Clone)]
-enum StaticPath {
-    /// `""`, null or absent: the whole data root.
-    Whole,
-    Segments(Vec<String>),
+struct Seg {
+    key: Box<str>,
+    /// The canonical array index the key names (`"0"`, `"17"`), if any.
+    index: Option<usize>,
+}
+
+impl Seg {
+    fn new(key: &str) -> Seg {
+        Seg {
+            key: key.into(),
+            index: canonical_index(key),
+        }
+    }
+}
+
+impl AsRef<str> for Seg {
+    fn as_ref(&self) -> &str {
+        &self.key
+    }
+}
+
+/// A path segment as the property walk reads it: its text, and the array index it names.
+pub(crate) trait Segment: AsRef<str> {
+    fn index(&self) -> Option<usize>;
+}
+
+impl Segment for Seg {
+    fn index(&self) -> Option<usize> {
+        self.index
+    }
+}
+
+impl Segment for String {
+    fn index(&self) -> Option<usize> {
+        canonical_index(self)
+    }
+}
+
+impl Segment for &str {
+    fn index(&self) -> Option<usize> {
+        canonical_index(self)
+    }
 }
 
 #[derive(Debug, Clone)]
 enum Node {
-    /// A scalar, or a 0/2+-key object returned as-is without evaluating inside it.
-    Lit(Value),
-    Array(Vec<Node>),
-    Var {
-        path: Result<StaticPath, Box<Node>>,
-        /// Never evaluated (expr-notes: `var` default).
-        default: Option<Value>,
-    },
-    Missing(Vec<Node>),
-    Call(Op, Vec<Node>),
+    /// Scalar literals, read once at compile time.
+    Null,
+    Bool(bool),
+    Num(f64),
+    Str(Box<str>),
+    /// An array of constants, or a 0/2+-key object returned as-is without evaluating
+    /// inside it.
+    Lit(Box<Value>),
+    Array(Box<[Node]>),
+    /// `var` with a path known at compile time (no segments: the whole data root) and its
+    /// default, which is never evaluated (expr-notes: `var` default).
+    Var(Box<[Seg]>, Option<Box<Value>>),
+    /// `var` with a computed path.
+    VarDyn(Box<Node>, Option<Box<Value>>),
+    Missing(Box<[Node]>),
+    Test(Test, Box<[Node]>),
+    Cmp(Cmp, Box<[Node]>),
+    /// A two-operand comparison of a static `var` with a number literal, the commonest
+    /// condition, evaluated without the general operand dispatch.
+    CmpVar(Cmp, Box<VarCmp>),
+    Arith(Arith, Box<[Node]>),
+    /// Every other operator.
+    Call(Op, Box<[Node]>),
+}
+
+#[derive(Debug, Clone)]
+struct VarCmp {
+    /// Always a [`Node::Var`].
+    var: Node,
+    number: f64,
+    /// Whether the `var` is the left operand.
+    var_left: bool,
+}
+
+impl Node {
+    /// A comparison node, specialised when its shape allows.
+    fn compare(cmp: Cmp, args: Box<[Node]>) -> Node {
+        match &*args {
+            [var @ Node::Var(..), Node::Num(number)] | [Node::Num(number), var @ Node::Var(..)] => {
+                let var_left = matches!(args.first(), Some(Node::Var(..)));
+                Node::CmpVar(
+                    cmp,
+                    Box::new(VarCmp {
+                        var: var.clone(),
+                        number: *number,
+                        var_left,
+                    }),
+                )
+            }
+            _ => Node::Cmp(cmp, args),
+        }
+    }
+
+    fn literal(v: &Value) -> Node {
+        match v {
+            Value::Null => Node::Null,
+            Value::Bool(b) => Node::Bool(*b),
+            Value::Number(n) => Node::Num(json_number(n)),
+            Value::String(s) => Node::Str(s.as_str().into()),
+            other => Node::Lit(Box::new(other.clone())),
+        }
+    }
+
+    /// Needs no evaluation and is not an object literal.
+    fn is_constant(&self) -> bool {
+        match self {
+            Node::Null | Node::Bool(_) | Node::Num(_) | Node::Str(_) => true,
+            Node::Lit(v) => !v.is_object(),
+            _ => false,
+        }
+    }
 }
 
 /// A compiled rule: parse once, evaluate many times.
@@ -207,7 +351,7 @@ impl Logic {
 
     /// Evaluate against a JSON data value (the `logic` op; `evaluate(rule, data)`).
     pub fn evaluate(&self, data: &Value) -> Value {
-        eval(&self.root, &Data::Json(data)).to_json()
+        eval_json(&self.root, &Data::Json(data))
     }
 
     /// Evaluate against a run scope's secrets-free data root (EXPR-2, EXPR-5).
@@ -235,29 +379,26 @@ fn compile(rule: &Value, dialect: Dialect, depth: usize) -> Result<Node, ExprErr
     }
     match rule {
         Value::Array(items) => {
-            let nodes: Vec<Node> = items
+            let nodes: Box<[Node]> = items
                 .iter()
                 .map(|i| compile(i, dialect, depth + 1))
                 .collect::<Result<_, _>>()?;
             // An array of constants needs no evaluation: hand out the rule's own array.
             // (A fresh JS array differs only in identity, and no rule can compare one
             // literal node with itself.)
-            if nodes
-                .iter()
-                .all(|n| matches!(n, Node::Lit(v) if !v.is_object()))
-            {
-                Ok(Node::Lit(rule.clone()))
+            if nodes.iter().all(Node::is_constant) {
+                Ok(Node::Lit(Box::new(rule.clone())))
             } else {
                 Ok(Node::Array(nodes))
             }
         }
         Value::Object(map) if map.len() == 1 => {
             let Some((name, args)) = map.iter().next() else {
-                return Ok(Node::Lit(rule.clone()));
+                return Ok(Node::literal(rule));
             };
             compile_call(name, args, dialect, depth)
         }
-        other => Ok(Node::Lit(other.clone())),
+        other => Ok(Node::literal(other)),
     }
 }
 
@@ -276,7 +417,7 @@ fn compile_call(
     depth: usize,
 ) -> Result<Node, ExprError> {
     let raw = arg_values(args);
-    let compile_all = |raw: &[&Value]| -> Result<Vec<Node>, ExprError> {
+    let compile_all = |raw: &[&Value]| -> Result<Box<[Node]>, ExprError> {
         raw.iter().map(|a| compile(a, dialect, depth + 1)).collect()
     };
     // The extended dialect reads a `{"$": path}` marker nested inside JSONLogic as a path
@@ -289,17 +430,17 @@ fn compile_call(
     };
     match name {
         "var" => {
-            let default = raw.get(1).map(|v| (*v).clone());
-            let path = match raw.first() {
-                None | Some(Value::Null) => Ok(StaticPath::Whole),
-                Some(Value::String(s)) if s.is_empty() => Ok(StaticPath::Whole),
-                Some(Value::String(s)) => Ok(StaticPath::Segments(split_path(s))),
-                Some(Value::Number(n)) => Ok(StaticPath::Segments(split_path(&to_js_string(
-                    &Val::Num(n.as_f64().unwrap_or(f64::NAN)),
-                )))),
-                Some(other) => Err(Box::new(compile(other, dialect, depth + 1)?)),
-            };
-            Ok(Node::Var { path, default })
+            let default = raw.get(1).map(|v| Box::new((*v).clone()));
+            Ok(match raw.first() {
+                None | Some(Value::Null) => Node::Var(Box::new([]), default),
+                Some(Value::String(s)) if s.is_empty() => Node::Var(Box::new([]), default),
+                Some(Value::String(s)) => Node::Var(split_path(s), default),
+                Some(Value::Number(n)) => Node::Var(
+                    split_path(&to_js_string(&Val::Num(json_number(n)))),
+                    default,
+                ),
+                Some(other) => Node::VarDyn(Box::new(compile(other, dialect, depth + 1)?), default),
+            })
         }
         "missing" => Ok(Node::Missing(compile_all(&raw)?)),
         _ => {
@@ -310,7 +451,7 @@ fn compile_call(
                     message: format!("Unknown JSONLogic operator: {}", Value::from(name)),
                     operator: Some(name.to_owned()),
                 })?;
-            if matches!(op, Op::Add | Op::Sub | Op::Mul | Op::Div | Op::Mod) && raw.is_empty() {
+            if matches!(op, Op::Arith(_)) && raw.is_empty() {
                 // The reference throws a TypeError (reduce of an empty array) here.
                 return Err(ExprError {
                     code: ExprCode::InvalidArguments,
@@ -318,13 +459,19 @@ fn compile_call(
                     operator: Some(name.to_owned()),
                 });
             }
-            Ok(Node::Call(op, compile_all(&raw)?))
+            let args = compile_all(&raw)?;
+            Ok(match op {
+                Op::Test(t) => Node::Test(t, args),
+                Op::Cmp(c) => Node::compare(c, args),
+                Op::Arith(a) => Node::Arith(a, args),
+                other => Node::Call(other, args),
+            })
         }
     }
 }
 
-fn split_path(s: &str) -> Vec<String> {
-    s.split('.').map(str::to_owned).collect()
+fn split_path(s: &str) -> Box<[Seg]> {
+    s.split('.').map(Seg::new).collect()
 }
 
 /// What `var` reads from.
@@ -335,17 +482,21 @@ enum Data<'a, 'b> {
 }
 
 impl<'a> Data<'a, '_> {
-    fn whole(&self) -> Val<'a> {
+    fn whole(&self) -> At<'a> {
         match self {
-            Data::Json(v) => Val::from_json(v),
-            Data::Root(r) => Val::Owned(Rc::new(r.to_value())),
-            Data::Item(v) => (*v).clone(),
+            Data::Json(v) => At::Json(v),
+            Data::Root(r) => At::Computed(Val::Owned(Rc::new(r.to_value()))),
+            Data::Item(v) => At::from_val((*v).clone()),
         }
     }
 }
 
+/// What `var` answers when its path names nothing and it has no default.
+const NULL: &Value = &Value::Null;
+
 /// Where a walk stands: on a borrowed JSON value (the fast, common case) or on a value
-/// JS computed (`length`, a string index, an item of a fresh array).
+/// JS computed (`length`, a string index, an item of a fresh array). A borrowed scalar
+/// means exactly what [`Val::from_json`] makes of it.
 enum At<'a> {
     Json(&'a Value),
     Computed(Val<'a>),
@@ -359,12 +510,20 @@ impl<'a> At<'a> {
         }
     }
 
-    /// One property read; `None` when it names nothing.
-    fn step(self, seg: &str) -> Option<At<'a>> {
+    /// One property read; `None` when it names nothing (expr-notes § var).
+    fn step<S: Segment>(self, seg: &S) -> Option<At<'a>> {
         match self {
-            At::Json(Value::Object(map)) => object_get(map, seg).map(At::Json),
-            At::Json(other) => json_property(other, seg).map(At::from_val),
-            At::Computed(v) => property(&v, seg).map(At::from_val),
+            At::Json(Value::Object(map)) => object_get(map, seg.as_ref()).map(At::Json),
+            At::Json(Value::Array(items)) => {
+                if seg.as_ref() == "length" {
+                    Some(At::Computed(Val::Num(items.len() as f64)))
+                } else {
+                    seg.index().and_then(|i| items.get(i)).map(At::Json)
+                }
+            }
+            At::Json(Value::String(s)) => string_property(s, seg.as_ref()).map(At::Computed),
+            At::Json(_) => None,
+            At::Computed(v) => property(&v, seg.as_ref()).map(At::from_val),
         }
     }
 
@@ -374,61 +533,81 @@ impl<'a> At<'a> {
             At::Computed(v) => v.is_nullish(),
         }
     }
+
+    fn into_val(self) -> Val<'a> {
+        match self {
+            At::Json(v) => Val::from_json(v),
+            At::Computed(v) => v,
+        }
+    }
+
+    /// [`truthy`] without building a value.
+    fn truthy(&self) -> bool {
+        match self {
+            At::Json(v) => truthy(&Val::from_json(v)),
+            At::Computed(v) => truthy(v),
+        }
+    }
+
+    /// [`to_number`] without building a value.
+    fn number(&self) -> f64 {
+        match self {
+            At::Json(v) => to_number(&Val::from_json(v)),
+            At::Computed(v) => to_number(v),
+        }
+    }
+
+    /// [`Val::to_json`] straight from the data.
+    fn to_json(&self) -> Value {
+        match self {
+            At::Json(Value::Number(n)) => number_value(json_number(n)),
+            At::Json(v) => (*v).clone(),
+            At::Computed(v) => v.to_json(),
+        }
+    }
 }
 
-/// Walk a dotted path with JS property semantics (expr-notes § var).
-fn walk<'a, S: AsRef<str>>(data: &Data<'a, '_>, segments: &[S]) -> Walk<'a> {
+/// Walk a dotted path with JS property semantics (expr-notes § var); `None` when the path
+/// names nothing or steps through null/undefined.
+fn walk<'a, S: Segment>(data: &Data<'a, '_>, segments: &[S]) -> Option<At<'a>> {
     let Some((first, rest)) = segments.split_first() else {
-        return Walk::Found(data.whole());
+        return Some(data.whole());
     };
-    let first = first.as_ref();
-    let start = match data {
-        Data::Json(v) => At::Json(v).step(first),
+    let mut current = match data {
+        Data::Json(v) => At::Json(v).step(first)?,
         Data::Root(r) => {
             r.note_read(segments); // SEC-1 taint tracking
-            r.root(first).map(At::Json)
+            At::Json(r.root(first.as_ref())?)
         }
-        Data::Item(v) => property(v, first).map(At::from_val),
-    };
-    let Some(mut current) = start else {
-        return Walk::Missing;
+        Data::Item(v) => At::from_val(property(v, first.as_ref())?),
     };
     for seg in rest {
         if current.is_nullish() {
-            return Walk::Missing;
+            return None;
         }
-        current = match current.step(seg.as_ref()) {
-            Some(next) => next,
-            None => return Walk::Missing,
-        };
+        current = current.step(seg)?;
     }
-    Walk::Found(match current {
-        At::Json(v) => Val::from_json(v),
-        At::Computed(v) => v,
-    })
+    Some(current)
 }
 
 /// A dotted-path lookup on the data root with the same JS property walk `var` uses
 /// (EXPR-1): `None` when the path names nothing. An empty segment list names nothing too:
 /// an empty path never exposes the root (ENV-4).
-pub(crate) fn lookup_root<'a, S: AsRef<str>>(
-    root: DataRoot<'a>,
-    segments: &[S],
-) -> Option<Val<'a>> {
+pub(crate) fn lookup_root<'a, S: Segment>(root: DataRoot<'a>, segments: &[S]) -> Option<Val<'a>> {
     if segments.is_empty() {
         return None;
     }
-    match walk(&Data::Root(root), segments) {
-        Walk::Found(Val::Undefined) | Walk::Missing => None,
-        Walk::Found(v) => Some(v),
+    match walk(&Data::Root(root), segments)?.into_val() {
+        Val::Undefined => None,
+        v => Some(v),
     }
 }
 
-/// `var` with a dynamic path value.
-fn var_dynamic<'a>(path: &Val<'a>, data: &Data<'a, '_>) -> Walk<'a> {
+/// `var` with a dynamic path value; `None` when it names nothing.
+fn walk_dynamic<'a>(path: &Val<'a>, data: &Data<'a, '_>) -> Option<At<'a>> {
     match path {
-        Val::Undefined | Val::Null => Walk::Found(data.whole()),
-        Val::Str(s) if s.is_empty() => Walk::Found(data.whole()),
+        Val::Undefined | Val::Null => Some(data.whole()),
+        Val::Str(s) if s.is_empty() => Some(data.whole()),
         other => {
             let text = to_js_string(other);
             let segs: Vec<&str> = text.split('.').collect();
@@ -437,36 +616,184 @@ fn var_dynamic<'a>(path: &Val<'a>, data: &Data<'a, '_>) -> Walk<'a> {
     }
 }
 
-fn or_default<'a>(found: Walk<'a>, default: Option<&'a Value>) -> Val<'a> {
+/// `var`'s answer: what the walk found, else its default, else null.
+fn or_default<'a>(found: Option<At<'a>>, default: Option<&'a Value>) -> At<'a> {
     match found {
-        Walk::Found(Val::Undefined) | Walk::Missing => default.map_or(Val::Null, Val::from_json),
-        Walk::Found(v) => v,
+        None | Some(At::Computed(Val::Undefined)) => At::Json(default.unwrap_or(NULL)),
+        Some(at) => at,
     }
 }
 
+/// Whether `missing` counts a key as missing: its path reads null or nothing.
+fn is_missing<'a>(key: &Val<'a>, data: &Data<'a, '_>) -> bool {
+    or_default(walk_dynamic(key, data), None).is_nullish()
+}
+
+/// The common case of a static `var`, kept apart so that it stays in registers: a walk
+/// that only reads object keys and array indexes of JSON data. `Ok` is the answer (the
+/// found value, else the default, else null); `Err(())` means the walk needs the general
+/// path (a computed property such as `length`, a string index, a computed data value).
+#[inline(always)]
+fn static_var<'a>(
+    segs: &[Seg],
+    default: Option<&'a Value>,
+    data: &Data<'a, '_>,
+) -> Result<&'a Value, ()> {
+    let (mut cur, rest) = match data {
+        Data::Json(v) => (*v, segs),
+        Data::Root(r) => {
+            let Some((first, rest)) = segs.split_first() else {
+                return Err(()); // the whole root is materialised
+            };
+            r.note_read(segs); // SEC-1 taint tracking
+            match r.root(first.as_ref()) {
+                Some(v) => (v, rest),
+                None => return Ok(default.unwrap_or(NULL)),
+            }
+        }
+        Data::Item(Val::Ref(v)) => (*v, segs),
+        Data::Item(_) => return Err(()),
+    };
+    for seg in rest {
+        let next = match cur {
+            Value::Object(map) => object_get(map, seg.as_ref()),
+            Value::Array(items) => match seg.index {
+                Some(i) => items.get(i),
+                None => return Err(()),
+            },
+            Value::String(_) => return Err(()),
+            Value::Null | Value::Bool(_) | Value::Number(_) => None,
+        };
+        match next {
+            Some(v) => cur = v,
+            None => return Ok(default.unwrap_or(NULL)),
+        }
+    }
+    Ok(cur)
+}
+
+/// A `var` node's answer by the general walk (see [`static_var`] for the common case).
+fn var<'a>(node: &'a Node, data: &Data<'a, '_>) -> Option<At<'a>> {
+    match node {
+        Node::Var(segs, default) => Some(or_default(walk(data, segs), default.as_deref())),
+        Node::VarDyn(path, default) => Some(or_default(
+            walk_dynamic(&eval(path, data), data),
+            default.as_deref(),
+        )),
+        _ => None,
+    }
+}
+
+/// The general evaluator: any node to a value.
 fn eval<'a>(node: &'a Node, data: &Data<'a, '_>) -> Val<'a> {
     match node {
+        Node::Null => Val::Null,
+        Node::Bool(b) => Val::Bool(*b),
+        Node::Num(x) => Val::Num(*x),
+        Node::Str(s) => Val::Str(Cow::Borrowed(s)),
         Node::Lit(v) => Val::from_json(v),
         Node::Array(items) => Val::Arr(items.iter().map(|i| eval(i, data)).collect()),
-        Node::Var { path, default } => {
-            let found = match path {
-                Ok(StaticPath::Whole) => Walk::Found(data.whole()),
-                Ok(StaticPath::Segments(segs)) => walk(data, segs),
-                Err(dynamic) => var_dynamic(&eval(dynamic, data), data),
-            };
-            or_default(found, default.as_ref())
-        }
+        Node::Var(segs, default) => match static_var(segs, default.as_deref(), data) {
+            Ok(v) => Val::from_json(v),
+            Err(()) => var(node, data).map_or(Val::Undefined, At::into_val),
+        },
+        Node::VarDyn(..) => var(node, data).map_or(Val::Undefined, At::into_val),
         Node::Missing(args) => {
             let mut missing = Vec::new();
             for a in args {
                 let key = eval(a, data);
-                if or_default(var_dynamic(&key, data), None).is_nullish() {
+                if is_missing(&key, data) {
                     missing.push(key);
                 }
             }
             Val::Arr(missing)
         }
+        Node::Test(t, args) => Val::Bool(test(*t, args, data)),
+        Node::Cmp(c, args) => Val::Bool(compare(*c, args, data)),
+        Node::CmpVar(c, vc) => Val::Bool(compare_var(*c, vc, data)),
+        Node::Arith(a, args) => Val::Num(arith(*a, args, data)),
         Node::Call(op, args) => call(*op, args, data),
+    }
+}
+
+/// `truthy(&eval(node))`, without building the value where the node's shape allows.
+fn eval_bool<'a>(node: &'a Node, data: &Data<'a, '_>) -> bool {
+    match node {
+        Node::Bool(b) => *b,
+        Node::Var(segs, default) => match static_var(segs, default.as_deref(), data) {
+            Ok(v) => json_truthy(v),
+            Err(()) => var(node, data).is_some_and(|at| at.truthy()),
+        },
+        Node::VarDyn(..) => var(node, data).is_some_and(|at| at.truthy()),
+        Node::Test(t, args) => test(*t, args, data),
+        Node::Cmp(c, args) => compare(*c, args, data),
+        Node::CmpVar(c, vc) => compare_var(*c, vc, data),
+        Node::Arith(a, args) => truthy(&Val::Num(arith(*a, args, data))),
+        // `and` answers its first falsy operand or its last: truthy iff all are (and there
+        // is one); `or` answers its first truthy operand or its last.
+        Node::Call(Op::And, args) => !args.is_empty() && args.iter().all(|n| eval_bool(n, data)),
+        Node::Call(Op::Or, args) => args.iter().any(|n| eval_bool(n, data)),
+        Node::Call(Op::If, args) => pick_branch(args, data).is_some_and(|n| eval_bool(n, data)),
+        _ => truthy(&eval(node, data)),
+    }
+}
+
+/// `to_number(&eval(node))`, without building the value where the node's shape allows.
+fn eval_num<'a>(node: &'a Node, data: &Data<'a, '_>) -> f64 {
+    match node {
+        Node::Num(x) => *x,
+        Node::Var(segs, default) => var_number(node, segs, default.as_deref(), data),
+        Node::VarDyn(..) => var(node, data).map_or(f64::NAN, |at| at.number()),
+        Node::Arith(a, args) => arith(*a, args, data),
+        Node::Cmp(c, args) => f64::from(u8::from(compare(*c, args, data))),
+        Node::CmpVar(c, vc) => f64::from(u8::from(compare_var(*c, vc, data))),
+        Node::Test(t, args) => f64::from(u8::from(test(*t, args, data))),
+        _ => to_number(&eval(node, data)),
+    }
+}
+
+/// `eval(node).to_json()`, without building the intermediate value where the node's shape
+/// allows: the top of [`Logic::evaluate`].
+fn eval_json<'a>(node: &'a Node, data: &Data<'a, '_>) -> Value {
+    match node {
+        Node::Null => Value::Null,
+        Node::Bool(b) => Value::Bool(*b),
+        Node::Num(x) => number_value(*x),
+        Node::Str(s) => Value::String(String::from(&**s)),
+        Node::Var(segs, default) => match static_var(segs, default.as_deref(), data) {
+            Ok(v) => At::Json(v).to_json(),
+            Err(()) => var(node, data).map_or(Value::Null, |at| at.to_json()),
+        },
+        Node::VarDyn(..) => var(node, data).map_or(Value::Null, |at| at.to_json()),
+        Node::Test(t, args) => Value::Bool(test(*t, args, data)),
+        Node::Cmp(c, args) => Value::Bool(compare(*c, args, data)),
+        Node::CmpVar(c, vc) => Value::Bool(compare_var(*c, vc, data)),
+        Node::Arith(a, args) => number_value(arith(*a, args, data)),
+        Node::Call(Op::If, args) => {
+            pick_branch(args, data).map_or(Value::Null, |n| eval_json(n, data))
+        }
+        Node::Call(op @ (Op::And | Op::Or), args) => {
+            let Some((last, init)) = args.split_last() else {
+                return Value::Null;
+            };
+            // `and` stops at a falsy operand, `or` at a truthy one.
+            let stop = *op == Op::Or;
+            for n in init {
+                if let Node::Test(..) | Node::Cmp(..) | Node::CmpVar(..) = n {
+                    let b = eval_bool(n, data);
+                    if b == stop {
+                        return Value::Bool(b);
+                    }
+                } else {
+                    let v = eval(n, data);
+                    if truthy(&v) == stop {
+                        return v.to_json();
+                    }
+                }
+            }
+            eval_json(last, data)
+        }
+        _ => eval(node, data).to_json(),
     }
 }
 
@@ -474,39 +801,124 @@ fn arg<'a>(args: &'a [Node], i: usize, data: &Data<'a, '_>) -> Val<'a> {
     args.get(i).map_or(Val::Undefined, |n| eval(n, data))
 }
 
-fn fold_numbers(args: &[Node], data: &Data<'_, '_>, f: impl Fn(f64, f64) -> f64) -> f64 {
-    let mut it = args.iter().map(|n| to_number(&eval(n, data)));
-    let first = it.next().unwrap_or(f64::NAN);
-    it.fold(first, f)
+/// `if`/`?:`: the branch the conditions pick, `None` for no branch (null).
+fn pick_branch<'a>(args: &'a [Node], data: &Data<'a, '_>) -> Option<&'a Node> {
+    let mut rest = args;
+    while let [cond, then, tail @ ..] = rest {
+        if eval_bool(cond, data) {
+            return Some(then);
+        }
+        rest = tail;
+    }
+    rest.first()
 }
 
 /// Pairwise over all operands: a<b, b<c, … (every operand is evaluated, as the reference
 /// maps them all before comparing).
-fn compare_chain(args: &[Node], data: &Data<'_, '_>, f: impl Fn(f64, f64) -> bool) -> bool {
+fn compare<'a>(cmp: Cmp, args: &'a [Node], data: &Data<'a, '_>) -> bool {
+    if let [a, b] = args {
+        return cmp.holds(eval_num(a, data), eval_num(b, data));
+    }
     let mut holds = true;
     let mut prev: Option<f64> = None;
     for n in args {
-        let x = to_number(&eval(n, data));
+        let x = eval_num(n, data);
         if let Some(p) = prev {
-            holds &= f(p, x);
+            holds &= cmp.holds(p, x);
         }
         prev = Some(x);
     }
     holds
 }
 
+/// [`compare`] of a static `var` and a number literal.
+fn compare_var<'a>(cmp: Cmp, vc: &'a VarCmp, data: &Data<'a, '_>) -> bool {
+    let x = match &vc.var {
+        Node::Var(segs, default) => var_number(&vc.var, segs, default.as_deref(), data),
+        other => eval_num(other, data),
+    };
+    if vc.var_left {
+        cmp.holds(x, vc.number)
+    } else {
+        cmp.holds(vc.number, x)
+    }
+}
+
+/// `to_number` of a static `var` node's answer.
+#[inline(always)]
+fn var_number<'a>(
+    node: &'a Node,
+    segs: &[Seg],
+    default: Option<&'a Value>,
+    data: &Data<'a, '_>,
+) -> f64 {
+    match static_var(segs, default, data) {
+        Ok(v) => json_to_number(v),
+        Err(()) => var(node, data).map_or(f64::NAN, |at| at.number()),
+    }
+}
+
+/// Folded over all operands, left to right; a lone `-` negates.
+fn arith<'a>(op: Arith, args: &'a [Node], data: &Data<'a, '_>) -> f64 {
+    match args {
+        [only] if op == Arith::Sub => -eval_num(only, data),
+        [first, rest @ ..] => rest.iter().fold(eval_num(first, data), |acc, n| {
+            op.apply(acc, eval_num(n, data))
+        }),
+        [] => f64::NAN,
+    }
+}
+
+fn test<'a>(t: Test, args: &'a [Node], data: &Data<'a, '_>) -> bool {
+    match t {
+        Test::Eq => loose_eq_args(args, data),
+        Test::Ne => !loose_eq_args(args, data),
+        Test::StrictEq => strict_eq(&arg(args, 0, data), &arg(args, 1, data)),
+        Test::StrictNe => !strict_eq(&arg(args, 0, data), &arg(args, 1, data)),
+        Test::Not => !args.first().is_some_and(|n| eval_bool(n, data)),
+        Test::NotNot => args.first().is_some_and(|n| eval_bool(n, data)),
+        Test::In => {
+            // A static var looked up in a literal list of strings: compare in place.
+            if let [Node::Var(segs, default), Node::Lit(hay)] = args
+                && let Value::Array(items) = &**hay
+                && let Ok(Value::String(needle)) = static_var(segs, default.as_deref(), data)
+            {
+                // SameValueZero: a string equals only an equal string.
+                return items
+                    .iter()
+                    .any(|i| matches!(i, Value::String(s) if s == needle));
+            }
+            let needle = arg(args, 0, data);
+            let hay = arg(args, 1, data);
+            match &hay {
+                Val::Str(s) => s.contains(to_js_string(&needle).as_str()),
+                other => other
+                    .any_item(|i| same_value_zero(i, &needle))
+                    .unwrap_or(false),
+            }
+        }
+    }
+}
+
+/// `==` of the first two operands; a static var against a string literal (either way
+/// round) compares in place when the var reads a string.
+fn loose_eq_args<'a>(args: &'a [Node], data: &Data<'a, '_>) -> bool {
+    match args {
+        [Node::Var(segs, default), Node::Str(lit)] | [Node::Str(lit), Node::Var(segs, default)] => {
+            if let Ok(Value::String(s)) = static_var(segs, default.as_deref(), data) {
+                return s.as_str() == &**lit;
+            }
+        }
+        _ => {}
+    }
+    loose_eq(&arg(args, 0, data), &arg(args, 1, data))
+}
+
 fn call<'a>(op: Op, args: &'a [Node], data: &Data<'a, '_>) -> Val<'a> {
     match op {
-        Op::Eq => Val::Bool(loose_eq(&arg(args, 0, data), &arg(args, 1, data))),
-        Op::Ne => Val::Bool(!loose_eq(&arg(args, 0, data), &arg(args, 1, data))),
-        Op::StrictEq => Val::Bool(strict_eq(&arg(args, 0, data), &arg(args, 1, data))),
-        Op::StrictNe => Val::Bool(!strict_eq(&arg(args, 0, data), &arg(args, 1, data))),
-        Op::Not => Val::Bool(!truthy(&arg(args, 0, data))),
-        Op::NotNot => Val::Bool(truthy(&arg(args, 0, data))),
-        Op::Gt => Val::Bool(compare_chain(args, data, |a, b| a > b)),
-        Op::Ge => Val::Bool(compare_chain(args, data, |a, b| a >= b)),
-        Op::Lt => Val::Bool(compare_chain(args, data, |a, b| a < b)),
-        Op::Le => Val::Bool(compare_chain(args, data, |a, b| a <= b)),
+        Op::Test(t) => Val::Bool(test(t, args, data)),
+        Op::Cmp(c) => Val::Bool(compare(c, args, data)),
+        Op::Arith(a) => Val::Num(arith(a, args, data)),
         Op::And => {
             let mut last = Val::Undefined;
             for n in args {
@@ -537,37 +949,7 @@ fn call<'a>(op: Op, args: &'a [Node], data: &Data<'a, '_>) -> Val<'a> {
             }
             last
         }
-        Op::If => {
-            let mut i = 0;
-            while i + 1 < args.len() {
-                if truthy(&eval(&args[i], data)) {
-                    return eval(&args[i + 1], data);
-                }
-                i += 2;
-            }
-            if i < args.len() {
-                eval(&args[i], data)
-            } else {
-                Val::Null
-            }
-        }
-        Op::In => {
-            let needle = arg(args, 0, data);
-            let hay = arg(args, 1, data);
-            Val::Bool(match &hay {
-                Val::Str(s) => s.contains(to_js_string(&needle).as_str()),
-                other => other
-                    .any_item(|i| same_value_zero(i, &needle))
-                    .unwrap_or(false),
-            })
-        }
-        Op::Add => Val::Num(fold_numbers(args, data, |a, b| a + b)),
-        Op::Sub if args.len() == 1 => Val::Num(-to_number(&arg(args, 0, data))),
-        Op::Sub => Val::Num(fold_numbers(args, data, |a, b| a - b)),
-        Op::Mul => Val::Num(fold_numbers(args, data, |a, b| a * b)),
-        Op::Div => Val::Num(fold_numbers(args, data, |a, b| a / b)),
-        // f64 `%` is fmod: the result takes the dividend's sign, like JS.
-        Op::Mod => Val::Num(fold_numbers(args, data, |a, b| a % b)),
+        Op::If => pick_branch(args, data).map_or(Val::Null, |n| eval(n, data)),
         _ => extended(op, args, data),
     }
 }
@@ -712,7 +1094,7 @@ fn extended<'a>(op: Op, args: &'a [Node], data: &Data<'a, '_>) -> Val<'a> {
                 .unwrap_or_default();
             let missing: Vec<Val<'a>> = keys
                 .iter()
-                .filter(|k| or_default(var_dynamic(k, data), None).is_nullish())
+                .filter(|k| is_missing(k, data))
                 .cloned()
                 .collect();
             if (keys.len() - missing.len()) as f64 >= need {

@@ -30,6 +30,7 @@ pub(crate) enum Val<'a> {
 
 impl<'a> Val<'a> {
     /// Read a JSON value: scalars become scalar variants, containers stay borrowed.
+    #[inline]
     pub(crate) fn from_json(v: &'a Value) -> Val<'a> {
         match v {
             Value::Null => Val::Null,
@@ -40,6 +41,7 @@ impl<'a> Val<'a> {
         }
     }
 
+    #[inline]
     pub(crate) fn is_nullish(&self) -> bool {
         matches!(self, Val::Undefined | Val::Null)
     }
@@ -97,6 +99,7 @@ impl<'a> Val<'a> {
 }
 
 /// The dialect's truthiness: JS `!!`, except that an empty array is falsy.
+#[inline]
 pub(crate) fn truthy(v: &Val<'_>) -> bool {
     match v {
         Val::Undefined | Val::Null => false,
@@ -110,6 +113,7 @@ pub(crate) fn truthy(v: &Val<'_>) -> bool {
 }
 
 /// JS `Number(v)`.
+#[inline]
 pub(crate) fn to_number(v: &Val<'_>) -> f64 {
     match v {
         Val::Undefined => f64::NAN,
@@ -120,6 +124,34 @@ pub(crate) fn to_number(v: &Val<'_>) -> f64 {
         // ToPrimitive: an array becomes its `String()`, an object "[object Object]" (NaN).
         other if other.is_array() => string_to_number(&to_js_string(other)),
         _ => f64::NAN,
+    }
+}
+
+/// [`to_number`] of a JSON value, without building a [`Val`].
+#[inline]
+pub(crate) fn json_to_number(v: &Value) -> f64 {
+    match v {
+        Value::Number(n) => json_number(n),
+        Value::String(s) => string_to_number(s),
+        Value::Null => 0.0,
+        Value::Bool(b) => f64::from(u8::from(*b)),
+        container => to_number(&Val::Ref(container)),
+    }
+}
+
+/// [`truthy`] of a JSON value, without building a [`Val`].
+#[inline]
+pub(crate) fn json_truthy(v: &Value) -> bool {
+    match v {
+        Value::Null => false,
+        Value::Bool(b) => *b,
+        Value::Number(n) => {
+            let x = json_number(n);
+            !(x.is_nan() || x == 0.0)
+        }
+        Value::String(s) => !s.is_empty(),
+        Value::Array(items) => !items.is_empty(),
+        Value::Object(_) => true,
     }
 }
 
@@ -207,13 +239,6 @@ pub(crate) fn loose_eq(a: &Val<'_>, b: &Val<'_>) -> bool {
     }
 }
 
-/// The outcome of a JS property walk.
-pub(crate) enum Walk<'a> {
-    Found(Val<'a>),
-    /// The path named nothing (`undefined`), or stepped through null/undefined.
-    Missing,
-}
-
 /// One JS property read `value[seg]`, as `var` performs it. Objects read keys; arrays read
 /// canonical indexes and `length`; strings read `length` (UTF-16 units) and single
 /// characters by UTF-16 index. Inherited properties (`constructor`, …) are not emulated.
@@ -247,12 +272,20 @@ fn detach<'a>(v: &Val<'_>) -> Val<'a> {
 
 /// Key lookup. Small objects (the common case for step outputs and scopes) are scanned
 /// linearly: comparing a few short keys is cheaper than hashing one.
+#[inline]
 pub(crate) fn object_get<'a>(map: &'a Map<String, Value>, key: &str) -> Option<&'a Value> {
     if map.len() <= 8 {
-        map.iter().find_map(|(k, v)| (k == key).then_some(v))
+        map.iter().find_map(|(k, v)| key_eq(k, key).then_some(v))
     } else {
         map.get(key)
     }
+}
+
+/// String equality for object keys.
+#[inline]
+fn key_eq(a: &str, b: &str) -> bool {
+    // Keys of one length mostly differ in their first byte: test it before calling out.
+    a.len() == b.len() && a.as_bytes().first() == b.as_bytes().first() && a == b
 }
 
 pub(crate) fn json_property<'a>(v: &'a Value, seg: &str) -> Option<Val<'a>> {
@@ -272,7 +305,7 @@ pub(crate) fn json_property<'a>(v: &'a Value, seg: &str) -> Option<Val<'a>> {
     }
 }
 
-fn string_property<'a>(s: &str, seg: &str) -> Option<Val<'a>> {
+pub(crate) fn string_property<'a>(s: &str, seg: &str) -> Option<Val<'a>> {
     if seg == "length" {
         return Some(Val::Num(s.encode_utf16().count() as f64));
     }
