@@ -397,28 +397,18 @@ impl<'a, C: WorkflowContext> StepCtx<'a, C> {
         // The last attempt the policy allows takes what it sends instead of copying it:
         // nothing reads the invocation after it (`retry_after` refuses a next attempt).
         let last = u64::from(attempt) >= inv.max_attempts;
-        let request = if last {
-            InvokeRequest {
-                app: std::mem::take(&mut inv.app),
-                action: std::mem::take(&mut inv.action),
-                connection: inv.connection.take(),
-                params: std::mem::take(&mut inv.resolved.params),
-                step_id: self.step.id.clone(),
-                attempt,
-                on_executed: on_executed.clone(),
-                secret_paths: std::mem::take(&mut inv.resolved.secret_paths),
-            }
-        } else {
-            InvokeRequest {
-                app: inv.app.clone(),
-                action: inv.action.clone(),
-                connection: inv.connection.clone(),
-                params: inv.resolved.params.clone(),
-                step_id: self.step.id.clone(),
-                attempt,
-                on_executed: on_executed.clone(),
-                secret_paths: inv.resolved.secret_paths.clone(),
-            }
+        fn give<T: Clone + Default>(v: &mut T, last: bool) -> T {
+            if last { std::mem::take(v) } else { v.clone() }
+        }
+        let request = InvokeRequest {
+            app: give(&mut inv.app, last),
+            action: give(&mut inv.action, last),
+            connection: give(&mut inv.connection, last),
+            params: give(&mut inv.resolved.params, last),
+            step_id: self.step.id.clone(),
+            attempt,
+            on_executed: on_executed.clone(),
+            secret_paths: give(&mut inv.resolved.secret_paths, last),
         };
         let result = self.host().invoke(request).await;
         // META-1: meta only from onExecuted's first report, never from the result.

@@ -404,3 +404,74 @@ pub enum PatchField {
     /// Empties `stepErrors` (a replay starts from the carried records only).
     StepErrors,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn record(id: &str, status: StepStatus, output: Value) -> StepExecution {
+        let mut r = StepExecution::new(id, status, 1);
+        r.input = Some(json!({"k": id}));
+        r.output = Some(output);
+        r
+    }
+
+    /// `apply` (by reference, field by field) and `apply_owned` (by value) are two spellings
+    /// of one patch semantics: every field, the upsert order and `null` removal agree.
+    #[test]
+    fn apply_by_reference_and_by_value_fold_alike() {
+        let mut p1 = RunStatePatch {
+            run_id: "r".into(),
+            workflow_id: Some("wf".into()),
+            status: Some(RunStatus::Running),
+            variables: Some(json!({"v": 1}).as_object().cloned().unwrap_or_default()),
+            ..RunStatePatch::default()
+        };
+        p1.steps
+            .insert("a".into(), record("a", StepStatus::Running, json!(null)));
+        p1.steps
+            .insert("b".into(), record("b", StepStatus::Succeeded, json!(2)));
+        p1.extra.insert("x".into(), json!({"keep": true}));
+        p1.extra.insert("y".into(), json!(1));
+        p1.step_errors
+            .push(StepError::new("e", "m", Phase::Execute));
+        let mut p2 = RunStatePatch {
+            run_id: "r".into(),
+            output: Some(Value::Null),
+            error: Some(StepError::new("f", "n", Phase::Output)),
+            clear: vec![PatchField::StepErrors],
+            ..RunStatePatch::default()
+        };
+        p2.steps
+            .insert("c".into(), record("c", StepStatus::Skipped, json!(3)));
+        p2.steps
+            .insert("a".into(), record("a", StepStatus::Succeeded, json!([1])));
+        p2.extra.insert("y".into(), Value::Null);
+        let p3 = RunStatePatch {
+            run_id: "r".into(),
+            reset_steps: true,
+            clear: vec![PatchField::Output, PatchField::Error],
+            status: Some(RunStatus::Failed),
+            ..RunStatePatch::default()
+        };
+        for patches in [vec![&p1], vec![&p1, &p2], vec![&p1, &p2, &p3]] {
+            let mut by_ref = RunState::new("r", "");
+            let mut by_value = RunState::new("r", "");
+            for p in &patches {
+                by_ref.apply(p);
+                by_value.apply_owned((*p).clone());
+            }
+            assert_eq!(by_ref, by_value);
+            let order: Vec<&String> = by_ref.steps.keys().collect();
+            let want_order: Vec<&String> = by_value.steps.keys().collect();
+            assert_eq!(order, want_order);
+        }
+        let mut s = RunState::new("r", "");
+        s.apply(&p1);
+        s.apply(&p2);
+        assert_eq!(s.steps.keys().collect::<Vec<_>>(), ["a", "b", "c"]);
+        assert_eq!(s.steps["a"].output, Some(json!([1])));
+        assert!(s.step_errors.is_empty() && !s.extra.contains_key("y"));
+    }
+}
