@@ -6,7 +6,7 @@
 
 use std::fmt;
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 /// A candidate implementation under test: answers one op-service request at a time.
 ///
@@ -20,6 +20,22 @@ pub trait Adapter {
 
     /// Answer one request.
     fn handle(&mut self, request: &Value) -> Result<Value, AdapterError>;
+
+    /// RUN-3/RUN-4 for a generated workflow: for each `k` in `1..=upto`, the answer to
+    /// [`crate::service::crash_request`]`(workflow, scenario, k)` — the `run` with a crash
+    /// right after checkpoint `k` — exactly as [`Adapter::handle`] gives it, which is what
+    /// the default asks. The in-process reference answers all of them from one simulation
+    /// of the crash-free run, copied at each checkpoint (`sim::run_crash_points`).
+    fn crash_points(
+        &mut self,
+        workflow: &Value,
+        scenario: &Map<String, Value>,
+        upto: u64,
+    ) -> Vec<Result<Value, AdapterError>> {
+        (1..=upto)
+            .map(|k| self.handle(&crate::service::crash_request(workflow, scenario, k)))
+            .collect()
+    }
 
     /// What this candidate supports; cases needing anything else are reported not
     /// applicable (never passed). Default: everything.
@@ -177,6 +193,18 @@ impl Adapter for Reference {
         Ok(crate::service::handle(request))
     }
 
+    fn crash_points(
+        &mut self,
+        workflow: &Value,
+        scenario: &Map<String, Value>,
+        upto: u64,
+    ) -> Vec<Result<Value, AdapterError>> {
+        crate::service::crash_points(workflow, scenario, upto)
+            .into_iter()
+            .map(Ok)
+            .collect()
+    }
+
     /// The reference's runs are the simulator's: the suite's own host saw everything.
     fn evidence(&self, _: sealed::Seal) -> Evidence {
         Evidence::Observed
@@ -229,6 +257,15 @@ impl<A: Adapter> Adapter for WithCapabilities<A> {
         self.inner.handle(request)
     }
 
+    fn crash_points(
+        &mut self,
+        workflow: &Value,
+        scenario: &Map<String, Value>,
+        upto: u64,
+    ) -> Vec<Result<Value, AdapterError>> {
+        self.inner.crash_points(workflow, scenario, upto)
+    }
+
     fn capabilities(&self) -> super::Capabilities {
         self.profile.clone()
     }
@@ -245,6 +282,15 @@ impl Adapter for Box<dyn Adapter> {
 
     fn handle(&mut self, request: &Value) -> Result<Value, AdapterError> {
         (**self).handle(request)
+    }
+
+    fn crash_points(
+        &mut self,
+        workflow: &Value,
+        scenario: &Map<String, Value>,
+        upto: u64,
+    ) -> Vec<Result<Value, AdapterError>> {
+        (**self).crash_points(workflow, scenario, upto)
     }
 
     fn capabilities(&self) -> super::Capabilities {

@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value, json};
 
-use super::Adapter;
+use super::{Adapter, AdapterError};
 
 /// The secret every generated scenario carries; it must never appear in a response.
 pub const SECRET: &str = "S3CRET-gen-7f3a9c";
@@ -418,26 +418,70 @@ fn ask(
     request: &Value,
     property: &'static str,
 ) -> Result<Value, Violation> {
-    let response = adapter
-        .handle(request)
-        .map_err(|e| violation("adapter", e.to_string()))?;
-    let text = response.to_string();
-    if text.contains(SECRET) {
+    judge(adapter.handle(request), &request["op"], property)
+}
+
+/// The report in one answer to an `op` request; a missing or error answer is a violation
+/// of `property`, an answer holding the secret a violation of `secrets`.
+fn judge(
+    response: Result<Value, AdapterError>,
+    op: &Value,
+    property: &'static str,
+) -> Result<Value, Violation> {
+    let response = response.map_err(|e| violation("adapter", e.to_string()))?;
+    if holds_secret(&response) {
         return Err(violation(
             "secrets",
-            format!(
-                "the {} response contains the secret's plaintext",
-                request["op"]
-            ),
+            format!("the {op} response contains the secret's plaintext"),
         ));
     }
-    match response.get("ok") {
-        Some(ok) if ok.is_object() => Ok(ok.clone()),
-        _ => Err(violation(
+    match response {
+        Value::Object(mut m) if m.get("ok").is_some_and(Value::is_object) => {
+            Ok(m.remove("ok").unwrap_or_default())
+        }
+        other => Err(violation(
             property,
-            format!("expected a report, got {}", cap(&text)),
+            format!("expected a report, got {}", cap(&other.to_string())),
         )),
     }
+}
+
+/// SEC-1: whether `response`, as the JSON text a client would read, holds [`SECRET`]
+/// (serialized into a scanner, never into one string).
+fn holds_secret(response: &Value) -> bool {
+    struct Scan {
+        window: Vec<u8>,
+        found: bool,
+    }
+    impl std::io::Write for Scan {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            if !self.found {
+                let needle = SECRET.as_bytes();
+                // The last `needle.len() - 1` bytes seen, then this chunk: a secret split
+                // across writes is still found.
+                self.window.extend_from_slice(buf);
+                self.found = self.window.windows(needle.len()).any(|w| w == needle);
+                let keep = needle.len() - 1;
+                if self.window.len() > keep {
+                    self.window.drain(..self.window.len() - keep);
+                }
+            }
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut scan = Scan {
+        window: Vec::new(),
+        found: false,
+    };
+    // Writing into `Scan` cannot fail, and a `Value` always serializes; the buffer hands
+    // it chunks, not serde's token-sized writes.
+    let mut buffered = std::io::BufWriter::with_capacity(4096, &mut scan);
+    let _ = serde_json::to_writer(&mut buffered, response);
+    drop(buffered);
+    scan.found
 }
 
 fn cap(s: &str) -> String {
@@ -555,9 +599,25 @@ pub fn check(adapter: &mut dyn Adapter, g: &Generated) -> Result<(), Violation> 
         .as_u64()
         .unwrap_or(0)
         .min(CRASH_POINTS_MAX);
-    for k in 1..=checkpoints {
+    let Value::Object(scenario_map) = &scenario else {
+        return Err(violation(
+            "adapter",
+            "a generated scenario is an object".into(),
+        ));
+    };
+    let answers = adapter.crash_points(&workflow, scenario_map, checkpoints);
+    if answers.len() as u64 != checkpoints {
+        return Err(violation(
+            "adapter",
+            format!(
+                "asked about crashes after checkpoints 1..={checkpoints}, got {} answers",
+                answers.len()
+            ),
+        ));
+    }
+    for (k, answer) in (1..=checkpoints).zip(answers) {
         let faults = json!({"crashAfterCheckpoint": [k]});
-        let crashed = ask(adapter, &run(faults.clone()), "crash").map_err(|mut v| {
+        let crashed = judge(answer, &json!("run"), "crash").map_err(|mut v| {
             v.faults = faults.clone();
             v
         })?;
@@ -719,6 +779,17 @@ pub fn run_generated_shard(
     seed: u64,
     shard: Option<super::shard::Shard>,
 ) -> GeneratedReport {
+    // One stack segment for the whole batch: an in-process simulation that finds its
+    // caller's stack short would otherwise map (and fault in) a fresh one per request.
+    crate::sim::with_stack(|| batch(adapter, count, seed, shard))
+}
+
+fn batch(
+    adapter: &mut dyn Adapter,
+    count: usize,
+    seed: u64,
+    shard: Option<super::shard::Shard>,
+) -> GeneratedReport {
     #[allow(clippy::disallowed_methods)] // real time: the report states the batch's speed
     let started = Instant::now();
     let mut failures = Vec::new();
@@ -788,6 +859,42 @@ mod tests {
             .map(|s| Generated::from_seed(s).workflow().to_string())
             .collect();
         assert!(distinct.len() > 45, "{}", distinct.len());
+    }
+
+    /// The reference answers every crash point from one simulation copied at each
+    /// checkpoint; the answers must be byte for byte what each request gets on its own
+    /// (the default, through `handle`), one point past the last checkpoint included.
+    #[test]
+    fn the_references_crash_points_answer_as_each_request_does() {
+        let mut one_by_one =
+            crate::conformance::FnAdapter::new("handle", |r: &Value| crate::service::handle(r));
+        for seed in 0..120 {
+            let g = Generated::from_seed(seed);
+            let (workflow, scenario) = (g.workflow(), g.scenario(json!({})));
+            let plain = crate::service::handle(
+                &json!({"op": "run", "workflow": workflow, "scenario": scenario}),
+            );
+            let upto = plain["ok"]["checkpoints"].as_u64().expect("checkpoints") + 1;
+            let Value::Object(scenario) = scenario else {
+                panic!("a scenario is an object")
+            };
+            let fast = Reference.crash_points(&workflow, &scenario, upto);
+            let slow = one_by_one.crash_points(&workflow, &scenario, upto);
+            assert_eq!(fast.len() as u64, upto);
+            assert!(fast == slow, "seed {seed}: the answers differ");
+        }
+    }
+
+    #[test]
+    fn the_secret_is_found_wherever_the_serializer_splits_it() {
+        for pad in 4070..4110 {
+            let hit = json!({"a": format!("{}{SECRET}tail", "x".repeat(pad))});
+            assert!(holds_secret(&hit), "pad {pad}");
+            let near = json!({"a": format!("{}{}", "x".repeat(pad), &SECRET[1..])});
+            assert!(!holds_secret(&near), "pad {pad}");
+        }
+        assert!(holds_secret(&json!({SECRET: 1})), "in a key");
+        assert!(!holds_secret(&json!({"ok": {}})));
     }
 
     #[test]

@@ -32,7 +32,13 @@ pub fn ok(value: Value) -> Value {
 
 /// Handle one request object. Every error response carries `code` and `message`.
 pub fn handle(request: &Value) -> Value {
-    let mut response = route(request);
+    finish(route(request))
+}
+
+pub use sim::{crash_points, crash_request};
+
+/// The envelope every answer leaves with: an error carries a string `code` and `message`.
+fn finish(mut response: Value) -> Value {
     if let Some(err) = response.get_mut("error").and_then(Value::as_object_mut) {
         if !err.get("code").is_some_and(Value::is_string) {
             err.insert("code".into(), Value::String("internal".into()));

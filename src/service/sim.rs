@@ -9,7 +9,7 @@
 
 use std::rc::Rc;
 
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 
 use super::{bad_request, ok};
 use crate::host::StoreFactory;
@@ -151,6 +151,50 @@ pub(crate) fn op_options(request: &Value) -> Result<SimOptions, Value> {
         limits,
         ..SimOptions::default()
     })
+}
+
+/// The `run` request for `workflow` and `scenario` (an object) with the fault plan
+/// `crashAfterCheckpoint: [k]` in place of the scenario's own.
+pub fn crash_request(workflow: &Value, scenario: &Map<String, Value>, k: u64) -> Value {
+    let mut scenario = scenario.clone();
+    scenario.insert("faults".into(), json!({"crashAfterCheckpoint": [k]}));
+    json!({"op": "run", "workflow": workflow, "scenario": scenario})
+}
+
+/// RUN-3/RUN-4 in a campaign: for each `k` in `1..=upto`, exactly what
+/// [`super::handle`] answers to [`crash_request`]`(workflow, scenario, k)`, from one
+/// simulation of the crash-free run copied at each checkpoint (`sim::run_crash_points`)
+/// when `scenario` carries no fault plan of its own, and request by request otherwise.
+pub fn crash_points(workflow: &Value, scenario: &Map<String, Value>, upto: u64) -> Vec<Value> {
+    let one_by_one = || {
+        (1..=upto)
+            .map(|k| super::handle(&crash_request(workflow, scenario, k)))
+            .collect()
+    };
+    // The requests differ in their fault plan only, which neither the options, nor the
+    // workflow, nor the redaction reads: the first stands for all of them.
+    let first = crash_request(workflow, scenario, 1);
+    let (Ok(options), Ok((workflow, mut base))) = (op_options(&first), inputs(&first)) else {
+        return one_by_one();
+    };
+    let own_faults = scenario
+        .get("faults")
+        .is_some_and(|f| !matches!(f, Value::Null) && f != &json!({}));
+    if upto == 0 || own_faults {
+        return one_by_one();
+    }
+    base.faults = crate::sim::scenario::Faults::default();
+    crate::sim::with_stack(|| crate::sim::run_crash_points(&workflow, &base, &options, upto))
+        .reports
+        .into_iter()
+        .map(|answer| {
+            let answer = match answer {
+                Ok(report) => ok(report.to_json()),
+                Err(e) => error(&e),
+            };
+            super::finish(redacted(&first, answer))
+        })
+        .collect()
 }
 
 pub(crate) fn run(request: &Value) -> Value {

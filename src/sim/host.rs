@@ -41,13 +41,42 @@ pub(crate) struct SimHost<'a> {
     pub(crate) store: &'a RefCell<Box<dyn Store>>,
     /// The simulator's own fold of acknowledged checkpoints (RUN-3 check), if verifying.
     pub(crate) acked: &'a RefCell<Option<super::Acked>>,
+    /// Copies taken at checkpoints for `sim::run_crash_points` (none unless asked).
+    pub(crate) forks: &'a RefCell<super::Forks>,
     pub(crate) scrub: &'a Scrubber,
     pub(crate) options: &'a SimOptions,
     pub(crate) info: RunInfo,
     pub(crate) role: Role,
 }
 
+/// The trace fields of a `crashAfterCheckpoint` fault firing after checkpoint `n`.
+pub(crate) fn crash_after_checkpoint(n: u64) -> Value {
+    json!({"fault": "crashAfterCheckpoint", "afterCheckpoint": n})
+}
+
 impl SimHost<'_> {
+    /// `sim::run_crash_points`: keep a copy of the world and the store as a crash right
+    /// after top-level checkpoint `n` would leave them (asked for up to `forks.upto`).
+    fn fork_at(&self, n: u64) {
+        let mut forks = self.forks.borrow_mut();
+        if n > forks.upto {
+            return;
+        }
+        let world = self.world.borrow().fork_after_crash();
+        let store = self.store.borrow().fork();
+        if let (Some(world), Some(store)) = (world, store) {
+            let restarts = forks.restarts;
+            forks.taken.insert(
+                n,
+                super::Fork {
+                    world,
+                    store,
+                    restarts,
+                },
+            );
+        }
+    }
+
     fn scrubbed(&self, mut v: Value) -> Value {
         self.scrub.value(&mut v);
         v
@@ -314,17 +343,12 @@ impl WorkflowContext for SimHost<'_> {
             self.world.borrow_mut().snap.aborted = true;
             self.event("cancel", json!({"afterCheckpoint": n}));
         }
+        if self.role == Role::Top {
+            self.fork_at(n);
+        }
         if self.scenario.faults.crash_after_checkpoint.contains(&n) {
-            {
-                let mut w = self.world.borrow_mut();
-                w.snap.crashes += 1;
-                // The whole process dies, whichever run of the tree checkpointed.
-                w.crash_pending = true;
-            }
-            self.event(
-                "crash",
-                json!({"fault": "crashAfterCheckpoint", "afterCheckpoint": n}),
-            );
+            let fields = self.tagged(crash_after_checkpoint(n));
+            self.world.borrow_mut().crash(fields);
             return Err(HostError::Crashed);
         }
         Ok(())
@@ -588,17 +612,15 @@ impl SimHost<'_> {
 
     /// `crashInInvoke` fault `i` fires: the host process dies; this never returns.
     async fn crash_in_invoke(&self, i: usize, step_id: &str, attempt: u32) {
-        {
-            let mut w = self.world.borrow_mut();
-            w.snap.fired_invoke_faults.insert(i);
-            w.snap.crashes += 1;
-            w.crash_pending = true;
-        }
-        self.event(
-            "crash",
+        let fields = self.tagged(
             json!({"fault": "crashInInvoke", "stepId": step_id, "attempt": attempt,
                    "note": "the action ran; its result was never checkpointed"}),
         );
+        {
+            let mut w = self.world.borrow_mut();
+            w.snap.fired_invoke_faults.insert(i);
+            w.crash(fields);
+        }
         // The process is gone: this call never returns; the simulator drops the run.
         std::future::pending::<()>().await;
     }
@@ -758,6 +780,7 @@ impl SimHost<'_> {
             scenario: self.scenario,
             store: self.store,
             acked: self.acked,
+            forks: self.forks,
             scrub: self.scrub,
             options: self.options,
             info: RunInfo {

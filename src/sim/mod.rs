@@ -296,6 +296,25 @@ impl Acked {
     }
 }
 
+/// A simulation copied right after one of its top-level checkpoints, as a crash there
+/// would leave it (`run_crash_points`).
+pub(crate) struct Fork {
+    pub(crate) world: World,
+    pub(crate) store: Box<dyn Store>,
+    /// Process lives that had ended before this one (a suspension's resume is one).
+    pub(crate) restarts: u64,
+}
+
+/// The copies a simulation keeps: one per top-level checkpoint `1..=upto` (none by
+/// default), by checkpoint number.
+#[derive(Default)]
+pub(crate) struct Forks {
+    pub(crate) upto: u64,
+    /// The drive loop's count of ended process lives, for the copies it takes.
+    pub(crate) restarts: u64,
+    pub(crate) taken: BTreeMap<u64, Fork>,
+}
+
 /// The stack a simulation runs on when its caller's is short: engine futures of an
 /// unoptimised build are large, and a `cargo test` thread has only 2 MiB. Reserved, not
 /// committed: only the pages touched are memory.
@@ -378,6 +397,19 @@ pub(crate) trait Driver {
         host: &SimHost<'_>,
         world: &RefCell<World>,
     ) -> Exec<Result<RunResult, EngineError>>;
+}
+
+/// One engine drives several simulations (`run_crash_points`' copies).
+impl<D: Driver + ?Sized> Driver for &D {
+    fn drive(
+        &self,
+        mode: &Mode<'_>,
+        run_id: &str,
+        host: &SimHost<'_>,
+        world: &RefCell<World>,
+    ) -> Exec<Result<RunResult, EngineError>> {
+        (**self).drive(mode, run_id, host, world)
+    }
 }
 
 impl Driver for Engine<'_> {
@@ -465,6 +497,7 @@ struct Sim<'a> {
     /// checkpoints the store acknowledged fold it (`None`: the simulator's own store,
     /// trusted).
     acked: RefCell<Option<Acked>>,
+    forks: RefCell<Forks>,
     scrub: Rc<Scrubber>,
     options: &'a SimOptions,
 }
@@ -529,6 +562,7 @@ impl<'a> Sim<'a> {
             world: RefCell::new(world),
             store: RefCell::new(store),
             acked: RefCell::new(None),
+            forks: RefCell::default(),
             scrub,
             options,
         }
@@ -581,6 +615,7 @@ impl<'a> Sim<'a> {
             scenario: self.scenario,
             store: &self.store,
             acked: &self.acked,
+            forks: &self.forks,
             scrub: &self.scrub,
             options: self.options,
             info: RunInfo {
@@ -594,13 +629,33 @@ impl<'a> Sim<'a> {
     }
 
     /// Drive the engine until the run is terminal, resuming after every simulated crash.
-    fn drive(&self, run_id: &str, mut mode: Mode<'_>) -> Result<(), SimError> {
-        let mut restarts: u64 = 0;
+    fn drive(&self, run_id: &str, mode: Mode<'_>) -> Result<(), SimError> {
+        self.drive_from(run_id, mode, 0)
+    }
+
+    /// [`Sim::drive`] in a world where the process has just died (a fork, whose world
+    /// already carries the crash), its `restarts`-th end: come back as after any crash,
+    /// then drive on.
+    fn drive_after_crash(&self, run_id: &str, restarts: u64) -> Result<(), SimError> {
+        match self.recover(run_id, restarts)? {
+            Some(mode) => self.drive_from(run_id, mode, restarts),
+            None => Ok(()),
+        }
+    }
+
+    /// [`Sim::drive`], `restarts` process lives into the run.
+    fn drive_from(
+        &self,
+        run_id: &str,
+        mut mode: Mode<'_>,
+        mut restarts: u64,
+    ) -> Result<(), SimError> {
         let base_trigger = match mode {
             Mode::Replay(_) => RunTrigger::Replay,
             _ => run_trigger(&self.scenario.trigger),
         };
         loop {
+            self.forks.borrow_mut().restarts = restarts;
             let attempt = u32::try_from(restarts + 1).unwrap_or(u32::MAX);
             let host = self.host(run_id, base_trigger, attempt);
             let exec = self.driver.drive(&mode, run_id, &host, &self.world);
@@ -620,42 +675,10 @@ impl<'a> Sim<'a> {
                 Exec::Done(Ok(_)) => return Ok(()),
                 Exec::Crashed | Exec::Done(Err(EngineError::Host(HostError::Crashed))) => {
                     restarts += 1;
-                    // The process died: its store object too. Back with the durable state
-                    // only, checked against what was acknowledged.
-                    self.reopen_store("after a simulated crash")?;
-                    let mut w = self.world.borrow_mut();
-                    w.crash_pending = false;
-                    if restarts > RESTARTS_MAX {
-                        return Err(SimError::Halted(format!(
-                            "more than {RESTARTS_MAX} restarts"
-                        )));
+                    match self.recover(run_id, restarts)? {
+                        Some(next) => mode = next,
+                        None => return Ok(()),
                     }
-                    w.event(
-                        "restart",
-                        json!({"restart": restarts,
-                               "note": "a fresh engine resumes the run from the store"}),
-                    );
-                    drop(w);
-                    // A crash right after the run ended `queued`: the process that comes
-                    // back finds a run suspended by a wait, which only its schedule (the
-                    // token) may resume — not crash recovery.
-                    let stored = self
-                        .store
-                        .borrow()
-                        .load(run_id)
-                        .map_err(|e| SimError::Store(e.0))?;
-                    mode = match stored {
-                        Some(s)
-                            if s.state.status == RunStatus::Queued
-                                && s.state.extra.contains_key("resumeToken") =>
-                        {
-                            if self.options.stop_at_suspend {
-                                return Ok(());
-                            }
-                            Mode::ResumeToken(self.fire(&s.state)?)
-                        }
-                        _ => Mode::Resume,
-                    };
                 }
                 Exec::Halted(message) if self.world.borrow().limit_hit => {
                     return Err(SimError::LimitExceeded(message));
@@ -673,6 +696,46 @@ impl<'a> Sim<'a> {
                 }
             }
         }
+    }
+
+    /// The process died (its `restarts`-th end): its store object too. Back with the
+    /// durable state only, checked against what was acknowledged; how the next process
+    /// life goes on, or `None` when it stops at a suspension (`stop_at_suspend`).
+    fn recover(&self, run_id: &str, restarts: u64) -> Result<Option<Mode<'static>>, SimError> {
+        self.reopen_store("after a simulated crash")?;
+        let mut w = self.world.borrow_mut();
+        w.crash_pending = false;
+        if restarts > RESTARTS_MAX {
+            return Err(SimError::Halted(format!(
+                "more than {RESTARTS_MAX} restarts"
+            )));
+        }
+        w.event(
+            "restart",
+            json!({"restart": restarts,
+                   "note": "a fresh engine resumes the run from the store"}),
+        );
+        drop(w);
+        // A crash right after the run ended `queued`: the process that comes back finds a
+        // run suspended by a wait, which only its schedule (the token) may resume — not
+        // crash recovery.
+        let stored = self
+            .store
+            .borrow()
+            .load(run_id)
+            .map_err(|e| SimError::Store(e.0))?;
+        Ok(match stored {
+            Some(s)
+                if s.state.status == RunStatus::Queued
+                    && s.state.extra.contains_key("resumeToken") =>
+            {
+                if self.options.stop_at_suspend {
+                    return Ok(None);
+                }
+                Some(Mode::ResumeToken(self.fire(&s.state)?))
+            }
+            _ => Some(Mode::Resume),
+        })
     }
 
     /// CTRL-7: the host's schedule fires — the clock moves to the scheduled time and the
@@ -815,6 +878,105 @@ pub fn run_on_store(
     start(sim, scenario)
 }
 
+/// RUN-3/RUN-4 for a campaign: for each `k` in `1..=upto`, what [`run`] reports for
+/// `scenario` with the fault plan `crashAfterCheckpoint: [k]` alone (`scenario` itself
+/// must carry no fault), without running each prefix again. The crash-free run is
+/// simulated once and copied right after each top-level checkpoint up to `upto` (world
+/// and memory store, as the crash would leave them); each copy then comes back exactly as
+/// the crashed process would. A `k` with no copy (a child run's checkpoint, a store or
+/// trace that cannot be copied, a scenario with faults of its own) is run from the top.
+pub fn run_crash_points(
+    workflow: &Workflow,
+    scenario: &Scenario,
+    options: &SimOptions,
+    upto: u64,
+) -> CrashPoints {
+    let crash_at = |k: u64| Scenario {
+        faults: scenario::Faults {
+            crash_after_checkpoint: vec![k],
+            crash_in_invoke: Vec::new(),
+        },
+        ..scenario.clone()
+    };
+    let copyable = scenario.faults == scenario::Faults::default()
+        && options.abort_after_checkpoint.is_none()
+        && matches!(options.store, StoreChoice::Memory)
+        && upto > 0;
+    let mut forks = BTreeMap::new();
+    let engine = Engine::new(workflow).ok().filter(|_| copyable);
+    if engine.is_some()
+        && let Ok(sim) = Sim::new(
+            workflow,
+            scenario,
+            options,
+            WorldSnapshot::default(),
+            None,
+            Box::new(MemoryStore::default()),
+            &scenario.run_id,
+        )
+    {
+        sim.forks.borrow_mut().upto = upto;
+        // How the crash-free run ends does not matter here: each copy is taken before it.
+        let _ = start_driving(&sim, scenario);
+        forks = std::mem::take(&mut sim.forks.borrow_mut().taken);
+    }
+    let mut copied = 0;
+    let reports = (1..=upto)
+        .map(|k| {
+            let at_k = crash_at(k);
+            match (forks.remove(&k), &engine) {
+                (Some(fork), Some(engine)) => {
+                    copied += 1;
+                    resume_fork(engine, workflow, &at_k, options, k, fork)
+                }
+                _ => run(workflow, &at_k, options, None),
+            }
+        })
+        .collect();
+    CrashPoints { reports, copied }
+}
+
+/// What [`run_crash_points`] gives.
+#[derive(Debug)]
+pub struct CrashPoints {
+    /// The report (or error) of the run crashing after checkpoint `k`, at index `k - 1`.
+    pub reports: Vec<Result<Report, SimError>>,
+    /// How many of them continued a copy (the others ran from the top).
+    pub copied: usize,
+}
+
+/// The simulation `fork` (copied right after top-level checkpoint `k`), continued as the
+/// process `scenario`'s `crashAfterCheckpoint: [k]` kills there: the crash, a restart, a
+/// resume from the store, the report.
+fn resume_fork(
+    engine: &Engine<'_>,
+    workflow: &Workflow,
+    scenario: &Scenario,
+    options: &SimOptions,
+    k: u64,
+    fork: Fork,
+) -> Result<Report, SimError> {
+    let run_id = scenario.run_id.as_str();
+    let mut sim = Sim::with_driver(
+        Box::new(engine),
+        workflow.id.clone(),
+        scenario,
+        options,
+        WorldSnapshot::default(),
+        None,
+        fork.store,
+        run_id,
+    );
+    let restarts = fork.restarts;
+    let mut world = fork.world;
+    // The copy's redaction sink, with what the run had learned by the crash.
+    sim.scrub = Rc::clone(&world.scrub);
+    world.crash(host::crash_after_checkpoint(k));
+    *sim.world.borrow_mut() = world;
+    sim.drive_after_crash(run_id, restarts + 1)?;
+    sim.report(run_id)
+}
+
 /// [`run_on_store`] with another engine behind `driver` (a candidate engine process,
 /// `crate::context_protocol`): the simulator still owns the world, the store and the report.
 pub(crate) fn run_with_driver<'a>(
@@ -919,6 +1081,12 @@ pub fn replay_engine<F: EngineFactory>(
 }
 
 fn start(sim: Sim<'_>, scenario: &Scenario) -> Result<Report, SimError> {
+    start_driving(&sim, scenario)?;
+    sim.report(&scenario.run_id)
+}
+
+/// [`start`] up to the report: the run from the top until it ends.
+fn start_driving(sim: &Sim<'_>, scenario: &Scenario) -> Result<(), SimError> {
     let run_id = scenario.run_id.clone();
     if sim
         .store
@@ -941,8 +1109,7 @@ fn start(sim: Sim<'_>, scenario: &Scenario) -> Result<Report, SimError> {
         call_depth: 0,
         secret_paths: Vec::new(),
     };
-    sim.drive(&run_id, Mode::Start(seed))?;
-    sim.report(&run_id)
+    sim.drive(&run_id, Mode::Start(seed))
 }
 
 /// Continue a run a previous process left in a disk store: after a real kill (`token`

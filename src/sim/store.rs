@@ -67,6 +67,12 @@ pub trait Store {
     fn keeps_world(&self) -> bool {
         true
     }
+    /// A copy of everything this store holds, to continue a simulation from this moment
+    /// twice (`sim::run_crash_points`); `None` when the store cannot be copied (a file, a
+    /// candidate's store), and then the caller runs each continuation from the top.
+    fn fork(&self) -> Option<Box<dyn Store>> {
+        None
+    }
     /// The process died (a scenario's crash fault): drop everything that is not durable.
     /// The simulator's stores keep nothing volatile, so by default there is nothing to do.
     fn crash(&mut self) {}
@@ -103,7 +109,7 @@ pub trait Store {
 }
 
 /// In-memory store: the state survives a simulated crash (the world lives on).
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub struct MemoryStore {
     runs: BTreeMap<String, RunState>,
 }
@@ -147,6 +153,10 @@ impl Store for MemoryStore {
 
     fn keeps_world(&self) -> bool {
         false
+    }
+
+    fn fork(&self) -> Option<Box<dyn Store>> {
+        Some(Box::new(self.clone()))
     }
 }
 

@@ -146,6 +146,44 @@ impl World {
         }
     }
 
+    /// This world as a process dying right now would leave it, for a simulation continued
+    /// from here (`sim::run_crash_points`): everything but the pending timers, which belong
+    /// to the engine future the crash drops (each `Sleep` removes its own on drop); the
+    /// redaction sink is copied with the secret-derived values it has learned. `None`
+    /// when part of it cannot be copied: a trace streamed to a sink, a durable `seq` lease.
+    pub fn fork_after_crash(&self) -> Option<World> {
+        if self.sink.is_some() || self.seq_lease.is_some() {
+            return None;
+        }
+        Some(World {
+            snap: self.snap.clone(),
+            crash_pending: self.crash_pending,
+            halt: self.halt.clone(),
+            trace: self.trace.clone(),
+            sink: None,
+            keep_trace: self.keep_trace,
+            timers: BTreeSet::new(),
+            next_timer: self.next_timer,
+            // What it learned so far, not what the original run goes on to learn.
+            scrub: Rc::new((*self.scrub).clone()),
+            limits: self.limits,
+            limit_hit: self.limit_hit,
+            trace_bytes: self.trace_bytes,
+            seq_lease: None,
+            seq_ceiling: self.seq_ceiling,
+            counts_changed: self.counts_changed.clone(),
+            track_counts: self.track_counts,
+        })
+    }
+
+    /// A crash fault fires (`fields` say which): the whole process dies, whichever run
+    /// of the tree it was in; the executor drops the engine future at its next poll.
+    pub fn crash(&mut self, fields: Value) {
+        self.snap.crashes += 1;
+        self.crash_pending = true;
+        self.event("crash", fields);
+    }
+
     pub fn now_ms(&self) -> u64 {
         self.snap.clock_ms
     }

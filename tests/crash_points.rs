@@ -1,0 +1,91 @@
+//! `sim::run_crash_points` (RUN-3/RUN-4 campaigns): the crash after each checkpoint
+//! answered from one simulation copied at every checkpoint must be, report and trace
+//! alike, what running each fault plan from the top gives. Checked on the workflow and
+//! scenario of every `run` case of the conformance suite (strands, foreach, calls, waits,
+//! retries, run-level errors), one point past the last checkpoint included.
+
+use std::path::Path;
+
+use serde_json::Value;
+use w6w_sim::sim::scenario::Faults;
+use w6w_sim::sim::{self, Report, Scenario, SimError, SimOptions};
+
+fn observed(r: &Result<Report, SimError>) -> (Value, Vec<Value>) {
+    match r {
+        Ok(report) => (report.to_json(), report.trace.clone()),
+        Err(e) => (e.to_json(), Vec::new()),
+    }
+}
+
+#[test]
+fn crash_points_from_one_simulation_match_each_run_from_the_top() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("conformance/cases");
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .expect("cases dir")
+        .map(|e| e.expect("entry").path())
+        .collect();
+    files.sort();
+    let options = SimOptions::default();
+    assert!(options.keep_trace, "the trace is compared too");
+    let (mut workflows, mut points, mut from_copies) = (0, 0, 0);
+    for file in files {
+        let doc: Value =
+            serde_json::from_str(&std::fs::read_to_string(&file).expect("read")).expect("JSON");
+        for case in doc["cases"].as_array().into_iter().flatten() {
+            let request = &case["request"];
+            if request["op"] != "run" || request.get("dialect").is_some() {
+                continue;
+            }
+            let Ok(workflow) = sim::load_workflow(&request["workflow"]) else {
+                continue;
+            };
+            let empty = serde_json::json!({});
+            let Ok(mut scenario) = sim::load_scenario(request.get("scenario").unwrap_or(&empty))
+            else {
+                continue;
+            };
+            scenario.faults = Faults::default();
+            let Ok(plain) = sim::run(&workflow, &scenario, &options, None) else {
+                continue;
+            };
+            let upto = plain.world.checkpoints.min(40) + 1;
+            let points_of = sim::run_crash_points(&workflow, &scenario, &options, upto);
+            let copied = points_of.reports;
+            assert_eq!(copied.len() as u64, upto, "{}", case["id"]);
+            from_copies += points_of.copied;
+            for (k, got) in (1..=upto).zip(&copied) {
+                let alone = Scenario {
+                    faults: Faults {
+                        crash_after_checkpoint: vec![k],
+                        crash_in_invoke: Vec::new(),
+                    },
+                    ..scenario.clone()
+                };
+                let want = sim::run(&workflow, &alone, &options, None);
+                let (got, want) = (observed(got), observed(&want));
+                assert!(
+                    got == want,
+                    "case {} crash after checkpoint {k}: the copied simulation differs\n  copied: {}\n  alone:  {}",
+                    case["id"],
+                    serde_json::to_string(&got).unwrap_or_default(),
+                    serde_json::to_string(&want).unwrap_or_default()
+                );
+                points += 1;
+            }
+            workflows += 1;
+        }
+    }
+    assert!(
+        workflows > 100 && points > 500,
+        "{workflows} workflows, {points} points"
+    );
+    // Most points must come from copies, or the comparison checks nothing: the rest are
+    // one past the end (one per workflow) and checkpoints of child runs (calls), run from
+    // the top.
+    let within = points - workflows;
+    assert!(
+        from_copies * 10 >= within * 8,
+        "only {from_copies} of {within} points within a run continued a copy"
+    );
+    eprintln!("{workflows} workflows, {points} crash points compared, {from_copies} from copies");
+}
