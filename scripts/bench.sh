@@ -56,6 +56,11 @@ for d in target/criterion/jsonlogic/ours_*/; do
   n=${n#ours_}
   ratio "jsonlogic $n" "jsonlogic/ours_$n" "jsonlogic/datalogic_$n" "peer: datalogic-rs, its arena path"
 done
+ratio "campaign: 50 generated workflows" campaign/reference campaign/point_by_point "peer: the same ops asked point by point"
+rate=$(median campaign/reference)
+if [ -n "$rate" ]; then
+  awk -v t="$rate" 'BEGIN { printf "%-46s %10.0f workflows/s (target: >= 1,000/s on one core)\n", "campaign: generated workflows, in process", 50 / (t / 1e9) }'
+fi
 ratio "planner, 100k steps / 300k edges" planner/ours planner/petgraph "peer: petgraph builds + toposorts the string-id graph"
 ratio "planner, 100k steps / 300k edges" planner/ours planner/kahn_floor "floor: integer Kahn + min-heap, same order"
 ratio "validation vs planning, same document" planner/validate planner/ours "target ≤ 2×"

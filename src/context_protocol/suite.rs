@@ -993,7 +993,7 @@ impl EngineProcess {
             (original_id, salt, result)
         };
         let response = match result {
-            Ok(report) => json!({"ok": report.to_json()}),
+            Ok(report) => json!({"ok": report.into_json()}),
             Err(SimError::Candidate(error))
                 if error.get("code").and_then(Value::as_str) == Some(PROTOCOL_ERROR) =>
             {

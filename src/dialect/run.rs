@@ -85,7 +85,7 @@ pub fn run(
         None => sim::run(&workflow, &scenario, options, sink),
     }
     .map_err(DialectRunError::Sim)?;
-    let mut out = report.to_json();
+    let mut out = report.into_json();
     decorate(imported, &scenario.run_id, &mut out);
     Ok(out)
 }

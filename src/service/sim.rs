@@ -189,7 +189,7 @@ pub fn crash_points(workflow: &Value, scenario: &Map<String, Value>, upto: u64) 
         .into_iter()
         .map(|answer| {
             let answer = match answer {
-                Ok(report) => ok(report.to_json()),
+                Ok(report) => ok(report.into_json()),
                 Err(e) => error(&e),
             };
             super::finish(redacted(&first, answer))
@@ -244,7 +244,7 @@ fn run_inner(
         Err(e) => return e,
     };
     match simulate(&workflow, &scenario) {
-        Ok(report) => ok(report.to_json()),
+        Ok(report) => ok(report.into_json()),
         Err(e) => error(&e),
     }
 }
@@ -326,7 +326,7 @@ fn replay_inner(
         Some(_) => return bad_request("\"from\" must be a step id"),
     };
     match simulate(&workflow, &scenario, &original, from) {
-        Ok(report) => ok(report.to_json()),
+        Ok(report) => ok(report.into_json()),
         Err(e) => error(&e),
     }
 }

@@ -31,7 +31,7 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::rc::Rc;
 
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 
 pub use crate::redact::Scrubber;
 pub use engine_seam::{EngineFactory, ReferenceEngine, WorkflowEngine};
@@ -237,35 +237,38 @@ impl Report {
     /// The report (issue 4 item 6): `{run, invocations, waits, checkpoints, crashes,
     /// clockMs}`, plus `calls` when the run dispatched a reroute target.
     pub fn to_json(&self) -> Value {
-        let mut out = json!({
-            "run": self.run,
-            "invocations": self.world.invocations,
-            "waits": self.world.waits,
-            "checkpoints": self.world.checkpoints,
-            "crashes": self.world.crashes,
-            "clockMs": self.world.clock_ms,
-        });
-        if let Value::Object(m) = &mut out {
-            if !self.world.calls.is_empty() {
-                m.insert("calls".into(), Value::Array(self.world.calls.clone()));
-            }
+        self.clone().into_json()
+    }
+
+    /// [`Report::to_json`], moving the recorded entries instead of copying them.
+    pub fn into_json(self) -> Value {
+        let world = self.world;
+        let mut m = Map::new();
+        m.insert(
+            "run".into(),
+            serde_json::to_value(&self.run).unwrap_or_default(),
+        );
+        m.insert("invocations".into(), Value::Array(world.invocations));
+        m.insert("waits".into(), Value::Array(world.waits));
+        m.insert("checkpoints".into(), json!(world.checkpoints));
+        m.insert("crashes".into(), json!(world.crashes));
+        m.insert("clockMs".into(), json!(world.clock_ms));
+        // Each list below only when it holds something.
+        for (key, list) in [
+            // Reroute targets the run dispatched.
+            ("calls", world.calls),
             // CTRL-7: every suspension the run went through, and when it fired.
-            if !self.world.schedules.is_empty() {
-                m.insert(
-                    "schedules".into(),
-                    Value::Array(self.world.schedules.clone()),
-                );
-            }
+            ("schedules", world.schedules),
             // D-125: invocations the engine canceled (race/any losers, fail-fast).
-            if !self.world.canceled.is_empty() {
-                m.insert("canceled".into(), Value::Array(self.world.canceled.clone()));
-            }
+            ("canceled", world.canceled),
             // D-121: faults this simulation did not reach (a scenario says what it did).
-            if !self.unfired.is_empty() {
-                m.insert("unfiredFaults".into(), Value::Array(self.unfired.clone()));
+            ("unfiredFaults", self.unfired),
+        ] {
+            if !list.is_empty() {
+                m.insert(key.into(), Value::Array(list));
             }
         }
-        out
+        Value::Object(m)
     }
 }
 
