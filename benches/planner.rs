@@ -20,7 +20,7 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
 use std::hint::black_box;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicIsize, AtomicUsize, Ordering};
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use petgraph::graph::{DiGraph, NodeIndex};
@@ -61,35 +61,44 @@ fn document(steps: usize, edges: usize) -> Value {
 }
 
 /// Counts heap allocations and live bytes, so the bench can say what a call costs in memory.
+/// It counts only while [`memory`] runs a call (`COUNTING`): three atomic read-modify-writes
+/// per allocation would otherwise tax the timed runs in proportion to how much each one
+/// allocates — validation allocates about a million times per run, the planner a few.
 struct Counting;
 
+static COUNTING: AtomicBool = AtomicBool::new(false);
 static ALLOCATIONS: AtomicUsize = AtomicUsize::new(0);
-static LIVE: AtomicUsize = AtomicUsize::new(0);
-static PEAK: AtomicUsize = AtomicUsize::new(0);
+/// Bytes allocated minus bytes freed while counting (negative if a call frees more than it
+/// allocated), and its highest value.
+static LIVE: AtomicIsize = AtomicIsize::new(0);
+static PEAK: AtomicIsize = AtomicIsize::new(0);
 
 // SAFETY: every call forwards to the system allocator unchanged; the counters are plain
 // atomics and never affect what is allocated.
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        let live = LIVE.fetch_add(layout.size(), Ordering::Relaxed) + layout.size();
-        PEAK.fetch_max(live, Ordering::Relaxed);
+        if COUNTING.load(Ordering::Relaxed) {
+            ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+            let size = layout.size() as isize;
+            let live = LIVE.fetch_add(size, Ordering::Relaxed) + size;
+            PEAK.fetch_max(live, Ordering::Relaxed);
+        }
         // SAFETY: forwarded with the caller's layout.
         unsafe { System.alloc(layout) }
     }
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
+        if COUNTING.load(Ordering::Relaxed) {
+            LIVE.fetch_sub(layout.size() as isize, Ordering::Relaxed);
+        }
         // SAFETY: `ptr` came from `alloc` above with this layout.
         unsafe { System.dealloc(ptr, layout) }
     }
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        if new_size >= layout.size() {
-            let live = LIVE.fetch_add(new_size - layout.size(), Ordering::Relaxed)
-                + (new_size - layout.size());
+        if COUNTING.load(Ordering::Relaxed) {
+            ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+            let grow = new_size as isize - layout.size() as isize;
+            let live = LIVE.fetch_add(grow, Ordering::Relaxed) + grow;
             PEAK.fetch_max(live, Ordering::Relaxed);
-        } else {
-            LIVE.fetch_sub(layout.size() - new_size, Ordering::Relaxed);
         }
         // SAFETY: forwarded unchanged.
         unsafe { System.realloc(ptr, layout, new_size) }
@@ -100,15 +109,17 @@ unsafe impl GlobalAlloc for Counting {
 static GLOBAL: Counting = Counting;
 
 /// Run `f` once and print, per step, its allocations, its peak extra heap and what its
-/// result still holds.
+/// result still holds (the counters run only inside this call).
 fn memory<T>(label: &str, f: impl FnOnce() -> T) -> T {
-    let before_live = LIVE.load(Ordering::Relaxed);
-    let before_count = ALLOCATIONS.load(Ordering::Relaxed);
-    PEAK.store(before_live, Ordering::Relaxed);
+    ALLOCATIONS.store(0, Ordering::Relaxed);
+    LIVE.store(0, Ordering::Relaxed);
+    PEAK.store(0, Ordering::Relaxed);
+    COUNTING.store(true, Ordering::Relaxed);
     let out = f();
-    let count = ALLOCATIONS.load(Ordering::Relaxed) - before_count;
-    let peak = PEAK.load(Ordering::Relaxed).saturating_sub(before_live);
-    let held = LIVE.load(Ordering::Relaxed).saturating_sub(before_live);
+    COUNTING.store(false, Ordering::Relaxed);
+    let count = ALLOCATIONS.load(Ordering::Relaxed);
+    let peak = PEAK.load(Ordering::Relaxed).max(0) as usize;
+    let held = LIVE.load(Ordering::Relaxed).max(0) as usize;
     let per = |x: usize| x as f64 / STEPS as f64;
     eprintln!(
         "planner memory {label:<9} {:>5.2} allocations/step, peak {:>6.1} B/step, result holds {:>6.1} B/step",
@@ -201,6 +212,9 @@ fn bench(c: &mut Criterion) {
     drop(memory("ours", || plan(&workflow)));
     drop(memory("petgraph", || petgraph_plan(&workflow)));
     drop(memory("floor", || kahn_floor(STEPS, &int_edges)));
+    drop(memory("validate", || {
+        validate_workflow(&doc, ValidateOptions::default())
+    }));
     let mut group = c.benchmark_group("planner");
     group.sample_size(10);
     group.bench_function("ours", |b| {
