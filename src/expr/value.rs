@@ -284,8 +284,28 @@ pub(crate) fn object_get<'a>(map: &'a Map<String, Value>, key: &str) -> Option<&
 /// String equality for object keys.
 #[inline]
 fn key_eq(a: &str, b: &str) -> bool {
-    // Keys of one length mostly differ in their first byte: test it before calling out.
-    a.len() == b.len() && a.as_bytes().first() == b.as_bytes().first() && a == b
+    // Keys of one length mostly differ in their first byte: test it before comparing more.
+    a.len() == b.len()
+        && a.as_bytes().first() == b.as_bytes().first()
+        && same_bytes(a.as_bytes(), b.as_bytes())
+}
+
+/// `a == b`, without calling out to `memcmp` for the short keys data mostly has: two
+/// overlapping word loads cover 4 to 16 bytes.
+#[inline]
+fn same_bytes(a: &[u8], b: &[u8]) -> bool {
+    fn word<const N: usize>(a: &[u8], b: &[u8]) -> bool {
+        a.first_chunk::<N>() == b.first_chunk::<N>() && a.last_chunk::<N>() == b.last_chunk::<N>()
+    }
+    if a.len() != b.len() {
+        return false;
+    }
+    match a.len() {
+        8..=16 => word::<8>(a, b),
+        4..=7 => word::<4>(a, b),
+        0..=3 => a.iter().zip(b).all(|(x, y)| x == y),
+        _ => a == b,
+    }
 }
 
 pub(crate) fn json_property<'a>(v: &'a Value, seg: &str) -> Option<Val<'a>> {
