@@ -19,7 +19,7 @@ use super::limits::MAX_NESTING_DEPTH;
 use super::number::{json_number, number_value};
 use super::scope::DataRoot;
 use super::value::{
-    Val, canonical_index, json_to_number, json_truthy, loose_eq, object_get, property,
+    Val, canonical_index, json_to_number, json_truthy, loose_eq, object_get, property, same_str,
     same_value_zero, strict_eq, string_property, to_js_string, to_number, truthy,
 };
 
@@ -925,7 +925,7 @@ fn test<'a>(t: Test, args: &'a [Node], data: &Data<'a, '_>) -> bool {
                 // SameValueZero: a string equals only an equal string.
                 return items
                     .iter()
-                    .any(|i| matches!(i, Value::String(s) if s == needle));
+                    .any(|i| matches!(i, Value::String(s) if same_str(s, needle)));
             }
             let needle = arg(args, 0, data);
             let hay = arg(args, 1, data);
@@ -946,7 +946,7 @@ fn loose_eq_args<'a>(args: &'a [Node], data: &Data<'a, '_>) -> bool {
         [Node::Var(segs, default), Node::Str(lit, _)]
         | [Node::Str(lit, _), Node::Var(segs, default)] => {
             if let Ok(Value::String(s)) = static_var(segs, default.as_deref(), data) {
-                return s.as_str() == &**lit;
+                return same_str(s, lit);
             }
         }
         _ => {}
