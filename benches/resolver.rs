@@ -2,8 +2,16 @@
 //!
 //! - `jsonlogic/*`: raw JSONLogic evaluation, ours (`Logic`, compiled once) next to
 //!   datalogic-rs called directly (compiled once, data pre-parsed into its arena form, one
-//!   arena per evaluation), on rules where both agree. Ours includes building the JSON
-//!   result; datalogic's returns an arena borrow.
+//!   arena per evaluation), on rules where both agree. What each side returns:
+//!   - `ours/<rule>`: `Logic::evaluate_ref`, a `Cow<Value>` that borrows a string or
+//!     container the answer names from the compiled rule (a literal) or the data (a
+//!     `var`), and owns computed answers (booleans, numbers, built strings and arrays). It
+//!     is the evaluator the engine's resolver runs for every `$expr` (`eval_root_ref`,
+//!     which copies the answer once into the params it hands the action).
+//!   - `datalogic/<rule>`: `Engine::evaluate`, a `&DataValue` borrowed from the arena
+//!     (created and dropped per evaluation).
+//!   - `owned/<rule>`: `Logic::evaluate`, the same answer as an owned `Value` (the `logic`
+//!     op), for reference; no ratio row reads it.
 //! - `with/*`: a realistic with block (path lookups, templates, an envelope, JSONLogic, a
 //!   secret, a vendor placeholder) resolved compiled-once vs compiled on every call.
 //! - `layer/*`: one `$expr` resolved through a compiled with block vs the same rule
@@ -67,7 +75,11 @@ fn jsonlogic(c: &mut Criterion) {
             dl_answer.as_f64().map_or(dl_answer.clone(), |x| json!(x)),
             "{name}"
         );
+        assert_eq!(ours.evaluate_ref(&data).into_owned(), ours.evaluate(&data));
         group.bench_function(format!("ours/{name}"), |b| {
+            b.iter(|| black_box(ours.evaluate_ref(black_box(&data)).is_null()))
+        });
+        group.bench_function(format!("owned/{name}"), |b| {
             b.iter(|| black_box(ours.evaluate(black_box(&data))))
         });
         group.bench_function(format!("datalogic/{name}"), |b| {

@@ -438,7 +438,8 @@ impl<'a> Ctx<'a, '_> {
             }
             CNode::Logic(logic) => {
                 self.read.root.take_touched();
-                let v = logic.eval_root(self.read.root).to_json();
+                // The params own their values: borrow while evaluating, copy once here.
+                let v = logic.eval_root_ref(self.read.root).into_owned();
                 self.taint_if_touched(pointer);
                 Ok(v)
             }

@@ -19,7 +19,7 @@ use super::limits::MAX_NESTING_DEPTH;
 use super::number::{json_number, number_value};
 use super::scope::DataRoot;
 use super::value::{
-    Val, canonical_index, json_to_number, json_truthy, loose_eq, object_get, property,
+    Val, canonical_index, json_to_number, json_truthy, loose_eq, object_get, property, same_str,
     same_value_zero, strict_eq, string_property, to_js_string, to_number, truthy,
 };
 
@@ -265,7 +265,9 @@ enum Node {
     Null,
     Bool(bool),
     Num(f64),
-    Str(Box<str>),
+    /// A string literal: its text for comparisons, and the same string as JSON, built once
+    /// so that an answer naming the literal borrows it ([`Logic::evaluate_ref`]).
+    Str(Box<str>, Box<Value>),
     /// An array of constants, or a 0/2+-key object returned as-is without evaluating
     /// inside it.
     Lit(Box<Value>),
@@ -319,7 +321,7 @@ impl Node {
             Value::Null => Node::Null,
             Value::Bool(b) => Node::Bool(*b),
             Value::Number(n) => Node::Num(json_number(n)),
-            Value::String(s) => Node::Str(s.as_str().into()),
+            Value::String(s) => Node::Str(s.as_str().into(), Box::new(v.clone())),
             other => Node::Lit(Box::new(other.clone())),
         }
     }
@@ -327,7 +329,7 @@ impl Node {
     /// Needs no evaluation and is not an object literal.
     fn is_constant(&self) -> bool {
         match self {
-            Node::Null | Node::Bool(_) | Node::Num(_) | Node::Str(_) => true,
+            Node::Null | Node::Bool(_) | Node::Num(_) | Node::Str(..) => true,
             Node::Lit(v) => !v.is_object(),
             _ => false,
         }
@@ -349,14 +351,29 @@ impl Logic {
         })
     }
 
-    /// Evaluate against a JSON data value (the `logic` op; `evaluate(rule, data)`).
+    /// Evaluate against a JSON data value (the `logic` op; `evaluate(rule, data)`): an
+    /// owned answer, always equal to [`Logic::evaluate_ref`]'s.
     pub fn evaluate(&self, data: &Value) -> Value {
-        eval_json(&self.root, &Data::Json(data))
+        self.evaluate_ref(data).into_owned()
+    }
+
+    /// Evaluate against a JSON data value without copying what the answer names: a string
+    /// or container the rule writes as a literal is borrowed from the compiled rule, one
+    /// the data holds (a `var` answer) from the data; only computed answers (booleans,
+    /// numbers, built arrays and strings) are owned. `into_owned()` is [`Logic::evaluate`].
+    pub fn evaluate_ref<'a>(&'a self, data: &'a Value) -> Cow<'a, Value> {
+        eval_out(&self.root, &Data::Json(data))
     }
 
     /// Evaluate against a run scope's secrets-free data root (EXPR-2, EXPR-5).
     pub(crate) fn eval_root<'a>(&'a self, root: DataRoot<'a>) -> Val<'a> {
         eval(&self.root, &Data::Root(root))
+    }
+
+    /// [`Logic::eval_root`] as JSON, borrowing as [`Logic::evaluate_ref`] does: the
+    /// resolver's `$expr` answer, owned only where the params need it.
+    pub(crate) fn eval_root_ref<'a>(&'a self, root: DataRoot<'a>) -> Cow<'a, Value> {
+        eval_out(&self.root, &Data::Root(root))
     }
 }
 
@@ -557,12 +574,11 @@ impl<'a> At<'a> {
         }
     }
 
-    /// [`Val::to_json`] straight from the data.
-    fn to_json(&self) -> Value {
+    /// [`Val::to_json`] straight from the data, borrowing what the data holds.
+    fn into_out(self) -> Cow<'a, Value> {
         match self {
-            At::Json(Value::Number(n)) => number_value(json_number(n)),
-            At::Json(v) => (*v).clone(),
-            At::Computed(v) => v.to_json(),
+            At::Json(v) => json_out(v),
+            At::Computed(v) => val_out(v),
         }
     }
 }
@@ -690,7 +706,7 @@ fn eval<'a>(node: &'a Node, data: &Data<'a, '_>) -> Val<'a> {
         Node::Null => Val::Null,
         Node::Bool(b) => Val::Bool(*b),
         Node::Num(x) => Val::Num(*x),
-        Node::Str(s) => Val::Str(Cow::Borrowed(s)),
+        Node::Str(s, _) => Val::Str(Cow::Borrowed(s)),
         Node::Lit(v) => Val::from_json(v),
         Node::Array(items) => Val::Arr(items.iter().map(|i| eval(i, data)).collect()),
         Node::Var(segs, default) => match static_var(segs, default.as_deref(), data) {
@@ -752,29 +768,52 @@ fn eval_num<'a>(node: &'a Node, data: &Data<'a, '_>) -> f64 {
     }
 }
 
+/// `Val::from_json(v).to_json()`, borrowing `v` where that copy would be identical: every
+/// value but a number (whose JSON spelling [`number_value`] normalises, and which owns no
+/// heap anyway).
+#[inline]
+fn json_out(v: &Value) -> Cow<'_, Value> {
+    match v {
+        Value::Number(n) => Cow::Owned(number_value(json_number(n))),
+        other => Cow::Borrowed(other),
+    }
+}
+
+/// `v.to_json()`, borrowing a borrowed container (which [`Val::to_json`] copies as is).
+#[inline]
+fn val_out(v: Val<'_>) -> Cow<'_, Value> {
+    match v {
+        Val::Ref(r) => Cow::Borrowed(r),
+        other => Cow::Owned(other.to_json()),
+    }
+}
+
 /// `eval(node).to_json()`, without building the intermediate value where the node's shape
-/// allows: the top of [`Logic::evaluate`].
-fn eval_json<'a>(node: &'a Node, data: &Data<'a, '_>) -> Value {
+/// allows, and borrowing what the answer names from the rule or the data: the top of
+/// [`Logic::evaluate_ref`] and of the resolver's `$expr`. `into_owned()` of the answer is
+/// always exactly `eval(node).to_json()`.
+fn eval_out<'a>(node: &'a Node, data: &Data<'a, '_>) -> Cow<'a, Value> {
     match node {
-        Node::Null => Value::Null,
-        Node::Bool(b) => Value::Bool(*b),
-        Node::Num(x) => number_value(*x),
-        Node::Str(s) => Value::String(String::from(&**s)),
+        Node::Null => Cow::Owned(Value::Null),
+        Node::Bool(b) => Cow::Owned(Value::Bool(*b)),
+        Node::Num(x) => Cow::Owned(number_value(*x)),
+        Node::Str(_, v) => Cow::Borrowed(v),
+        Node::Lit(v) => json_out(v),
         Node::Var(segs, default) => match static_var(segs, default.as_deref(), data) {
-            Ok(v) => At::Json(v).to_json(),
-            Err(()) => var(node, data).map_or(Value::Null, |at| at.to_json()),
+            Ok(v) => json_out(v),
+            Err(()) => var(node, data).map_or(Cow::Owned(Value::Null), At::into_out),
         },
-        Node::VarDyn(..) => var(node, data).map_or(Value::Null, |at| at.to_json()),
-        Node::Test(t, args) => Value::Bool(test(*t, args, data)),
-        Node::Cmp(c, args) => Value::Bool(compare(*c, args, data)),
-        Node::CmpVar(c, vc) => Value::Bool(compare_var(*c, vc, data)),
-        Node::Arith(a, args) => number_value(arith(*a, args, data)),
+        Node::VarDyn(..) => var(node, data).map_or(Cow::Owned(Value::Null), At::into_out),
+        Node::Test(t, args) => Cow::Owned(Value::Bool(test(*t, args, data))),
+        Node::Cmp(c, args) => Cow::Owned(Value::Bool(compare(*c, args, data))),
+        Node::CmpVar(c, vc) => Cow::Owned(Value::Bool(compare_var(*c, vc, data))),
+        Node::Arith(a, args) => Cow::Owned(number_value(arith(*a, args, data))),
         Node::Call(Op::If, args) => {
-            pick_branch(args, data).map_or(Value::Null, |n| eval_json(n, data))
+            pick_branch(args, data).map_or(Cow::Owned(Value::Null), |n| eval_out(n, data))
         }
         Node::Call(op @ (Op::And | Op::Or), args) => {
             let Some((last, init)) = args.split_last() else {
-                return Value::Null;
+                return Cow::Owned(Value::Null);
             };
             // `and` stops at a falsy operand, `or` at a truthy one.
             let stop = *op == Op::Or;
@@ -782,18 +821,18 @@ fn eval_json<'a>(node: &'a Node, data: &Data<'a, '_>) -> Value {
                 if let Node::Test(..) | Node::Cmp(..) | Node::CmpVar(..) = n {
                     let b = eval_bool(n, data);
                     if b == stop {
-                        return Value::Bool(b);
+                        return Cow::Owned(Value::Bool(b));
                     }
                 } else {
                     let v = eval(n, data);
                     if truthy(&v) == stop {
-                        return v.to_json();
+                        return val_out(v);
                     }
                 }
             }
-            eval_json(last, data)
+            eval_out(last, data)
         }
-        _ => eval(node, data).to_json(),
+        _ => val_out(eval(node, data)),
     }
 }
 
@@ -886,7 +925,7 @@ fn test<'a>(t: Test, args: &'a [Node], data: &Data<'a, '_>) -> bool {
                 // SameValueZero: a string equals only an equal string.
                 return items
                     .iter()
-                    .any(|i| matches!(i, Value::String(s) if s == needle));
+                    .any(|i| matches!(i, Value::String(s) if same_str(s, needle)));
             }
             let needle = arg(args, 0, data);
             let hay = arg(args, 1, data);
@@ -904,9 +943,10 @@ fn test<'a>(t: Test, args: &'a [Node], data: &Data<'a, '_>) -> bool {
 /// round) compares in place when the var reads a string.
 fn loose_eq_args<'a>(args: &'a [Node], data: &Data<'a, '_>) -> bool {
     match args {
-        [Node::Var(segs, default), Node::Str(lit)] | [Node::Str(lit), Node::Var(segs, default)] => {
+        [Node::Var(segs, default), Node::Str(lit, _)]
+        | [Node::Str(lit, _), Node::Var(segs, default)] => {
             if let Ok(Value::String(s)) = static_var(segs, default.as_deref(), data) {
-                return s.as_str() == &**lit;
+                return same_str(s, lit);
             }
         }
         _ => {}
@@ -1124,7 +1164,167 @@ fn detach<'a>(v: &Val<'_>) -> Val<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
     use serde_json::json;
+
+    use crate::expr::RunScope;
+
+    const OPS: &[&str] = &[
+        "==",
+        "!=",
+        "===",
+        "!==",
+        "!",
+        "!!",
+        ">",
+        ">=",
+        "<",
+        "<=",
+        "and",
+        "or",
+        "??",
+        "if",
+        "?:",
+        "in",
+        "+",
+        "-",
+        "*",
+        "/",
+        "%",
+        "missing",
+        "var",
+        "cat",
+        "substr",
+        "merge",
+        "max",
+        "min",
+        "map",
+        "filter",
+        "reduce",
+        "all",
+        "none",
+        "some",
+        "missing_some",
+        "log",
+        "join",
+        "$",
+    ];
+    const PATHS: &[&str] = &[
+        "",
+        "a",
+        "a.b",
+        "a.b.c",
+        "xs",
+        "xs.0",
+        "xs.1",
+        "xs.length",
+        "s",
+        "s.0",
+        "s.length",
+        "n",
+        "f",
+        "nope",
+        "nope.x",
+        "vars",
+        "vars.a",
+        "vars.a.b",
+        "vars.xs.0",
+        "vars.s",
+        "vars.n",
+        "vars.f",
+        "vars.xs.length",
+        "steps",
+        "current",
+        "accumulator",
+    ];
+
+    fn scalar() -> impl Strategy<Value = Value> {
+        prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            (-3i64..25).prop_map(Value::from),
+            Just(json!(0.5)),
+            Just(json!(2.0)),
+            Just(json!(-0.0)),
+            Just(json!(1e300)),
+            prop::sample::select(&["", "a", "NL", "1", "2.0", "x.y", "gold", " 7 "][..])
+                .prop_map(Value::from),
+        ]
+    }
+
+    fn data() -> impl Strategy<Value = Value> {
+        scalar().prop_recursive(3, 12, 3, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..3).prop_map(Value::Array),
+                prop::collection::btree_map("[abc]", inner, 0..3)
+                    .prop_map(|m| Value::Object(m.into_iter().collect())),
+            ]
+        })
+    }
+
+    fn rule() -> impl Strategy<Value = Value> {
+        let leaf = prop_oneof![
+            3 => scalar(),
+            3 => prop::sample::select(PATHS).prop_map(|p| json!({"var": p})),
+            1 => (prop::sample::select(PATHS), scalar()).prop_map(|(p, d)| json!({"var": [p, d]})),
+            1 => prop::collection::vec(scalar(), 0..3).prop_map(Value::Array),
+        ];
+        leaf.prop_recursive(4, 24, 4, |inner| {
+            prop_oneof![
+                4 => (prop::sample::select(OPS), prop::collection::vec(inner.clone(), 0..4))
+                    .prop_map(|(op, args)| json!({ op: args })),
+                1 => (prop::sample::select(OPS), inner.clone()).prop_map(|(op, arg)| json!({ op: arg })),
+                1 => prop::collection::vec(inner, 0..3).prop_map(Value::Array),
+            ]
+        })
+    }
+
+    proptest! {
+        // Case count comes from PROPTEST_CASES (proptest default 256; CI sets 64).
+        #![proptest_config(ProptestConfig::default())]
+
+        /// The borrowing evaluator answers exactly what the owned one and the general
+        /// evaluator (`eval(..).to_json()`) answer, on JSON data and on a run scope's data
+        /// root, in both dialects.
+        #[test]
+        fn borrowed_and_owned_answers_agree(rule in rule(), d in data(), xs in data()) {
+            let mut d = d;
+            if let Value::Object(m) = &mut d {
+                m.insert("xs".into(), xs);
+                m.insert("s".into(), json!("str"));
+                m.insert("n".into(), json!(3));
+                m.insert("f".into(), json!(3.0));
+            }
+            let scope = RunScope::from_json(&json!({"vars": d.clone()}));
+            for dialect in [Dialect::W6w, Dialect::Extended] {
+                let Ok(logic) = Logic::compile(&rule, dialect) else { continue };
+                let general = eval(&logic.root, &Data::Json(&d)).to_json();
+                let borrowed = logic.evaluate_ref(&d);
+                prop_assert_eq!(&*borrowed, &general, "{} {:?}", rule, dialect);
+                prop_assert_eq!(logic.evaluate(&d), general);
+                let root = scope.data_root();
+                let general = logic.eval_root(root).to_json();
+                prop_assert_eq!(logic.eval_root_ref(root).into_owned(), general);
+            }
+        }
+    }
+
+    #[test]
+    fn answers_named_by_the_rule_or_the_data_are_borrowed() {
+        let rule = json!({"if": [{"<": [{"var": "temp"}, 0]}, "freezing", {"var": "name"}]});
+        let logic = Logic::compile(&rule, Dialect::W6w).expect("compiles");
+        let cold = json!({"temp": -1, "name": "x"});
+        let mild = json!({"temp": 15, "name": "x", "list": [1]});
+        assert!(matches!(logic.evaluate_ref(&cold), Cow::Borrowed(v) if v == "freezing"));
+        assert!(matches!(logic.evaluate_ref(&mild), Cow::Borrowed(v) if v == "x"));
+        let list = Logic::compile(&json!({"var": "list"}), Dialect::W6w).expect("compiles");
+        assert!(matches!(list.evaluate_ref(&mild), Cow::Borrowed(v) if v == &json!([1])));
+        // Numbers are normalised (3.0 → 3), so they are computed, never borrowed.
+        let n = Logic::compile(&json!({"var": "n"}), Dialect::W6w).expect("compiles");
+        let float = json!({"n": 3.0});
+        let three = n.evaluate_ref(&float);
+        assert!(matches!(&three, Cow::Owned(v) if v == &json!(3) && v.is_u64()));
+    }
 
     fn run(rule: Value, data: Value) -> Value {
         apply(&rule, &data, Dialect::W6w).expect("compiles")

@@ -272,20 +272,57 @@ fn detach<'a>(v: &Val<'_>) -> Val<'a> {
 
 /// Key lookup. Small objects (the common case for step outputs and scopes) are scanned
 /// linearly: comparing a few short keys is cheaper than hashing one.
-#[inline]
+/// The scan is always inlined into the walk; the hashed lookup is a call.
+#[inline(always)]
 pub(crate) fn object_get<'a>(map: &'a Map<String, Value>, key: &str) -> Option<&'a Value> {
     if map.len() <= 8 {
-        map.iter().find_map(|(k, v)| key_eq(k, key).then_some(v))
+        for (k, v) in map {
+            if key_eq(k, key) {
+                return Some(v);
+            }
+        }
+        None
     } else {
-        map.get(key)
+        hashed_get(map, key)
     }
+}
+
+#[inline(never)]
+fn hashed_get<'a>(map: &'a Map<String, Value>, key: &str) -> Option<&'a Value> {
+    map.get(key)
 }
 
 /// String equality for object keys.
 #[inline]
 fn key_eq(a: &str, b: &str) -> bool {
-    // Keys of one length mostly differ in their first byte: test it before calling out.
-    a.len() == b.len() && a.as_bytes().first() == b.as_bytes().first() && a == b
+    // Keys of one length mostly differ in their first byte: test it before comparing more.
+    a.len() == b.len()
+        && a.as_bytes().first() == b.as_bytes().first()
+        && same_bytes(a.as_bytes(), b.as_bytes())
+}
+
+/// `a == b` for strings, inlined for the short keys and values data mostly has.
+#[inline]
+pub(crate) fn same_str(a: &str, b: &str) -> bool {
+    same_bytes(a.as_bytes(), b.as_bytes())
+}
+
+/// `a == b`, without calling out to `memcmp` for the short keys data mostly has: two
+/// overlapping word loads cover 4 to 16 bytes.
+#[inline]
+fn same_bytes(a: &[u8], b: &[u8]) -> bool {
+    fn word<const N: usize>(a: &[u8], b: &[u8]) -> bool {
+        a.first_chunk::<N>() == b.first_chunk::<N>() && a.last_chunk::<N>() == b.last_chunk::<N>()
+    }
+    if a.len() != b.len() {
+        return false;
+    }
+    match a.len() {
+        8..=16 => word::<8>(a, b),
+        4..=7 => word::<4>(a, b),
+        0..=3 => a.iter().zip(b).all(|(x, y)| x == y),
+        _ => a == b,
+    }
 }
 
 pub(crate) fn json_property<'a>(v: &'a Value, seg: &str) -> Option<Val<'a>> {
