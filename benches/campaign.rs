@@ -10,6 +10,9 @@
 //! - `campaign/point_by_point`: the same op service asked once per request, as any other
 //!   adapter is — the peer the copies are measured against, in the same run.
 //!
+//! Both run on the allocator the `w6w-sim` binary ships with (mimalloc, D-181): the rate is
+//! what `w6w-sim conformance --generate N` gets.
+//!
 //! `cargo bench --bench campaign`; `-- --test` runs each once; `scripts/bench.sh campaign`
 //! prints workflows per second and the ratio.
 
@@ -19,6 +22,9 @@ use criterion::{Criterion, criterion_group, criterion_main};
 use serde_json::Value;
 use w6w_sim::conformance::generate::{Generated, check};
 use w6w_sim::conformance::{FnAdapter, Reference};
+
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 /// Workflows per measured batch: seeds 1..=BATCH of the default campaign's generator.
 const BATCH: u64 = 50;

@@ -256,11 +256,19 @@ fn dependency_problems(package: &Value) -> Vec<String> {
             feature("default")
         ));
     }
-    if feature("cli") != serde_json::json!(["dep:clap"]) {
+    if feature("cli") != serde_json::json!(["dep:clap", "dep:mimalloc"]) {
         problems.push(format!(
-            "feature cli is {}, not [\"dep:clap\"]",
+            "feature cli is {}, not [\"dep:clap\", \"dep:mimalloc\"]",
             feature("cli")
         ));
+    }
+    // D-181: the binary's allocator; a library user chooses their own.
+    match normal("mimalloc") {
+        Some(m) if m["optional"] == true => {}
+        Some(_) => problems.push("mimalloc is a non-optional library dependency".to_string()),
+        None => {
+            problems.push("mimalloc is not an (optional) dependency: the binary needs it".into())
+        }
     }
     let bins: Vec<&Value> = package["targets"]
         .as_array()
@@ -325,6 +333,11 @@ fn the_dependency_check_fails_on_a_library_that_pulls_the_cli() {
         p["dependencies"][i]["features"] = serde_json::json!(["rt", "sync"]);
     });
     assert_eq!(tokio_runtime.len(), 1, "{tokio_runtime:?}");
+    let allocator_required = edit(&|p| {
+        let i = dep_index(p, "mimalloc");
+        p["dependencies"][i]["optional"] = false.into();
+    });
+    assert_eq!(allocator_required.len(), 1, "{allocator_required:?}");
     let bin_ungated = edit(&|p| {
         for t in p["targets"].as_array_mut().expect("targets") {
             if let Some(o) = t.as_object_mut() {
