@@ -21,20 +21,24 @@ pub trait Adapter {
     /// Answer one request.
     fn handle(&mut self, request: &Value) -> Result<Value, AdapterError>;
 
-    /// RUN-3/RUN-4 for a generated workflow: for each `k` in `1..=upto`, the answer to
+    /// RUN-3/RUN-4 for a generated workflow: the answer to the `run` of `workflow` and
+    /// `scenario`, then, if it is a report, the answers to
     /// [`crate::service::crash_request`]`(workflow, scenario, k)` — the `run` with a crash
-    /// right after checkpoint `k` — exactly as [`Adapter::handle`] gives it, which is what
-    /// the default asks. The in-process reference answers all of them from one simulation
-    /// of the crash-free run, copied at each checkpoint (`sim::run_crash_points`).
-    fn crash_points(
+    /// right after checkpoint `k` — for each `k` in `1..=min(max, its checkpoints)`; each
+    /// exactly as [`Adapter::handle`] gives it, which is what the default asks. The
+    /// in-process reference answers all of them from one simulation of the crash-free run,
+    /// copied at each checkpoint (`sim::run_crash_points`, D-180).
+    #[allow(clippy::type_complexity)]
+    fn run_and_crash_points(
         &mut self,
         workflow: &Value,
         scenario: &Map<String, Value>,
-        upto: u64,
-    ) -> Vec<Result<Value, AdapterError>> {
-        (1..=upto)
-            .map(|k| self.handle(&crate::service::crash_request(workflow, scenario, k)))
-            .collect()
+        max: u64,
+    ) -> (
+        Result<Value, AdapterError>,
+        Vec<Result<Value, AdapterError>>,
+    ) {
+        crate::service::run_and_crash_points_with(workflow, scenario, max, |r| self.handle(r))
     }
 
     /// What this candidate supports; cases needing anything else are reported not
@@ -193,16 +197,17 @@ impl Adapter for Reference {
         Ok(crate::service::handle(request))
     }
 
-    fn crash_points(
+    fn run_and_crash_points(
         &mut self,
         workflow: &Value,
         scenario: &Map<String, Value>,
-        upto: u64,
-    ) -> Vec<Result<Value, AdapterError>> {
-        crate::service::crash_points(workflow, scenario, upto)
-            .into_iter()
-            .map(Ok)
-            .collect()
+        max: u64,
+    ) -> (
+        Result<Value, AdapterError>,
+        Vec<Result<Value, AdapterError>>,
+    ) {
+        let (plain, crashes) = crate::service::run_and_crash_points(workflow, scenario, max);
+        (Ok(plain), crashes.into_iter().map(Ok).collect())
     }
 
     /// The reference's runs are the simulator's: the suite's own host saw everything.
@@ -257,13 +262,16 @@ impl<A: Adapter> Adapter for WithCapabilities<A> {
         self.inner.handle(request)
     }
 
-    fn crash_points(
+    fn run_and_crash_points(
         &mut self,
         workflow: &Value,
         scenario: &Map<String, Value>,
-        upto: u64,
-    ) -> Vec<Result<Value, AdapterError>> {
-        self.inner.crash_points(workflow, scenario, upto)
+        max: u64,
+    ) -> (
+        Result<Value, AdapterError>,
+        Vec<Result<Value, AdapterError>>,
+    ) {
+        self.inner.run_and_crash_points(workflow, scenario, max)
     }
 
     fn capabilities(&self) -> super::Capabilities {
@@ -284,13 +292,16 @@ impl Adapter for Box<dyn Adapter> {
         (**self).handle(request)
     }
 
-    fn crash_points(
+    fn run_and_crash_points(
         &mut self,
         workflow: &Value,
         scenario: &Map<String, Value>,
-        upto: u64,
-    ) -> Vec<Result<Value, AdapterError>> {
-        (**self).crash_points(workflow, scenario, upto)
+        max: u64,
+    ) -> (
+        Result<Value, AdapterError>,
+        Vec<Result<Value, AdapterError>>,
+    ) {
+        (**self).run_and_crash_points(workflow, scenario, max)
     }
 
     fn capabilities(&self) -> super::Capabilities {

@@ -586,12 +586,15 @@ pub fn check(adapter: &mut dyn Adapter, g: &Generated) -> Result<(), Violation> 
     let workflow = g.workflow();
     // Built once; each request carries it with its own fault plan.
     let scenario = g.scenario(json!({}));
-    let run = |faults: Value| {
-        let mut scenario = scenario.clone();
-        scenario["faults"] = faults;
-        json!({"op": "run", "workflow": workflow, "scenario": scenario})
+    let Value::Object(scenario_map) = &scenario else {
+        return Err(violation(
+            "adapter",
+            "a generated scenario is an object".into(),
+        ));
     };
-    let plain = ask(adapter, &run(json!({})), "model")?;
+    // The crash-free run, then a crash right after each of its checkpoints.
+    let (plain, answers) = adapter.run_and_crash_points(&workflow, scenario_map, CRASH_POINTS_MAX);
+    let plain = judge(plain, &json!("run"), "model")?;
     check_model(&plain, &g.model()).map_err(|m| violation("model", m))?;
 
     // RUN-3/RUN-4: a crash right after any checkpoint ends in the same RunState.
@@ -599,13 +602,6 @@ pub fn check(adapter: &mut dyn Adapter, g: &Generated) -> Result<(), Violation> 
         .as_u64()
         .unwrap_or(0)
         .min(CRASH_POINTS_MAX);
-    let Value::Object(scenario_map) = &scenario else {
-        return Err(violation(
-            "adapter",
-            "a generated scenario is an object".into(),
-        ));
-    };
-    let answers = adapter.crash_points(&workflow, scenario_map, checkpoints);
     if answers.len() as u64 != checkpoints {
         return Err(violation(
             "adapter",
@@ -861,28 +857,38 @@ mod tests {
         assert!(distinct.len() > 45, "{}", distinct.len());
     }
 
-    /// The reference answers every crash point from one simulation copied at each
-    /// checkpoint; the answers must be byte for byte what each request gets on its own
-    /// (the default, through `handle`), one point past the last checkpoint included.
+    /// The reference answers the plain run and every crash point from one simulation
+    /// copied at each checkpoint; the answers must be byte for byte what each request gets
+    /// on its own (the default, through `handle`).
     #[test]
     fn the_references_crash_points_answer_as_each_request_does() {
         let mut one_by_one =
             crate::conformance::FnAdapter::new("handle", |r: &Value| crate::service::handle(r));
+        let mut points = 0;
         for seed in 0..120 {
             let g = Generated::from_seed(seed);
             let (workflow, scenario) = (g.workflow(), g.scenario(json!({})));
-            let plain = crate::service::handle(
-                &json!({"op": "run", "workflow": workflow, "scenario": scenario}),
-            );
-            let upto = plain["ok"]["checkpoints"].as_u64().expect("checkpoints") + 1;
             let Value::Object(scenario) = scenario else {
                 panic!("a scenario is an object")
             };
-            let fast = Reference.crash_points(&workflow, &scenario, upto);
-            let slow = one_by_one.crash_points(&workflow, &scenario, upto);
-            assert_eq!(fast.len() as u64, upto);
-            assert!(fast == slow, "seed {seed}: the answers differ");
+            for max in [CRASH_POINTS_MAX, 3] {
+                let fast = Reference.run_and_crash_points(&workflow, &scenario, max);
+                let slow = one_by_one.run_and_crash_points(&workflow, &scenario, max);
+                assert!(fast == slow, "seed {seed}, max {max}: the answers differ");
+                points += fast.1.len();
+            }
         }
+        assert!(points > 600, "{points} crash points compared");
+        // A scenario the service refuses: the same refusal, and no crash asked about.
+        let bad = serde_json::Map::from_iter([("actions".to_string(), json!(5))]);
+        let wf = Generated::from_seed(1).workflow();
+        let fast = Reference.run_and_crash_points(&wf, &bad, CRASH_POINTS_MAX);
+        let slow = one_by_one.run_and_crash_points(&wf, &bad, CRASH_POINTS_MAX);
+        assert!(fast == slow && fast.1.is_empty(), "{fast:?}");
+        assert_eq!(
+            fast.0.as_ref().ok().and_then(|a| a.pointer("/error/code")),
+            Some(&json!("invalid_scenario"))
+        );
     }
 
     #[test]

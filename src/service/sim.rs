@@ -161,40 +161,66 @@ pub fn crash_request(workflow: &Value, scenario: &Map<String, Value>, k: u64) ->
     json!({"op": "run", "workflow": workflow, "scenario": scenario})
 }
 
-/// RUN-3/RUN-4 in a campaign: for each `k` in `1..=upto`, exactly what
-/// [`super::handle`] answers to [`crash_request`]`(workflow, scenario, k)`, from one
-/// simulation of the crash-free run copied at each checkpoint (`sim::run_crash_points`)
-/// when `scenario` carries no fault plan of its own, and request by request otherwise.
-pub fn crash_points(workflow: &Value, scenario: &Map<String, Value>, upto: u64) -> Vec<Value> {
-    let one_by_one = || {
-        (1..=upto)
-            .map(|k| super::handle(&crash_request(workflow, scenario, k)))
-            .collect()
+/// RUN-3/RUN-4 in a campaign, asked request by request through `ask`: the answer to the
+/// `run` of `workflow` and `scenario` (an object), then — if it is a report — the answer
+/// to [`crash_request`]`(workflow, scenario, k)` for each `k` in `1..=min(max, its
+/// checkpoints)`.
+pub fn run_and_crash_points_with<E>(
+    workflow: &Value,
+    scenario: &Map<String, Value>,
+    max: u64,
+    mut ask: impl FnMut(&Value) -> Result<Value, E>,
+) -> (Result<Value, E>, Vec<Result<Value, E>>) {
+    let plain = ask(&json!({"op": "run", "workflow": workflow, "scenario": scenario}));
+    let upto = plain
+        .as_ref()
+        .ok()
+        .and_then(|answer| answer.pointer("/ok/checkpoints"))
+        .and_then(Value::as_u64)
+        .unwrap_or(0)
+        .min(max);
+    let crashes = (1..=upto)
+        .map(|k| ask(&crash_request(workflow, scenario, k)))
+        .collect();
+    (plain, crashes)
+}
+
+/// [`run_and_crash_points_with`] asking [`super::handle`], each answer exactly what it
+/// gives — from one simulation of the crash-free run copied at each checkpoint
+/// (`sim::run_crash_points`).
+pub fn run_and_crash_points(
+    workflow: &Value,
+    scenario: &Map<String, Value>,
+    max: u64,
+) -> (Value, Vec<Value>) {
+    let request = json!({"op": "run", "workflow": workflow, "scenario": scenario});
+    let (Ok(options), Ok((loaded, parsed))) = (op_options(&request), inputs(&request)) else {
+        // Refused before anything runs: the plain answer says why, and there is no crash.
+        let (plain, crashes) = run_and_crash_points_with(workflow, scenario, max, |r| {
+            Ok::<_, std::convert::Infallible>(super::handle(r))
+        });
+        let plain = plain.unwrap_or_else(|never| match never {});
+        let crashes = crashes
+            .into_iter()
+            .map(|c| c.unwrap_or_else(|never| match never {}))
+            .collect();
+        return (plain, crashes);
     };
-    // The requests differ in their fault plan only, which neither the options, nor the
-    // workflow, nor the redaction reads: the first stands for all of them.
-    let first = crash_request(workflow, scenario, 1);
-    let (Ok(options), Ok((workflow, mut base))) = (op_options(&first), inputs(&first)) else {
-        return one_by_one();
+    // The crash requests differ from `request` in their fault plan only, which neither
+    // the options nor the redaction read.
+    let answer = |result: Result<crate::sim::Report, SimError>| {
+        let answer = match result {
+            Ok(report) => ok(report.into_json()),
+            Err(e) => error(&e),
+        };
+        super::finish(redacted(&request, answer))
     };
-    let own_faults = scenario
-        .get("faults")
-        .is_some_and(|f| !matches!(f, Value::Null) && f != &json!({}));
-    if upto == 0 || own_faults {
-        return one_by_one();
-    }
-    base.faults = crate::sim::scenario::Faults::default();
-    crate::sim::with_stack(|| crate::sim::run_crash_points(&workflow, &base, &options, upto))
-        .reports
-        .into_iter()
-        .map(|answer| {
-            let answer = match answer {
-                Ok(report) => ok(report.into_json()),
-                Err(e) => error(&e),
-            };
-            super::finish(redacted(&first, answer))
-        })
-        .collect()
+    let points =
+        crate::sim::with_stack(|| crate::sim::run_crash_points(&loaded, &parsed, &options, max));
+    (
+        answer(points.plain),
+        points.reports.into_iter().map(answer).collect(),
+    )
 }
 
 pub(crate) fn run(request: &Value) -> Value {

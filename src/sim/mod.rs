@@ -881,18 +881,19 @@ pub fn run_on_store(
     start(sim, scenario)
 }
 
-/// RUN-3/RUN-4 for a campaign: for each `k` in `1..=upto`, what [`run`] reports for
-/// `scenario` with the fault plan `crashAfterCheckpoint: [k]` alone (`scenario` itself
-/// must carry no fault), without running each prefix again. The crash-free run is
-/// simulated once and copied right after each top-level checkpoint up to `upto` (world
-/// and memory store, as the crash would leave them); each copy then comes back exactly as
-/// the crashed process would. A `k` with no copy (a child run's checkpoint, a store or
-/// trace that cannot be copied, a scenario with faults of its own) is run from the top.
+/// RUN-3/RUN-4 for a campaign: what [`run`] reports for `scenario`, and for each `k` in
+/// `1..=min(max, its checkpoints)` what it reports with the fault plan
+/// `crashAfterCheckpoint: [k]` in place of the scenario's own — without running each
+/// prefix again. The crash-free run is simulated once and copied right after each
+/// top-level checkpoint up to `max` (world and memory store, as the crash would leave
+/// them); each copy then comes back exactly as the crashed process would. A `k` with no
+/// copy (a child run's checkpoint; a store or trace that cannot be copied, or a scenario
+/// with faults of its own, where nothing is copied) is run from the top.
 pub fn run_crash_points(
     workflow: &Workflow,
     scenario: &Scenario,
     options: &SimOptions,
-    upto: u64,
+    max: u64,
 ) -> CrashPoints {
     let crash_at = |k: u64| Scenario {
         faults: scenario::Faults {
@@ -903,12 +904,12 @@ pub fn run_crash_points(
     };
     let copyable = scenario.faults == scenario::Faults::default()
         && options.abort_after_checkpoint.is_none()
-        && matches!(options.store, StoreChoice::Memory)
-        && upto > 0;
+        && matches!(options.store, StoreChoice::Memory);
     let mut forks = BTreeMap::new();
     let engine = Engine::new(workflow).ok().filter(|_| copyable);
-    if engine.is_some()
-        && let Ok(sim) = Sim::new(
+    let plain = match &engine {
+        // What `run` does on a memory store, with the copies taken on the way.
+        Some(_) => Sim::new(
             workflow,
             scenario,
             options,
@@ -917,12 +918,18 @@ pub fn run_crash_points(
             Box::new(MemoryStore::default()),
             &scenario.run_id,
         )
-    {
-        sim.forks.borrow_mut().upto = upto;
-        // How the crash-free run ends does not matter here: each copy is taken before it.
-        let _ = start_driving(&sim, scenario);
-        forks = std::mem::take(&mut sim.forks.borrow_mut().taken);
-    }
+        .and_then(|sim| {
+            sim.forks.borrow_mut().upto = max;
+            let ended = start_driving(&sim, scenario);
+            forks = std::mem::take(&mut sim.forks.borrow_mut().taken);
+            ended?;
+            sim.report(&scenario.run_id)
+        }),
+        None => run(workflow, scenario, options, None),
+    };
+    let upto = plain
+        .as_ref()
+        .map_or(0, |report| report.world.checkpoints.min(max));
     let mut copied = 0;
     let reports = (1..=upto)
         .map(|k| {
@@ -936,12 +943,18 @@ pub fn run_crash_points(
             }
         })
         .collect();
-    CrashPoints { reports, copied }
+    CrashPoints {
+        plain,
+        reports,
+        copied,
+    }
 }
 
 /// What [`run_crash_points`] gives.
 #[derive(Debug)]
 pub struct CrashPoints {
+    /// The crash-free run's report (or error).
+    pub plain: Result<Report, SimError>,
     /// The report (or error) of the run crashing after checkpoint `k`, at index `k - 1`.
     pub reports: Vec<Result<Report, SimError>>,
     /// How many of them continued a copy (the others ran from the top).
