@@ -28,16 +28,12 @@ pub trait Adapter {
     /// exactly as [`Adapter::handle`] gives it, which is what the default asks. The
     /// in-process reference answers all of them from one simulation of the crash-free run,
     /// copied at each checkpoint (`sim::run_crash_points`, D-180).
-    #[allow(clippy::type_complexity)]
     fn run_and_crash_points(
         &mut self,
         workflow: &Value,
         scenario: &Map<String, Value>,
         max: u64,
-    ) -> (
-        Result<Value, AdapterError>,
-        Vec<Result<Value, AdapterError>>,
-    ) {
+    ) -> RunAndCrashes {
         crate::service::run_and_crash_points_with(workflow, scenario, max, |r| self.handle(r))
     }
 
@@ -59,6 +55,13 @@ pub trait Adapter {
         Evidence::SelfReported
     }
 }
+
+/// What [`Adapter::run_and_crash_points`] answers: the crash-free run's answer, then one
+/// answer per crash point.
+pub type RunAndCrashes = (
+    Result<Value, AdapterError>,
+    Vec<Result<Value, AdapterError>>,
+);
 
 /// The seal of [`Adapter::evidence`]: public in a private module, so no code outside
 /// this crate can name it, build one, or override the method.
@@ -202,10 +205,7 @@ impl Adapter for Reference {
         workflow: &Value,
         scenario: &Map<String, Value>,
         max: u64,
-    ) -> (
-        Result<Value, AdapterError>,
-        Vec<Result<Value, AdapterError>>,
-    ) {
+    ) -> RunAndCrashes {
         let (plain, crashes) = crate::service::run_and_crash_points(workflow, scenario, max);
         (Ok(plain), crashes.into_iter().map(Ok).collect())
     }
@@ -267,10 +267,7 @@ impl<A: Adapter> Adapter for WithCapabilities<A> {
         workflow: &Value,
         scenario: &Map<String, Value>,
         max: u64,
-    ) -> (
-        Result<Value, AdapterError>,
-        Vec<Result<Value, AdapterError>>,
-    ) {
+    ) -> RunAndCrashes {
         self.inner.run_and_crash_points(workflow, scenario, max)
     }
 
@@ -297,10 +294,7 @@ impl Adapter for Box<dyn Adapter> {
         workflow: &Value,
         scenario: &Map<String, Value>,
         max: u64,
-    ) -> (
-        Result<Value, AdapterError>,
-        Vec<Result<Value, AdapterError>>,
-    ) {
+    ) -> RunAndCrashes {
         (**self).run_and_crash_points(workflow, scenario, max)
     }
 

@@ -62,7 +62,8 @@ mod report;
 pub mod shard;
 
 pub use adapter::{
-    Adapter, AdapterError, Evidence, FnAdapter, Reference, SELF_REPORTED, WithCapabilities,
+    Adapter, AdapterError, Evidence, FnAdapter, Reference, RunAndCrashes, SELF_REPORTED,
+    WithCapabilities,
 };
 pub use capability::{CAPABILITIES, Capabilities, UnknownCapability};
 pub use engine_seam::{EngineAdapter, EngineOnSim, ReferenceEngineAdapter, run_engine};
