@@ -516,6 +516,30 @@ impl<'a> Sim<'a> {
         run_id: &str,
     ) -> Result<Self, SimError> {
         let engine = Engine::new(workflow).map_err(SimError::Rejected)?;
+        Sim::for_workflow(
+            Box::new(engine),
+            workflow,
+            scenario,
+            options,
+            snap,
+            sink,
+            store,
+            run_id,
+        )
+    }
+
+    /// [`Sim::new`] with `workflow`'s engine already built (`driver`).
+    #[allow(clippy::too_many_arguments)]
+    fn for_workflow(
+        driver: Box<dyn Driver + 'a>,
+        workflow: &'a Workflow,
+        scenario: &'a Scenario,
+        options: &'a SimOptions,
+        snap: WorldSnapshot,
+        sink: Option<Box<dyn Write>>,
+        store: Box<dyn Store>,
+        run_id: &str,
+    ) -> Result<Self, SimError> {
         if scenario::names_steps(scenario) {
             // Only faults and scripts name steps that may not exist (a whole-workflow copy
             // per run is not free on a long workflow).
@@ -525,7 +549,7 @@ impl<'a> Sim<'a> {
             )?;
         }
         Ok(Sim::with_driver(
-            Box::new(engine),
+            driver,
             workflow.id.clone(),
             scenario,
             options,
@@ -909,7 +933,8 @@ pub fn run_crash_points(
     let engine = Engine::new(workflow).ok().filter(|_| copyable);
     let plain = match &engine {
         // What `run` does on a memory store, with the copies taken on the way.
-        Some(_) => Sim::new(
+        Some(engine) => Sim::for_workflow(
+            Box::new(engine),
             workflow,
             scenario,
             options,
