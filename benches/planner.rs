@@ -16,11 +16,9 @@
 //! `cargo bench --bench planner`; `cargo bench --bench planner -- --test` runs each once;
 //! `scripts/bench.sh planner` prints the ratios.
 
-use std::alloc::{GlobalAlloc, Layout, System};
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
 use std::hint::black_box;
-use std::sync::atomic::{AtomicBool, AtomicIsize, AtomicUsize, Ordering};
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use petgraph::graph::{DiGraph, NodeIndex};
@@ -28,6 +26,9 @@ use serde_json::{Value, json};
 use w6w_sim::model::Workflow;
 use w6w_sim::plan::plan;
 use w6w_sim::validate::{ValidateOptions, validate_workflow};
+
+mod heap;
+use heap::{Counting, counted};
 
 const STEPS: usize = 100_000;
 const EDGES: usize = 300_000;
@@ -60,72 +61,21 @@ fn document(steps: usize, edges: usize) -> Value {
     json!({"manifestVersion": "2", "id": "wf_bench", "name": "bench", "steps": step_docs, "edges": edge_docs})
 }
 
-/// Counts heap allocations and live bytes, so the bench can say what a call costs in memory.
-/// It counts only while [`memory`] runs a call (`COUNTING`): three atomic read-modify-writes
-/// per allocation would otherwise tax the timed runs in proportion to how much each one
-/// allocates — validation allocates about a million times per run, the planner a few.
-struct Counting;
-
-static COUNTING: AtomicBool = AtomicBool::new(false);
-static ALLOCATIONS: AtomicUsize = AtomicUsize::new(0);
-/// Bytes allocated minus bytes freed while counting (negative if a call frees more than it
-/// allocated), and its highest value.
-static LIVE: AtomicIsize = AtomicIsize::new(0);
-static PEAK: AtomicIsize = AtomicIsize::new(0);
-
-// SAFETY: every call forwards to the system allocator unchanged; the counters are plain
-// atomics and never affect what is allocated.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        if COUNTING.load(Ordering::Relaxed) {
-            ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-            let size = layout.size() as isize;
-            let live = LIVE.fetch_add(size, Ordering::Relaxed) + size;
-            PEAK.fetch_max(live, Ordering::Relaxed);
-        }
-        // SAFETY: forwarded with the caller's layout.
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        if COUNTING.load(Ordering::Relaxed) {
-            LIVE.fetch_sub(layout.size() as isize, Ordering::Relaxed);
-        }
-        // SAFETY: `ptr` came from `alloc` above with this layout.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        if COUNTING.load(Ordering::Relaxed) {
-            ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-            let grow = new_size as isize - layout.size() as isize;
-            let live = LIVE.fetch_add(grow, Ordering::Relaxed) + grow;
-            PEAK.fetch_max(live, Ordering::Relaxed);
-        }
-        // SAFETY: forwarded unchanged.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
-
 #[global_allocator]
 static GLOBAL: Counting = Counting;
 
 /// Run `f` once and print, per step, its allocations, its peak extra heap and what its
-/// result still holds (the counters run only inside this call).
+/// result still holds. The allocator counts only inside this call: counting every
+/// allocation would tax the timed runs in proportion to how much each one allocates —
+/// validation allocates about a million times per run, the planner a few (D-175).
 fn memory<T>(label: &str, f: impl FnOnce() -> T) -> T {
-    ALLOCATIONS.store(0, Ordering::Relaxed);
-    LIVE.store(0, Ordering::Relaxed);
-    PEAK.store(0, Ordering::Relaxed);
-    COUNTING.store(true, Ordering::Relaxed);
-    let out = f();
-    COUNTING.store(false, Ordering::Relaxed);
-    let count = ALLOCATIONS.load(Ordering::Relaxed);
-    let peak = PEAK.load(Ordering::Relaxed).max(0) as usize;
-    let held = LIVE.load(Ordering::Relaxed).max(0) as usize;
+    let (out, heap) = counted(f);
     let per = |x: usize| x as f64 / STEPS as f64;
     eprintln!(
         "planner memory {label:<9} {:>5.2} allocations/step, peak {:>6.1} B/step, result holds {:>6.1} B/step",
-        per(count),
-        per(peak),
-        per(held)
+        per(heap.allocations),
+        per(heap.peak),
+        per(heap.held)
     );
     out
 }

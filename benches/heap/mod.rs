@@ -1,4 +1,4 @@
-//! A counting allocator for the heap figures the engine and strands benches print: each
+//! A counting allocator for the heap figures the engine, strands and planner benches print: each
 //! installs [`Counting`] as its global allocator, and it counts only inside [`counted`]
 //! (outside, it is one relaxed load per allocation, so timings are not skewed).
 
@@ -61,11 +61,13 @@ unsafe impl GlobalAlloc for Counting {
 }
 
 /// What one counted call cost: allocations, bytes allocated, peak live bytes above the
-/// start.
+/// start, and the live bytes above the start when it returned (what its result holds).
+#[allow(dead_code)] // each bench reads the figures it prints
 pub struct Heap {
     pub allocations: usize,
     pub allocated: usize,
     pub peak: usize,
+    pub held: usize,
 }
 
 pub fn counted<T>(f: impl FnOnce() -> T) -> (T, Heap) {
@@ -80,6 +82,7 @@ pub fn counted<T>(f: impl FnOnce() -> T) -> (T, Heap) {
         allocations: ALLOCATIONS.load(Ordering::Relaxed),
         allocated: ALLOCATED.load(Ordering::Relaxed),
         peak: PEAK.load(Ordering::Relaxed),
+        held: LIVE.load(Ordering::Relaxed),
     };
     (out, heap)
 }
