@@ -61,7 +61,7 @@ impl Grown {
         self.next += 1;
         let mut patch = self.template.clone();
         if let Some((_, mut exec)) = patch.steps.pop() {
-            exec.step_id.clone_from(&id);
+            std::sync::Arc::make_mut(&mut exec).step_id.clone_from(&id);
             patch.steps.insert(id.clone(), exec);
         }
         self.world.checkpoints += 1;

@@ -274,7 +274,9 @@ impl Scrubber {
         if let Some(e) = &mut p.error {
             self.error(e);
         }
-        p.steps.values_mut().for_each(|s| self.step(s));
+        p.steps
+            .values_mut()
+            .for_each(|s| self.step(std::sync::Arc::make_mut(s)));
         p.step_errors.iter_mut().for_each(|e| self.error(e));
         self.map(&mut p.extra);
     }
@@ -291,7 +293,9 @@ impl Scrubber {
         if let Some(e) = &mut r.error {
             self.error(e);
         }
-        r.steps.values_mut().for_each(|s| self.step(s));
+        r.steps
+            .values_mut()
+            .for_each(|s| self.step(std::sync::Arc::make_mut(s)));
         r.step_errors.iter_mut().for_each(|e| self.error(e));
         self.map(&mut r.extra);
     }

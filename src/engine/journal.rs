@@ -7,6 +7,7 @@
 //! lock that every commit takes.
 
 use std::cell::{Cell, RefCell};
+use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
@@ -178,7 +179,7 @@ impl Journal {
             }
             match &frame.key {
                 None => {
-                    patch.steps.insert(record.step_id.clone(), record);
+                    patch.steps.insert(record.step_id.clone(), Arc::new(record));
                 }
                 Some(key) => {
                     // The frame object with this record set (upsert, order kept), built
@@ -212,7 +213,7 @@ impl Journal {
     }
 
     /// The record of `step_id` in `frame`, if one was checkpointed.
-    pub(crate) fn lookup(&self, frame: &Frame, step_id: &str) -> Option<StepExecution> {
+    pub(crate) fn lookup(&self, frame: &Frame, step_id: &str) -> Option<Arc<StepExecution>> {
         match &frame.key {
             None => self.step(step_id),
             Some(key) => self
@@ -221,7 +222,8 @@ impl Journal {
                 .extra
                 .get(key)
                 .and_then(|f| f.get(step_id))
-                .and_then(|r| serde_json::from_value(r.clone()).ok()),
+                .and_then(|r| serde_json::from_value(r.clone()).ok())
+                .map(Arc::new),
         }
     }
 
@@ -255,7 +257,8 @@ impl Journal {
         n
     }
 
-    pub(crate) fn step(&self, step_id: &str) -> Option<StepExecution> {
+    /// The record of `step_id` in the main graph, shared with the state (D-182).
+    pub(crate) fn step(&self, step_id: &str) -> Option<Arc<StepExecution>> {
         self.state.borrow().steps.get(step_id).cloned()
     }
 

@@ -20,7 +20,7 @@ use crate::model::{
 /// Records a replay reuses verbatim on every pass of its ladder.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Carried {
-    pub(crate) records: IndexMap<String, StepExecution>,
+    pub(crate) records: IndexMap<String, std::sync::Arc<StepExecution>>,
     pub(crate) step_errors: Vec<StepError>,
 }
 

@@ -33,7 +33,7 @@ pub(crate) struct StepCtx<'a, C> {
     /// CTRL-8: a join's inbound outputs (empty for any other step).
     pub(crate) inbound: Vec<(String, Value)>,
     /// The step's record already in the state (a crash or a `wait` interrupted it).
-    pub(crate) existing: Option<StepExecution>,
+    pub(crate) existing: Option<std::sync::Arc<StepExecution>>,
     /// ERR-4: the step declares an outgoing error edge.
     pub(crate) error_edge: bool,
 }
@@ -92,7 +92,7 @@ impl<'a, C: WorkflowContext> StepCtx<'a, C> {
                     .as_ref()
                     .filter(|r| r.status == StepStatus::Running);
                 let first = running.map_or(1, |r| r.attempt.max(1));
-                let pending = running.and_then(PendingRetry::of);
+                let pending = running.and_then(|r| PendingRetry::of(r));
                 StepEnd::Done(self.execute(first, pending).await?)
             }
             StepKind::Call => StepEnd::Done(super::control::call(&self).await?),

@@ -141,7 +141,9 @@ impl<'a, C: WorkflowContext> Walk<'a, C> {
             let mut record = match self.journal.lookup(self.frame, &step.id) {
                 // RUN-4 / REPLAY-1: a terminal record is reused, never re-invoked — when
                 // this walk's routing reaches the step (`reusable`).
-                Some(r) if reusable(&r, &reached.skips, self.graph, i) => r,
+                Some(r) if reusable(&r, &reached.skips, self.graph, i) => {
+                    std::sync::Arc::unwrap_or_clone(r)
+                }
                 existing => {
                     // RUN-7: the signal is polled between steps.
                     if self.host.aborted() {
@@ -220,6 +222,7 @@ impl<'a, C: WorkflowContext> Walk<'a, C> {
             let step = &self.engine.workflow.steps[i];
             match self.journal.lookup(self.frame, &step.id) {
                 Some(r) if reusable(&r, &reached.skips, self.graph, i) => {
+                    let r = std::sync::Arc::unwrap_or_clone(r);
                     s.complete(self, pos, strand, r, reached);
                 }
                 existing => {
@@ -249,7 +252,7 @@ impl<'a, C: WorkflowContext> Walk<'a, C> {
         i: usize,
         scope: &'s RunScope,
         inbound: Vec<(String, Value)>,
-        existing: Option<StepExecution>,
+        existing: Option<std::sync::Arc<StepExecution>>,
     ) -> StepCtx<'s, C>
     where
         'a: 's,

@@ -5,6 +5,8 @@
 //! bytes a run writes linear in its length (RUN-2) and gives every host one definition of
 //! what a patch means.
 
+use std::sync::Arc;
+
 use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -199,9 +201,11 @@ pub struct RunState {
     pub status: RunStatus,
     #[serde(default)]
     pub variables: Map<String, Value>,
-    /// Only started (or skipped) steps appear, in the order they first appeared.
+    /// Only started (or skipped) steps appear, in the order they first appeared. Records
+    /// are shared, never copied, between the patch that wrote them, the engine's mirror and
+    /// a memory store (D-182): change one with [`Arc::make_mut`].
     #[serde(default)]
-    pub steps: IndexMap<String, StepExecution>,
+    pub steps: IndexMap<String, Arc<StepExecution>>,
     #[serde(
         default,
         deserialize_with = "present",
@@ -283,9 +287,9 @@ impl RunState {
         }
         for (id, exec) in &patch.steps {
             match self.steps.get_mut(id) {
-                Some(record) => record.clone_from(exec),
+                Some(record) => *record = Arc::clone(exec),
                 None => {
-                    self.steps.insert(id.clone(), exec.clone());
+                    self.steps.insert(id.clone(), Arc::clone(exec));
                 }
             }
         }
@@ -387,8 +391,10 @@ pub struct RunStatePatch {
     /// run-level handler recovers the run, RUNERR-5).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub clear: Vec<PatchField>,
+    /// Each entry replaces that step's whole record (shared with the states it is folded
+    /// into, D-182).
     #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
-    pub steps: IndexMap<String, StepExecution>,
+    pub steps: IndexMap<String, Arc<StepExecution>>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub step_errors: Vec<StepError>,
     #[serde(flatten)]
@@ -410,11 +416,11 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn record(id: &str, status: StepStatus, output: Value) -> StepExecution {
+    fn record(id: &str, status: StepStatus, output: Value) -> Arc<StepExecution> {
         let mut r = StepExecution::new(id, status, 1);
         r.input = Some(json!({"k": id}));
         r.output = Some(output);
-        r
+        Arc::new(r)
     }
 
     /// `apply` (by reference, field by field) and `apply_owned` (by value) are two spellings

@@ -296,10 +296,10 @@ mod tests {
         let mut crashed = r.state.clone();
         crashed.status = RunStatus::Running;
         crashed.output = None;
-        let mut d = crashed.steps["d"].clone();
+        let mut d = crate::model::StepExecution::clone(&crashed.steps["d"]);
         d.status = crate::model::StepStatus::Running;
         d.output = None;
-        crashed.steps.insert("d".into(), d);
+        crashed.steps.insert("d".into(), std::sync::Arc::new(d));
         let host = TestHost::with_state(crashed);
         let engine = crate::engine::Engine::new(&wf).expect("engine");
         let resumed = block_on(engine.resume("r1", &host)).expect("resume");

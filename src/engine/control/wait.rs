@@ -37,10 +37,10 @@ pub(super) async fn wait<C: WorkflowContext>(
             let out = json!({"resumeToken": token,
                              "scheduledFor": r.extra.get("scheduledFor").cloned().unwrap_or(Value::Null),
                              "resumedAt": iso8601_from_ms(cx.host().now_ms())});
-            return Ok(StepEnd::Done(cx.succeed(r.clone(), out)));
+            return Ok(StepEnd::Done(cx.succeed(StepExecution::clone(r), out)));
         }
         if let Some(at) = r.extra.get("scheduledFor").and_then(Value::as_str) {
-            return Ok(still_suspended(cx, r.clone(), token, at).await);
+            return Ok(still_suspended(cx, StepExecution::clone(r), token, at).await);
         }
     }
     let mut record = cx.start_record();

@@ -18,7 +18,7 @@ fn patch(run: &str, i: usize, big: usize) -> RunStatePatch {
     }
     let mut exec = StepExecution::new(&format!("s{i}"), StepStatus::Succeeded, 1);
     exec.output = Some(json!({"i": i, "pad": "x".repeat(big)}));
-    p.steps.insert(format!("s{i}"), exec);
+    p.steps.insert(format!("s{i}"), std::sync::Arc::new(exec));
     p
 }
 
