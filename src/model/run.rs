@@ -480,4 +480,30 @@ mod tests {
         assert_eq!(s.steps["a"].output, Some(json!([1])));
         assert!(s.step_errors.is_empty() && !s.extra.contains_key("y"));
     }
+
+    /// D-182: folding a patch shares its records with the state (no copy), and a writer
+    /// through `Arc::make_mut` copies a shared record instead of changing the patch's.
+    #[test]
+    fn folding_shares_records_and_a_writer_copies_a_shared_one() {
+        let mut p = RunStatePatch {
+            run_id: "r".into(),
+            ..RunStatePatch::default()
+        };
+        p.steps
+            .insert("a".into(), record("a", StepStatus::Succeeded, json!(1)));
+        let mut s = RunState::new("r", "");
+        s.apply(&p);
+        assert!(Arc::ptr_eq(&s.steps["a"], &p.steps["a"]));
+        let mut owned = RunState::new("r", "");
+        owned.apply_owned(p.clone());
+        assert!(Arc::ptr_eq(&owned.steps["a"], &p.steps["a"]));
+        if let Some(r) = s.steps.get_mut("a") {
+            Arc::make_mut(r).output = Some(json!(2));
+        }
+        assert_eq!(p.steps["a"].output, Some(json!(1)));
+        assert_eq!(s.steps["a"].output, Some(json!(2)));
+        // Serialized, a shared record is the record itself.
+        let text = serde_json::to_string(&owned).unwrap_or_default();
+        assert!(text.contains(r#""steps":{"a":{"stepId":"a","status":"succeeded""#));
+    }
 }
