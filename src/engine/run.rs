@@ -164,7 +164,10 @@ impl<'w> Engine<'w> {
     ) -> Result<RunResult, EngineError> {
         self.check_supported(ctx)?;
         let variables = super::vars::seed_variables(self.workflow, &seed.variables)?;
-        let journal = Journal::new(RunState::new(&seed.run_id, &self.workflow.id));
+        let mut fresh = RunState::new(&seed.run_id, &self.workflow.id);
+        // Sized once for every step, instead of growing (and copying) as records arrive.
+        fresh.steps.reserve(self.workflow.steps.len());
+        let journal = Journal::new(fresh);
         let mut start = journal.patch();
         start.workflow_id = Some(self.workflow.id.clone());
         start.status = Some(RunStatus::Running);
@@ -399,6 +402,8 @@ impl<'w> Engine<'w> {
     /// and the host; `steps` fills in as the walk publishes.
     fn scope<C: WorkflowContext>(&self, ctx: &C, journal: &Journal) -> RunScope {
         let mut scope = RunScope::new().with_secrets(ctx.secrets());
+        // `steps` fills in as the walk publishes: sized once for every step.
+        scope.steps = Value::Object(serde_json::Map::with_capacity(self.workflow.steps.len()));
         scope.vars = self.variables(journal, &scope);
         taint_pointers(&mut scope, "vars", &secret_variables(journal));
         scope.trigger = journal

@@ -163,12 +163,23 @@ impl WorkflowContext for SimHost<'_> {
             let crash = invoke_fault(self.scenario, &w, &req.step_id, req.attempt);
             (outcome, at_ms, crash)
         };
-        let params = Value::Object(req.redacted_params());
-        let entry = self.scrubbed(self.tagged(json!({
-            "stepId": req.step_id, "app": req.app, "action": req.action,
-            "connection": req.connection, "attempt": req.attempt, "params": params,
-            "atMs": at_ms,
-        })));
+        // Built at its final size (eight keys with a child's `runId`), not grown key by key.
+        let mut entry = Map::with_capacity(8);
+        for (k, v) in [
+            ("stepId", Value::String(req.step_id.clone())),
+            ("app", Value::String(req.app.clone())),
+            ("action", Value::String(req.action.clone())),
+            (
+                "connection",
+                req.connection.clone().map_or(Value::Null, Value::String),
+            ),
+            ("attempt", Value::from(req.attempt)),
+            ("params", Value::Object(req.redacted_params())),
+            ("atMs", Value::from(at_ms)),
+        ] {
+            entry.insert(k.to_owned(), v);
+        }
+        let entry = self.scrubbed(self.tagged(Value::Object(entry)));
         // META-1: the host reports through onExecuted only, before the call settles.
         let reports = outcome.meta.clone().unwrap_or_else(|| script.meta.clone());
         for r in &reports {
