@@ -647,8 +647,13 @@ pub fn check(adapter: &mut dyn Adapter, g: &Generated) -> Result<(), Violation> 
     }
 
     // REPLAY-1: same status and outputs; succeeded steps are not invoked again.
-    let request = json!({"op": "replay", "workflow": workflow, "run": plain["run"],
-                         "scenario": scenario});
+    // The workflow and scenario move into the request (`json!` would copy them again).
+    let request = Value::Object(Map::from_iter([
+        ("op".to_owned(), Value::from("replay")),
+        ("workflow".to_owned(), workflow),
+        ("run".to_owned(), plain["run"].clone()),
+        ("scenario".to_owned(), scenario),
+    ]));
     let replayed = ask(adapter, &request, "replay").map_err(|mut v| {
         v.replay = true;
         v

@@ -27,7 +27,11 @@ pub fn bad_request(message: impl Into<String>) -> Value {
 
 /// Wrap a success value.
 pub fn ok(value: Value) -> Value {
-    json!({ "ok": value })
+    // Moved into the envelope: `json!` would serialize `value` again, a deep copy of
+    // every answer (a whole report).
+    let mut envelope = serde_json::Map::with_capacity(1);
+    envelope.insert("ok".to_owned(), value);
+    Value::Object(envelope)
 }
 
 /// Handle one request object. Every error response carries `code` and `message`.
