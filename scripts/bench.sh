@@ -61,6 +61,15 @@ rate=$(median campaign/reference)
 if [ -n "$rate" ]; then
   awk -v t="$rate" 'BEGIN { printf "%-46s %10.0f workflows/s (target: >= 1,000/s on one core)\n", "campaign: generated workflows, in process", 50 / (t / 1e9) }'
 fi
+for g in chain chain_mimalloc; do
+  t=$(median "$g/10000")
+  if [ -n "$t" ]; then
+    a=$([ "$g" = chain ] && echo "system allocator" || echo "mimalloc, the binary's")
+    awk -v l="engine step, 10,000-step chain, $a" -v t="$t" \
+      'BEGIN { printf "%-46s %10.2f µs/step (target: <= 10 µs)\n", l, t / 1e3 / 10000 }'
+  fi
+done
+ratio "engine: mimalloc vs system allocator" chain_mimalloc/10000 chain/10000 "peer: the same chain, system allocator"
 ratio "planner, 100k steps / 300k edges" planner/ours planner/petgraph "peer: petgraph builds + toposorts the string-id graph"
 ratio "planner, 100k steps / 300k edges" planner/ours planner/kahn_floor "floor: integer Kahn + min-heap, same order"
 ratio "validation vs planning, same document" planner/validate planner/ours "target ≤ 2×"
