@@ -67,11 +67,7 @@ fn bench(c: &mut Criterion) {
             state_json as f64 / 1e6
         );
     }
-    let wf = sim::load_workflow(&chain(10_000)).expect("workflow");
-    let mut group = c.benchmark_group("chain");
-    group.sample_size(10);
-    group.bench_function("10000", |b| b.iter(|| run(&wf)));
-    group.finish();
+    common::bench_chain(c, "chain");
 }
 
 criterion_group!(benches, bench);

@@ -5,20 +5,14 @@
 //! them.
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use w6w_sim::sim;
 
 mod common;
-use common::{chain, run};
 
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn bench(c: &mut Criterion) {
-    let wf = sim::load_workflow(&chain(10_000)).expect("workflow");
-    let mut group = c.benchmark_group("chain_mimalloc");
-    group.sample_size(10);
-    group.bench_function("10000", |b| b.iter(|| run(&wf)));
-    group.finish();
+    common::bench_chain(c, "chain_mimalloc");
 }
 
 criterion_group!(benches, bench);

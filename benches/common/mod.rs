@@ -32,3 +32,14 @@ pub fn run(workflow: &Workflow) -> sim::Report {
     assert_eq!(r.run.status.as_str(), "succeeded");
     r
 }
+
+/// Time one run of the 10,000-step chain as criterion group `group` (function `10000`):
+/// the engine bench on the system allocator (`chain`), and on mimalloc (`chain_mimalloc`).
+#[allow(dead_code)] // the strands bench shares this module but not this function
+pub fn bench_chain(c: &mut criterion::Criterion, group: &str) {
+    let wf = sim::load_workflow(&chain(10_000)).expect("workflow");
+    let mut group = c.benchmark_group(group);
+    group.sample_size(10);
+    group.bench_function("10000", |b| b.iter(|| run(&wf)));
+    group.finish();
+}
