@@ -506,8 +506,12 @@ struct Sim<'a> {
 }
 
 impl<'a> Sim<'a> {
+    /// A simulation of `workflow`, driven by `engine` when the caller already built it
+    /// (`None`: built here).
+    #[allow(clippy::too_many_arguments)]
     fn new(
         workflow: &'a Workflow,
+        engine: Option<Box<dyn Driver + 'a>>,
         scenario: &'a Scenario,
         options: &'a SimOptions,
         snap: WorldSnapshot,
@@ -515,31 +519,10 @@ impl<'a> Sim<'a> {
         store: Box<dyn Store>,
         run_id: &str,
     ) -> Result<Self, SimError> {
-        let engine = Engine::new(workflow).map_err(SimError::Rejected)?;
-        Sim::for_workflow(
-            Box::new(engine),
-            workflow,
-            scenario,
-            options,
-            snap,
-            sink,
-            store,
-            run_id,
-        )
-    }
-
-    /// [`Sim::new`] with `workflow`'s engine already built (`driver`).
-    #[allow(clippy::too_many_arguments)]
-    fn for_workflow(
-        driver: Box<dyn Driver + 'a>,
-        workflow: &'a Workflow,
-        scenario: &'a Scenario,
-        options: &'a SimOptions,
-        snap: WorldSnapshot,
-        sink: Option<Box<dyn Write>>,
-        store: Box<dyn Store>,
-        run_id: &str,
-    ) -> Result<Self, SimError> {
+        let driver = match engine {
+            Some(driver) => driver,
+            None => Box::new(Engine::new(workflow).map_err(SimError::Rejected)?),
+        };
         if scenario::names_steps(scenario) {
             // Only faults and scripts name steps that may not exist (a whole-workflow copy
             // per run is not free on a long workflow).
@@ -895,6 +878,7 @@ pub fn run_on_store(
 ) -> Result<Report, SimError> {
     let sim = Sim::new(
         workflow,
+        None,
         scenario,
         options,
         WorldSnapshot::default(),
@@ -933,9 +917,9 @@ pub fn run_crash_points(
     let engine = Engine::new(workflow).ok().filter(|_| copyable);
     let plain = match &engine {
         // What `run` does on a memory store, with the copies taken on the way.
-        Some(engine) => Sim::for_workflow(
-            Box::new(engine),
+        Some(engine) => Sim::new(
             workflow,
+            Some(Box::new(engine)),
             scenario,
             options,
             WorldSnapshot::default(),
@@ -1054,6 +1038,7 @@ pub fn run_on_host_store(
         .map_err(|e| SimError::Store(format!("{}: {e}", e.code())))?;
     let sim = Sim::new(
         workflow,
+        None,
         scenario,
         options,
         WorldSnapshot::default(),
@@ -1171,7 +1156,7 @@ pub fn resume(
     let snap = latest_world(store.as_ref(), &stored, 0)
         .or_else(|| stored.world.clone())
         .unwrap_or_default();
-    let sim = Sim::new(workflow, scenario, options, snap, sink, store, run_id)?;
+    let sim = Sim::new(workflow, None, scenario, options, snap, sink, store, run_id)?;
     if let Some(token) = token {
         let mut w = sim.world.borrow_mut();
         w.event("resume", json!({"token": token}));
@@ -1272,6 +1257,7 @@ pub fn replay_on_store(
 ) -> Result<Report, SimError> {
     let sim = Sim::new(
         workflow,
+        None,
         scenario,
         options,
         WorldSnapshot::default(),
@@ -1318,6 +1304,7 @@ pub fn replay_on_host_store(
         .map_err(|e| SimError::Store(format!("{}: {e}", e.code())))?;
     let sim = Sim::new(
         workflow,
+        None,
         scenario,
         options,
         WorldSnapshot::default(),
