@@ -446,36 +446,51 @@ fn judge(
     }
 }
 
+/// Finds a needle (the campaign's [`SECRET`]) in text written to it in any chunks.
+struct Scan {
+    finder: memchr::memmem::Finder<'static>,
+    /// The last `needle.len() - 1` bytes of the text so far: a secret split across two
+    /// writes is found in this tail followed by the next write's first bytes.
+    tail: Vec<u8>,
+    found: bool,
+}
+impl std::io::Write for Scan {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if !self.found {
+            let keep = self.finder.needle().len().saturating_sub(1);
+            // A match across the boundary starts in the tail and ends within the
+            // first `keep` bytes of this write; any other lies inside this write.
+            self.tail.extend_from_slice(&buf[..buf.len().min(keep)]);
+            self.found = self.finder.find(&self.tail).is_some() || self.finder.find(buf).is_some();
+            if buf.len() >= keep {
+                self.tail.clear();
+                self.tail.extend_from_slice(&buf[buf.len() - keep..]);
+            } else {
+                let excess = self.tail.len().saturating_sub(keep);
+                self.tail.drain(..excess);
+            }
+        }
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Scan {
+    fn new(needle: &[u8]) -> Scan {
+        Scan {
+            finder: memchr::memmem::Finder::new(needle).into_owned(),
+            tail: Vec::new(),
+            found: false,
+        }
+    }
+}
+
 /// SEC-1: whether `response`, as the JSON text a client would read, holds [`SECRET`]
 /// (serialized into a scanner, never into one string).
 fn holds_secret(response: &Value) -> bool {
-    struct Scan {
-        window: Vec<u8>,
-        found: bool,
-    }
-    impl std::io::Write for Scan {
-        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-            if !self.found {
-                let needle = SECRET.as_bytes();
-                // The last `needle.len() - 1` bytes seen, then this chunk: a secret split
-                // across writes is still found.
-                self.window.extend_from_slice(buf);
-                self.found = self.window.windows(needle.len()).any(|w| w == needle);
-                let keep = needle.len() - 1;
-                if self.window.len() > keep {
-                    self.window.drain(..self.window.len() - keep);
-                }
-            }
-            Ok(buf.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    let mut scan = Scan {
-        window: Vec::new(),
-        found: false,
-    };
+    let mut scan = Scan::new(SECRET.as_bytes());
     // Writing into `Scan` cannot fail, and a `Value` always serializes; the buffer hands
     // it chunks, not serde's token-sized writes.
     let mut buffered = std::io::BufWriter::with_capacity(4096, &mut scan);
@@ -894,6 +909,28 @@ mod tests {
             fast.0.as_ref().ok().and_then(|a| a.pointer("/error/code")),
             Some(&json!("invalid_scenario"))
         );
+    }
+
+    proptest::proptest! {
+        /// Written in any chunks, the scan finds the needle exactly when the whole text
+        /// holds it.
+        #[test]
+        fn the_scan_finds_the_needle_across_any_chunking(
+            text in "[ab]{0,40}",
+            cuts in proptest::collection::vec(0usize..41, 0..8),
+        ) {
+            use std::io::Write as _;
+            let needle = b"abba";
+            let mut cuts: Vec<usize> = cuts.into_iter().filter(|&c| c <= text.len()).collect();
+            cuts.sort_unstable();
+            let mut scan = Scan::new(needle);
+            let mut at = 0;
+            for cut in cuts.into_iter().chain([text.len()]) {
+                scan.write_all(&text.as_bytes()[at..cut]).unwrap();
+                at = cut;
+            }
+            proptest::prop_assert_eq!(scan.found, text.contains("abba"), "{:?}", text);
+        }
     }
 
     #[test]
