@@ -216,6 +216,16 @@ pub fn check_reachable(workflow: &Value, scenario: &Scenario) -> Result<(), SimE
     }
 }
 
+/// [`check_reachable`] of a typed (validated) workflow, without a JSON copy of it.
+fn check_reachable_typed(workflow: &Workflow, scenario: &Scenario) -> Result<(), SimError> {
+    let errors = scenario::unreachable_faults_typed(workflow, scenario);
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(SimError::UnreachableFault(errors))
+    }
+}
+
 /// Parse and check a scenario document.
 pub fn load_scenario(doc: &Value) -> Result<Scenario, SimError> {
     parse_scenario(doc).map_err(SimError::InvalidScenario)
@@ -524,12 +534,8 @@ impl<'a> Sim<'a> {
             None => Box::new(Engine::new(workflow).map_err(SimError::Rejected)?),
         };
         if scenario::names_steps(scenario) {
-            // Only faults and scripts name steps that may not exist (a whole-workflow copy
-            // per run is not free on a long workflow).
-            check_reachable(
-                &serde_json::to_value(workflow).unwrap_or_default(),
-                scenario,
-            )?;
+            // Only faults and scripts name steps that may not exist.
+            check_reachable_typed(workflow, scenario)?;
         }
         Ok(Sim::with_driver(
             driver,
@@ -941,15 +947,16 @@ pub fn run_crash_points(
         .map_or(0, |report| report.world.checkpoints.min(max));
     let mut copied = 0;
     let reports = (1..=upto)
-        .map(|k| {
-            let at_k = crash_at(k);
-            match (forks.remove(&k), &engine) {
-                (Some(fork), Some(engine)) => {
-                    copied += 1;
-                    resume_fork(engine, workflow, &at_k, options, k, fork)
-                }
-                _ => run(workflow, &at_k, options, None),
+        .map(|k| match (forks.remove(&k), &engine) {
+            // The fork continues under the crash-free scenario: `resume_fork` applies the
+            // crash at `k` itself, every later checkpoint is numbered above `k`, and a
+            // fired fault is not reported as unfired, so a copy of the scenario with
+            // `crashAfterCheckpoint: [k]` would change nothing.
+            (Some(fork), Some(engine)) => {
+                copied += 1;
+                resume_fork(engine, workflow, scenario, options, k, fork)
             }
+            _ => run(workflow, &crash_at(k), options, None),
         })
         .collect();
     CrashPoints {
@@ -970,9 +977,9 @@ pub struct CrashPoints {
     pub copied: usize,
 }
 
-/// The simulation `fork` (copied right after top-level checkpoint `k`), continued as the
-/// process `scenario`'s `crashAfterCheckpoint: [k]` kills there: the crash, a restart, a
-/// resume from the store, the report.
+/// The simulation `fork` (copied right after top-level checkpoint `k` of a run of the
+/// fault-free `scenario`), continued as `crashAfterCheckpoint: [k]` would kill the process
+/// there: the crash, a restart, a resume from the store, the report.
 fn resume_fork(
     engine: &Engine<'_>,
     workflow: &Workflow,
@@ -1058,10 +1065,7 @@ fn factory_sim<'a, F: EngineFactory>(
     run_id: &str,
 ) -> Result<Sim<'a>, SimError> {
     let engine = factory.boot(workflow).map_err(SimError::Rejected)?;
-    check_reachable(
-        &serde_json::to_value(workflow).unwrap_or_default(),
-        scenario,
-    )?;
+    check_reachable_typed(workflow, scenario)?;
     let driver = FactoryDriver {
         factory,
         workflow,

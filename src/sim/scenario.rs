@@ -23,7 +23,7 @@ use indexmap::IndexMap;
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 
-use crate::model::{Phase, StepError, pointer_token};
+use crate::model::{Phase, StepError, Workflow, pointer_token};
 
 /// A scenario problem: where (JSON Pointer into the scenario) and what.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -379,25 +379,54 @@ struct StepFacts<'v> {
 fn steps_of<'v>(workflow: &'v Value, scenario: &'v Scenario) -> Vec<(&'v str, StepFacts<'v>)> {
     let mut out = Vec::new();
     for doc in std::iter::once(workflow).chain(scenario.workflows.values()) {
-        for step in doc
-            .get("steps")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-        {
-            let Some(id) = step.get("id").and_then(Value::as_str) else {
-                continue;
-            };
-            let app = step.pointer("/uses/app").and_then(Value::as_str);
-            let max_attempts = step
-                .pointer("/retry/maxAttempts")
-                .and_then(Value::as_u64)
-                .unwrap_or(1)
-                .max(1);
-            out.push((id, StepFacts { app, max_attempts }));
-        }
+        push_steps_of(doc, &mut out);
     }
     out
+}
+
+/// [`steps_of`] with the top workflow already typed: the same facts, read from the typed
+/// steps instead of a JSON copy of them.
+fn steps_of_typed<'v>(
+    workflow: &'v Workflow,
+    scenario: &'v Scenario,
+) -> Vec<(&'v str, StepFacts<'v>)> {
+    let mut out: Vec<(&str, StepFacts<'_>)> = workflow
+        .steps
+        .iter()
+        .map(|step| {
+            let max_attempts = step
+                .retry_policy()
+                .and_then(|r| r.max_attempts.as_u64())
+                .unwrap_or(1)
+                .max(1);
+            let app = step.app();
+            (step.id.as_str(), StepFacts { app, max_attempts })
+        })
+        .collect();
+    for doc in scenario.workflows.values() {
+        push_steps_of(doc, &mut out);
+    }
+    out
+}
+
+fn push_steps_of<'v>(doc: &'v Value, out: &mut Vec<(&'v str, StepFacts<'v>)>) {
+    for step in doc
+        .get("steps")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let Some(id) = step.get("id").and_then(Value::as_str) else {
+            continue;
+        };
+        let app = step.pointer("/uses/app").and_then(Value::as_str);
+        let max_attempts = step
+            .pointer("/retry/maxAttempts")
+            .and_then(Value::as_u64)
+            .unwrap_or(1)
+            .max(1);
+        out.push((id, StepFacts { app, max_attempts }));
+    }
 }
 
 /// Whether [`unreachable_faults`] can find anything: the scenario has a `crashInInvoke`
@@ -410,7 +439,18 @@ pub(crate) fn names_steps(scenario: &Scenario) -> bool {
 /// `crashInInvoke` that can never fire, an `output` scripted for a `@w6w/document` step
 /// (its content comes from `documents`) — each with its JSON Pointer.
 pub fn unreachable_faults(workflow: &Value, scenario: &Scenario) -> Vec<ScenarioError> {
-    let steps = steps_of(workflow, scenario);
+    faults_beyond(&steps_of(workflow, scenario), scenario)
+}
+
+/// [`unreachable_faults`] of a typed (validated) workflow.
+pub(crate) fn unreachable_faults_typed(
+    workflow: &Workflow,
+    scenario: &Scenario,
+) -> Vec<ScenarioError> {
+    faults_beyond(&steps_of_typed(workflow, scenario), scenario)
+}
+
+fn faults_beyond(steps: &[(&str, StepFacts<'_>)], scenario: &Scenario) -> Vec<ScenarioError> {
     let mut errors = Vec::new();
     for (i, f) in scenario.faults.crash_in_invoke.iter().enumerate() {
         let path = format!("/faults/crashInInvoke/{i}");
@@ -689,7 +729,8 @@ mod tests {
             {"id": "a", "uses": {"app": "demo", "action": "x"}, "retry": {"maxAttempts": 2}},
             {"id": "g", "uses": {"app": "@w6w/control", "action": "if"}},
             {"id": "c", "uses": {"app": "@w6w/call", "action": "call"}},
-            {"id": "d", "uses": {"app": "@w6w/document", "action": "get"}}]});
+            {"id": "d", "uses": {"app": "@w6w/document", "action": "get"}},
+            {"id": "n", "uses": {"app": "demo", "action": "x"}, "retry": null}]});
         let child = json!({"steps": [{"id": "k", "uses": {"app": "demo", "action": "y"}}]});
         let s = parse_scenario(&json!({
             "workflows": {"child": child},
@@ -698,9 +739,21 @@ mod tests {
             "faults": {"crashInInvoke": [
                 {"step": "a", "attempt": 2}, {"step": "a", "attempt": 3},
                 {"step": "g"}, {"step": "c"}, {"step": "c", "attempt": 2},
-                {"step": "k"}, {"step": "nope"}, {"step": "d"}]}}))
+                {"step": "k"}, {"step": "nope"}, {"step": "d"}, {"step": "n", "attempt": 2}]}}))
         .expect("valid");
         let errs = unreachable_faults(&wf, &s);
+        // The typed workflow reads the same facts as its JSON.
+        let mut doc = wf.clone();
+        doc["manifestVersion"] = json!("2");
+        doc["id"] = json!("wf");
+        doc["name"] = json!("wf");
+        let typed: Workflow = serde_json::from_value(doc).expect("a typed workflow");
+        let facts = |e: &[ScenarioError]| -> Vec<(String, String)> {
+            e.iter()
+                .map(|e| (e.path.clone(), e.message.clone()))
+                .collect()
+        };
+        assert_eq!(facts(&unreachable_faults_typed(&typed, &s)), facts(&errs));
         let paths: Vec<&str> = errs.iter().map(|e| e.path.as_str()).collect();
         assert_eq!(
             paths,
@@ -709,6 +762,7 @@ mod tests {
                 "/faults/crashInInvoke/2",
                 "/faults/crashInInvoke/4",
                 "/faults/crashInInvoke/6",
+                "/faults/crashInInvoke/8",
                 "/actions/d/outcomes/1/output"
             ]
         );
