@@ -933,6 +933,25 @@ mod tests {
         }
     }
 
+    /// The needle split across writes, down to one byte per write, and a needle-free
+    /// text whose chunks would spell it if the tail were not trimmed.
+    #[test]
+    fn the_scan_finds_a_needle_split_across_writes() {
+        use std::io::Write as _;
+        let scan = |chunks: &[&str]| {
+            let mut scan = Scan::new(b"abba");
+            for c in chunks {
+                scan.write_all(c.as_bytes()).unwrap();
+            }
+            scan.found
+        };
+        assert!(scan(&["baaaaaab", "ba"]));
+        assert!(scan(&["x", "a", "b", "b", "a"]));
+        assert!(scan(&["ab", "", "ba"]));
+        assert!(!scan(&["ab", "xba"]));
+        assert!(!scan(&["a", "b", "x", "b", "a"]));
+    }
+
     #[test]
     fn the_secret_is_found_wherever_the_serializer_splits_it() {
         for pad in 4070..4110 {
