@@ -192,6 +192,47 @@ impl StepExecution {
     }
 }
 
+impl StepExecution {
+    /// The record as JSON, exactly what `serde_json::to_value` gives, its values moved
+    /// (or, for a shared record, cloned) into place instead of serialized again: a copy
+    /// of a `Value` keeps its maps' hashes, a serialization hashes every key anew.
+    pub fn into_json(self) -> Value {
+        // Every field a record can carry, plus its extensions.
+        let mut m = Map::with_capacity(9 + self.extra.len());
+        m.insert("stepId".into(), Value::String(self.step_id));
+        m.insert("status".into(), Value::from(self.status.as_str()));
+        m.insert("attempt".into(), Value::from(self.attempt));
+        if let Some(input) = self.input {
+            m.insert("input".into(), input);
+        }
+        if let Some(output) = self.output {
+            m.insert("output".into(), output);
+        }
+        if let Some(error) = self.error {
+            m.insert("error".into(), to_json(&error));
+        }
+        if let Some(at) = self.started_at {
+            m.insert("startedAt".into(), Value::String(at));
+        }
+        if let Some(at) = self.finished_at {
+            m.insert("finishedAt".into(), Value::String(at));
+        }
+        if let Some(meta) = self.meta {
+            m.insert("meta".into(), to_json(&meta));
+        }
+        // As the derived `flatten` does: an extension named like a field replaces it.
+        for (k, v) in self.extra {
+            m.insert(k, v);
+        }
+        Value::Object(m)
+    }
+}
+
+/// A small typed value (an error, a meta) as JSON; these always serialize.
+fn to_json<T: Serialize>(value: &T) -> Value {
+    serde_json::to_value(value).unwrap_or_default()
+}
+
 /// RUN-5: the full state of one run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -223,6 +264,34 @@ pub struct RunState {
 }
 
 impl RunState {
+    /// The state as JSON, exactly what `serde_json::to_value` gives, without serializing
+    /// what it already holds as JSON again (see [`StepExecution::into_json`]).
+    pub fn into_json(self) -> Value {
+        let mut m = Map::with_capacity(8 + self.extra.len());
+        m.insert("runId".into(), Value::String(self.run_id));
+        m.insert("workflowId".into(), Value::String(self.workflow_id));
+        m.insert("status".into(), Value::from(self.status.as_str()));
+        m.insert("variables".into(), Value::Object(self.variables));
+        let mut steps = Map::with_capacity(self.steps.len());
+        for (id, record) in self.steps {
+            steps.insert(id, Arc::unwrap_or_clone(record).into_json());
+        }
+        m.insert("steps".into(), Value::Object(steps));
+        if let Some(output) = self.output {
+            m.insert("output".into(), output);
+        }
+        if let Some(error) = self.error {
+            m.insert("error".into(), to_json(&error));
+        }
+        if !self.step_errors.is_empty() {
+            m.insert("stepErrors".into(), to_json(&self.step_errors));
+        }
+        for (k, v) in self.extra {
+            m.insert(k, v);
+        }
+        Value::Object(m)
+    }
+
     /// An empty state for a run that has not checkpointed yet.
     pub fn new(run_id: &str, workflow_id: &str) -> Self {
         RunState {
@@ -415,6 +484,69 @@ pub enum PatchField {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// `into_json` is `serde_json::to_value` by other means: every optional field absent
+    /// and present (a present `null` too), extensions (one named like a field), shared
+    /// and unshared records.
+    #[test]
+    fn into_json_is_what_serde_gives() {
+        let bare = StepExecution::new("a", StepStatus::Skipped, 0);
+        let mut full = StepExecution::new("b", StepStatus::Failed, 3);
+        full.input = Some(json!({"x": [1, {"y": null}]}));
+        full.output = Some(Value::Null);
+        full.error = Some(StepError::new("boom", "it broke", Phase::Execute).for_step("b"));
+        full.started_at = Some("2026-01-01T00:00:00.000Z".into());
+        full.finished_at = Some("2026-01-01T00:00:01.000Z".into());
+        full.meta = Some(StepMeta {
+            app: "app".into(),
+            version: "1".into(),
+            action: "act".into(),
+            connection_id: None,
+        });
+        full.extra.insert("iterations".into(), json!([1, 2]));
+        full.extra.insert("attempt".into(), json!("ext"));
+        for record in [&bare, &full] {
+            let want = serde_json::to_value(record).unwrap();
+            let got = record.clone().into_json();
+            assert_eq!(got, want);
+            assert!(
+                got.as_object()
+                    .unwrap()
+                    .keys()
+                    .eq(want.as_object().unwrap().keys())
+            );
+        }
+        let mut state = RunState::new("r", "wf");
+        let via_serde = |s: &RunState| serde_json::to_value(s).unwrap();
+        let check = |s: RunState| {
+            let want = via_serde(&s);
+            let got = s.into_json();
+            assert_eq!(got, want);
+            assert!(
+                got.as_object()
+                    .unwrap()
+                    .keys()
+                    .eq(want.as_object().unwrap().keys())
+            );
+        };
+        check(state.clone());
+        let shared = Arc::new(full);
+        state.steps.insert("a".into(), Arc::new(bare));
+        state.steps.insert("b".into(), Arc::clone(&shared));
+        state.status = RunStatus::Failed;
+        state.variables.insert("v".into(), json!(1));
+        state.output = Some(Value::Null);
+        state.error = shared.error.clone();
+        state.step_errors = vec![StepError::new("e", "m", Phase::Resolution)];
+        state.extra.insert("resumeToken".into(), json!("t"));
+        state.extra.insert("status".into(), json!("ext"));
+        check(state);
+        assert_eq!(
+            Arc::strong_count(&shared),
+            1,
+            "a shared record is cloned, not taken"
+        );
+    }
 
     fn record(id: &str, status: StepStatus, output: Value) -> Arc<StepExecution> {
         let mut r = StepExecution::new(id, status, 1);

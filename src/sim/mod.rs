@@ -254,10 +254,7 @@ impl Report {
     pub fn into_json(self) -> Value {
         let world = self.world;
         let mut m = Map::new();
-        m.insert(
-            "run".into(),
-            serde_json::to_value(&self.run).unwrap_or_default(),
-        );
+        m.insert("run".into(), self.run.into_json());
         m.insert("invocations".into(), Value::Array(world.invocations));
         m.insert("waits".into(), Value::Array(world.waits));
         m.insert("checkpoints".into(), json!(world.checkpoints));
