@@ -1,5 +1,6 @@
-//! Comparing JSON values: [`json_eq`] (equality with numbers compared by value) and
-//! [`json_diff`] (which JSON Pointers differ between two documents).
+//! Comparing JSON values: [`json_eq`] (equality with numbers compared by value),
+//! [`json_same`] (serde_json's equality, faster on equal documents) and [`json_diff`]
+//! (which JSON Pointers differ between two documents).
 //!
 //! Owns: the one definition of "the same JSON" that the conformance expectations, the
 //! simulator's durability check (a reopened store against the acknowledged checkpoints)
@@ -16,11 +17,39 @@ pub fn json_eq(a: &Value, b: &Value) -> bool {
         }
         (Value::Object(x), Value::Object(y)) => {
             x.len() == y.len()
-                && x.iter()
-                    .all(|(k, v)| y.get(k).is_some_and(|w| json_eq(v, w)))
+                && (in_step(x, y, json_eq)
+                    || x.iter()
+                        .all(|(k, v)| y.get(k).is_some_and(|w| json_eq(v, w))))
         }
         _ => a == b,
     }
+}
+
+/// `a == b`, serde_json's own equality (objects compared as maps, numbers exactly), with
+/// members compared in order first: two documents built by the same code list their
+/// members in the same order, and walking both maps in step saves a hashed look-up per
+/// member (the whole cost of comparing two equal RunStates). Only when the orders differ
+/// are the maps compared by key.
+pub fn json_same(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(a, b)| json_same(a, b))
+        }
+        (Value::Object(x), Value::Object(y)) => {
+            x.len() == y.len() && (in_step(x, y, json_same) || x == y)
+        }
+        _ => a == b,
+    }
+}
+
+/// Whether `x` and `y` hold the same keys in the same order with values `eq` says are
+/// equal.
+fn in_step(
+    x: &serde_json::Map<String, Value>,
+    y: &serde_json::Map<String, Value>,
+    eq: fn(&Value, &Value) -> bool,
+) -> bool {
+    x.iter().zip(y).all(|((k, v), (l, w))| k == l && eq(v, w))
 }
 
 /// `token` escaped for a JSON Pointer (RFC 6901).
@@ -89,6 +118,56 @@ fn walk(path: &mut String, e: Option<&Value>, a: Option<&Value>, out: &mut Vec<D
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    fn value() -> impl Strategy<Value = Value> {
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            (0i64..3).prop_map(|n| json!(n)),
+            Just(json!(1.0)),
+            "[ab]{0,2}".prop_map(Value::String),
+        ];
+        leaf.prop_recursive(3, 16, 3, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..3).prop_map(Value::Array),
+                prop::collection::vec(("[abc]", inner), 0..4)
+                    .prop_map(|kv| Value::Object(kv.into_iter().collect())),
+            ]
+        })
+    }
+
+    /// The same members in another order, recursively.
+    fn reversed(v: &Value) -> Value {
+        match v {
+            Value::Array(a) => Value::Array(a.iter().map(reversed).collect()),
+            Value::Object(o) => Value::Object(
+                o.iter()
+                    .rev()
+                    .map(|(k, v)| (k.clone(), reversed(v)))
+                    .collect(),
+            ),
+            v => v.clone(),
+        }
+    }
+
+    proptest! {
+        // Case count comes from PROPTEST_CASES (proptest default 256; CI sets 64).
+        #![proptest_config(ProptestConfig::default())]
+
+        /// `json_same` is `==` and the in-order path changes neither function's answer:
+        /// on any two values, on a value and itself, and on a value and its members in
+        /// reverse order.
+        #[test]
+        fn json_same_is_serde_equality_in_any_member_order(a in value(), b in value()) {
+            let r = reversed(&a);
+            for (x, y) in [(&a, &b), (&a, &a), (&a, &r), (&r, &b)] {
+                prop_assert_eq!(json_same(x, y), x == y);
+            }
+            prop_assert!(json_eq(&a, &r));
+            prop_assert_eq!(json_eq(&a, &b), json_eq(&r, &b));
+        }
+    }
 
     #[test]
     fn diff_names_every_differing_leaf_by_pointer() {

@@ -13,7 +13,7 @@
 
 mod diff;
 
-pub use diff::{DiffEntry, json_diff, json_eq};
+pub use diff::{DiffEntry, json_diff, json_eq, json_same};
 
 use std::fmt;
 
