@@ -208,17 +208,15 @@ pub fn load_workflow(doc: &Value) -> Result<Workflow, SimError> {
 /// D-121: refuse a scenario whose faults no run of `workflow` (and the scenario's own
 /// workflows) can ever reach, naming each (`unreachable_fault`).
 pub fn check_reachable(workflow: &Value, scenario: &Scenario) -> Result<(), SimError> {
-    let errors = scenario::unreachable_faults(workflow, scenario);
-    if errors.is_empty() {
-        Ok(())
-    } else {
-        Err(SimError::UnreachableFault(errors))
-    }
+    reachable(scenario::unreachable_faults(workflow, scenario))
 }
 
 /// [`check_reachable`] of a typed (validated) workflow, without a JSON copy of it.
 fn check_reachable_typed(workflow: &Workflow, scenario: &Scenario) -> Result<(), SimError> {
-    let errors = scenario::unreachable_faults_typed(workflow, scenario);
+    reachable(scenario::unreachable_faults_typed(workflow, scenario))
+}
+
+fn reachable(errors: Vec<scenario::ScenarioError>) -> Result<(), SimError> {
     if errors.is_empty() {
         Ok(())
     } else {
