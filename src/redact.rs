@@ -19,6 +19,7 @@
 
 use std::cell::RefCell;
 
+use memchr::memmem::Finder;
 use serde_json::{Map, Number, Value};
 
 use crate::expr::REDACTED;
@@ -45,6 +46,43 @@ pub struct Scrubber {
 struct Derived {
     values: Vec<Value>,
     needles: Vec<String>,
+    /// Every needle, the scrubber's own and the derived ones.
+    search: Search,
+}
+
+/// Whether a text holds any needle, each needle's searcher built once per scrubber (a
+/// `str::contains` builds one per call, and most texts a run records hold no needle).
+#[derive(Debug, Default, Clone)]
+struct Search {
+    /// The needles, longest first: the order [`Scrubber::text`] replaces them in.
+    all: Vec<String>,
+    /// One searcher per needle of `all`.
+    finders: Vec<Finder<'static>>,
+    /// No text shorter than this holds a needle.
+    shortest: usize,
+}
+
+impl Search {
+    fn new(all: Vec<String>) -> Search {
+        let finders = all
+            .iter()
+            .map(|n| Finder::new(n.as_bytes()).into_owned())
+            .collect();
+        let shortest = all.iter().map(String::len).min().unwrap_or(0);
+        Search {
+            all,
+            finders,
+            shortest,
+        }
+    }
+
+    fn hits(&self, text: &str) -> bool {
+        text.len() >= self.shortest
+            && self
+                .finders
+                .iter()
+                .any(|f| f.find(text.as_bytes()).is_some())
+    }
 }
 
 impl Clone for Scrubber {
@@ -97,6 +135,7 @@ impl Scrubber {
             s.collect(v);
         }
         sort_needles(&mut s.needles);
+        s.derived.get_mut().search = Search::new(s.needles.clone());
         s
     }
 
@@ -139,24 +178,84 @@ impl Scrubber {
             }
         }
         sort_needles(&mut d.needles);
+        // Both lists stay whole (a needle in each is replaced twice, as it always was).
+        let mut all: Vec<String> = self.needles.iter().chain(&d.needles).cloned().collect();
+        all.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
+        d.search = Search::new(all);
     }
 
     /// Replace every occurrence of a secret inside `text`; `None` when there is none.
     pub fn text(&self, text: &str) -> Option<String> {
         let derived = self.derived.borrow();
-        let hit = |n: &String| text.contains(n.as_str());
-        if !self.needles.iter().any(hit) && !derived.needles.iter().any(hit) {
+        let search = &derived.search;
+        if !search.hits(text) {
             return None;
         }
-        let mut all: Vec<&String> = self.needles.iter().chain(derived.needles.iter()).collect();
-        all.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
         let mut out = text.to_owned();
-        for n in all {
+        for n in &search.all {
             if out.contains(n.as_str()) {
                 out = out.replace(n.as_str(), REDACTED);
             }
         }
         Some(out)
+    }
+
+    /// Whether [`Scrubber::value`] would rewrite anything in `v` (a key, a text, a
+    /// numeric secret, a secret-derived value). Read-only: a record shared with the store
+    /// is copied only when it has something to scrub.
+    pub fn touches(&self, v: &Value) -> bool {
+        !self.is_empty() && self.touches_value(&self.derived.borrow(), v)
+    }
+
+    fn touches_value(&self, d: &Derived, v: &Value) -> bool {
+        if !d.values.is_empty() && d.values.contains(v) {
+            return true;
+        }
+        match v {
+            Value::String(t) => d.search.hits(t),
+            Value::Number(n) => self.is_secret_number(n),
+            Value::Array(items) => items.iter().any(|i| self.touches_value(d, i)),
+            Value::Object(m) => m
+                .iter()
+                .any(|(k, v)| d.search.hits(k) || self.touches_value(d, v)),
+            _ => false,
+        }
+    }
+
+    fn is_secret_number(&self, n: &Number) -> bool {
+        self.numbers
+            .iter()
+            .any(|s| s == n || s.as_f64() == n.as_f64())
+    }
+
+    /// Whether [`Scrubber::step`] would rewrite anything in `s`.
+    fn touches_step(&self, s: &StepExecution) -> bool {
+        let d = self.derived.borrow();
+        let text = |t: &str| d.search.hits(t);
+        [&s.input, &s.output]
+            .into_iter()
+            .flatten()
+            .any(|v| self.touches_value(&d, v))
+            || s.error.as_ref().is_some_and(|e| {
+                text(&e.code) || text(&e.message) || e.step_id.as_deref().is_some_and(text)
+            })
+            || s.meta.as_ref().is_some_and(|m| {
+                text(&m.app)
+                    || text(&m.version)
+                    || text(&m.action)
+                    || m.connection_id.as_deref().is_some_and(text)
+            })
+            || s.extra
+                .iter()
+                .any(|(k, v)| text(k) || self.touches_value(&d, v))
+    }
+
+    /// Scrub a step record held behind an `Arc`, copying it only when it has something
+    /// to scrub (the store and the engine usually share it).
+    fn shared_step(&self, s: &mut std::sync::Arc<StepExecution>) {
+        if self.touches_step(s) {
+            self.step(std::sync::Arc::make_mut(s));
+        }
     }
 
     /// [`Scrubber::text`], always returning the text to use.
@@ -185,12 +284,7 @@ impl Scrubber {
                     *t = s;
                 }
             }
-            Value::Number(n)
-                if self
-                    .numbers
-                    .iter()
-                    .any(|s| s == n || s.as_f64() == n.as_f64()) =>
-            {
+            Value::Number(n) if self.is_secret_number(n) => {
                 *v = Value::String(REDACTED.to_owned());
             }
             Value::Array(items) => items.iter_mut().for_each(|i| self.value(i)),
@@ -274,9 +368,7 @@ impl Scrubber {
         if let Some(e) = &mut p.error {
             self.error(e);
         }
-        p.steps
-            .values_mut()
-            .for_each(|s| self.step(std::sync::Arc::make_mut(s)));
+        p.steps.values_mut().for_each(|s| self.shared_step(s));
         p.step_errors.iter_mut().for_each(|e| self.error(e));
         self.map(&mut p.extra);
     }
@@ -293,9 +385,7 @@ impl Scrubber {
         if let Some(e) = &mut r.error {
             self.error(e);
         }
-        r.steps
-            .values_mut()
-            .for_each(|s| self.step(std::sync::Arc::make_mut(s)));
+        r.steps.values_mut().for_each(|s| self.shared_step(s));
         r.step_errors.iter_mut().for_each(|e| self.error(e));
         self.map(&mut r.extra);
     }
@@ -314,7 +404,133 @@ fn string_leaves(v: &Value, out: &mut Vec<String>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
     use serde_json::json;
+    use std::sync::Arc;
+
+    /// Values over a small alphabet, so secrets drawn from it occur often; no `[`, `]`
+    /// or letters of `redacted` beyond `a`/`d`/`e`, so a scrubbed text never equals its
+    /// original by accident.
+    fn value() -> impl Strategy<Value = Value> {
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            (0i64..4).prop_map(|n| json!(n)),
+            "[xy1\"]{0,4}".prop_map(Value::String),
+        ];
+        leaf.prop_recursive(3, 16, 3, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..3).prop_map(Value::Array),
+                prop::collection::vec(("[xy1]{1,2}", inner), 0..3)
+                    .prop_map(|kv| Value::Object(kv.into_iter().collect())),
+            ]
+        })
+    }
+
+    fn secret() -> impl Strategy<Value = Value> {
+        prop_oneof![
+            "[xy1\"]{1,3}".prop_map(Value::String),
+            (1i64..4).prop_map(|n| json!(n)),
+        ]
+    }
+
+    proptest! {
+        // Case count comes from PROPTEST_CASES (proptest default 256; CI sets 64).
+        #![proptest_config(ProptestConfig::default())]
+
+        /// The read-only predicate is exact: a value is touched if and only if scrubbing
+        /// changes it — so a shared record is copied exactly when it must be, and one
+        /// holding a secret is never left unscrubbed. The same for a step record behind an
+        /// `Arc`: the one-pass search finds what `contains` finds.
+        #[test]
+        fn touches_is_exactly_whether_scrubbing_changes_the_value(
+            v in value(),
+            secrets in prop::collection::vec(secret(), 0..3),
+            derived in prop::option::of(value()),
+            t in prop::array::uniform8("[xy1\"]{1,3}"),
+        ) {
+            let s = Scrubber::new(secrets.iter());
+            if let Some(d) = &derived {
+                s.add_derived(d);
+            }
+            let scrubbed = s.scrubbed(v.clone());
+            prop_assert_eq!(s.touches(&v), scrubbed != v, "{} -> {}", v, scrubbed);
+            let all: Vec<String> = s.derived.borrow().search.all.clone();
+            if let Value::String(t) = &v {
+                let naive = all.iter().any(|n| t.contains(n.as_str()));
+                prop_assert_eq!(s.text(t).is_some(), naive);
+            }
+            let record = record_with(Some(v.clone()), &t);
+            let mut expected = record.clone();
+            s.step(&mut expected);
+            let mut state = RunState::new("r", "w");
+            state.steps.insert("a".into(), Arc::new(record.clone()));
+            let shared = Arc::clone(&state.steps["a"]);
+            s.state(&mut state);
+            prop_assert_eq!(&*state.steps["a"], &expected);
+            // Copied only when scrubbing changed it.
+            prop_assert_eq!(Arc::ptr_eq(&shared, &state.steps["a"]), expected == record);
+        }
+    }
+
+    /// A failed step's record with `output` and a text of its own in every other part the
+    /// sink reads (error code, message and step, meta app, version, action and
+    /// connection, an extension's key).
+    fn record_with(output: Option<Value>, t: &[String; 8]) -> StepExecution {
+        let mut record = StepExecution::new("a", crate::model::StepStatus::Failed, 1);
+        record.output = output;
+        let mut error = StepError::new(t[0].clone(), t[1].clone(), crate::model::Phase::Execute);
+        error.step_id = Some(t[2].clone());
+        record.error = Some(error);
+        record.meta = Some(StepMeta {
+            app: t[3].clone(),
+            version: t[4].clone(),
+            action: t[5].clone(),
+            connection_id: Some(t[6].clone()),
+        });
+        record.extra.insert(t[7].clone(), json!(null));
+        record
+    }
+
+    /// Each part of a record alone holding the secret makes the record touched, scrubbed
+    /// and copied; the same record without it is left shared.
+    #[test]
+    fn a_secret_in_any_one_part_of_a_shared_record_is_scrubbed() {
+        let s = Scrubber::new([json!("sekrit")].iter());
+        for part in 0..9 {
+            let mut t: [String; 8] = std::array::from_fn(|i| format!("clean{i}"));
+            let mut output = json!({"k": "v"});
+            match part {
+                8 => output = json!({"k": "a sekrit here"}),
+                i => t[i] = "the sekrit".into(),
+            }
+            let record = record_with(Some(output), &t);
+            assert!(s.touches_step(&record), "part {part}");
+            let mut state = RunState::new("r", "w");
+            state.steps.insert("a".into(), Arc::new(record.clone()));
+            let shared = Arc::clone(&state.steps["a"]);
+            s.state(&mut state);
+            assert!(!Arc::ptr_eq(&shared, &state.steps["a"]), "part {part}");
+            let text = serde_json::to_string(&*state.steps["a"]).unwrap_or_default();
+            assert!(!text.contains("sekrit"), "part {part}: {text}");
+        }
+        let clean = record_with(Some(json!(1)), &std::array::from_fn(|i| format!("c{i}")));
+        assert!(!s.touches_step(&clean));
+    }
+
+    #[test]
+    fn the_search_finds_what_contains_finds() {
+        let all = vec!["abc".to_owned(), "\\\"b".to_owned(), "4".to_owned()];
+        let search = Search::new(all.clone());
+        for text in ["", "ab", "xabcx", "a\\\"b", "4", "no", "x4", "é4"] {
+            assert_eq!(
+                search.hits(text),
+                all.iter().any(|n| text.contains(n.as_str())),
+                "{text}"
+            );
+        }
+        assert!(!Search::new(Vec::new()).hits("anything"));
+    }
 
     #[test]
     fn scrubs_values_keys_and_substrings() {
