@@ -583,14 +583,14 @@ fn check_model(report: &Value, m: &Model) -> Result<(), String> {
     }
 }
 
-fn succeeded_outputs(run: &Value) -> BTreeMap<String, Value> {
+fn succeeded_outputs(run: &Value) -> BTreeMap<&str, &Value> {
     run["steps"]
         .as_object()
         .map(|steps| {
             steps
                 .iter()
                 .filter(|(_, r)| r["status"] == "succeeded")
-                .map(|(k, r)| (k.clone(), r["output"].clone()))
+                .map(|(k, r)| (k.as_str(), &r["output"]))
                 .collect()
         })
         .unwrap_or_default()
@@ -662,37 +662,42 @@ pub fn check(adapter: &mut dyn Adapter, g: &Generated) -> Result<(), Violation> 
     }
 
     // REPLAY-1: same status and outputs; succeeded steps are not invoked again.
-    // The workflow and scenario move into the request (`json!` would copy them again).
+    // The workflow, the crash-free run and the scenario move into the request (`json!`
+    // would copy them again); the run is read back from it.
+    let mut plain = plain;
+    let run = plain.get_mut("run").map(Value::take).unwrap_or_default();
     let request = Value::Object(Map::from_iter([
         ("op".to_owned(), Value::from("replay")),
         ("workflow".to_owned(), workflow),
-        ("run".to_owned(), plain["run"].clone()),
+        ("run".to_owned(), run),
         ("scenario".to_owned(), scenario),
     ]));
     let replayed = ask(adapter, &request, "replay").map_err(|mut v| {
         v.replay = true;
         v
     })?;
+    let original = &request["run"];
     let fail = |message: String| Violation {
         property: "replay",
         message,
         faults: json!({}),
         replay: true,
     };
-    if replayed["run"]["status"] != plain["run"]["status"] {
+    if replayed["run"]["status"] != original["status"] {
         return Err(fail(format!(
             "replay ended {} (original: {})",
-            replayed["run"]["status"], plain["run"]["status"]
+            replayed["run"]["status"], original["status"]
         )));
     }
-    if succeeded_outputs(&replayed["run"]) != succeeded_outputs(&plain["run"])
-        || replayed["run"]["output"] != plain["run"]["output"]
+    let succeeded = succeeded_outputs(original);
+    if succeeded_outputs(&replayed["run"]) != succeeded
+        || replayed["run"]["output"] != original["output"]
     {
         return Err(fail(
             "replay changed the outputs of succeeded steps or of the run".into(),
         ));
     }
-    for id in succeeded_outputs(&plain["run"]).keys() {
+    for id in succeeded.keys() {
         let n = invocations(&replayed, id);
         if n > 0 {
             return Err(fail(format!(

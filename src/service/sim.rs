@@ -9,6 +9,7 @@
 
 use std::rc::Rc;
 
+use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use super::{bad_request, ok};
@@ -20,51 +21,69 @@ fn error(e: &SimError) -> Value {
     json!({ "error": e.to_json() })
 }
 
+/// The last document a thread loaded into a `T`, and what loading it gave. A campaign
+/// asks about one workflow and scenario many times in a row (a plain run, a run per
+/// crash point, a replay); loading is a pure function of the document, so an identical
+/// document (`Value` equality: `1` and `1.0` differ, which only costs a miss) gets the
+/// same result without being parsed and validated again. The comparison is
+/// `json::json_same`: `==` that walks equal members in order without hashing a key. A
+/// document that fails to load is not remembered.
+type Last<T> = std::cell::RefCell<Option<(Value, Rc<T>)>>;
+
 thread_local! {
-    /// The last workflow document this thread loaded, and what loading it gave. A
-    /// campaign asks about one workflow many times in a row (a plain run, a run per crash
-    /// point, a replay); loading is a pure function of the document, so an identical
-    /// document (`Value` equality: `1` and `1.0` differ, which only costs a miss) gets the
-    /// same workflow without being parsed and validated again.
-    static LAST_WORKFLOW: std::cell::RefCell<Option<(Value, Rc<Workflow>)>> =
-        const { std::cell::RefCell::new(None) };
+    static LAST_WORKFLOW: Last<Workflow> = const { std::cell::RefCell::new(None) };
+    static LAST_SCENARIO: Last<Scenario> = const { std::cell::RefCell::new(None) };
 }
 
-/// [`load_workflow`], remembering the last document loaded (see `LAST_WORKFLOW`).
-fn load_workflow_cached(doc: &Value) -> Result<Rc<Workflow>, SimError> {
-    let hit = LAST_WORKFLOW.with_borrow(|last| {
+/// `load(doc)`, remembered in `last` (see [`Last`]).
+fn load_cached<T>(
+    last: &'static std::thread::LocalKey<Last<T>>,
+    doc: &Value,
+    load: impl FnOnce(&Value) -> Result<T, SimError>,
+) -> Result<Rc<T>, SimError> {
+    let hit = last.with_borrow(|last| {
         last.as_ref()
-            .filter(|(d, _)| d == doc)
-            .map(|(_, w)| Rc::clone(w))
+            .filter(|(d, _)| crate::json::json_same(d, doc))
+            .map(|(_, t)| Rc::clone(t))
     });
-    if let Some(w) = hit {
-        return Ok(w);
+    if let Some(t) = hit {
+        return Ok(t);
     }
-    let workflow = Rc::new(load_workflow(doc)?);
-    LAST_WORKFLOW.set(Some((doc.clone(), Rc::clone(&workflow))));
-    Ok(workflow)
+    let loaded = Rc::new(load(doc)?);
+    last.set(Some((doc.clone(), Rc::clone(&loaded))));
+    Ok(loaded)
 }
 
-fn inputs(request: &Value) -> Result<(Rc<Workflow>, Scenario), Value> {
+fn inputs(request: &Value) -> Result<(Rc<Workflow>, Rc<Scenario>), Value> {
     let Some(w) = request.get("workflow") else {
         return Err(bad_request("missing \"workflow\""));
     };
-    let workflow = load_workflow_cached(w).map_err(|e| error(&e))?;
+    let workflow = load_cached(&LAST_WORKFLOW, w, load_workflow).map_err(|e| error(&e))?;
     let empty = json!({});
-    let scenario =
-        load_scenario(request.get("scenario").unwrap_or(&empty)).map_err(|e| error(&e))?;
+    let doc = request.get("scenario").unwrap_or(&empty);
+    let scenario = load_cached(&LAST_SCENARIO, doc, load_scenario).map_err(|e| error(&e))?;
     Ok((workflow, scenario))
 }
 
 /// SEC-1: every byte of a response passes through the request's redaction sink — built
 /// from the raw `scenario.secrets`, so even a scenario that fails to load is scrubbed.
-pub(crate) fn redacted(request: &Value, mut response: Value) -> Value {
+pub(crate) fn redacted(request: &Value, response: Value) -> Value {
+    redact_with(redactor(request).as_ref(), response)
+}
+
+/// The sink [`redacted`] scrubs `request`'s answers with; `None` when it has no secrets.
+fn redactor(request: &Value) -> Option<crate::sim::Scrubber> {
     let secrets = request
         .get("scenario")
         .and_then(|s| s.get("secrets"))
-        .and_then(Value::as_object);
-    if let Some(secrets) = secrets {
-        scrub_answer(&crate::sim::Scrubber::new(secrets.values()), &mut response);
+        .and_then(Value::as_object)?;
+    Some(crate::sim::Scrubber::new(secrets.values()))
+}
+
+/// An answer scrubbed by [`redactor`]'s sink.
+fn redact_with(sink: Option<&crate::sim::Scrubber>, mut response: Value) -> Value {
+    if let Some(sink) = sink {
+        scrub_answer(sink, &mut response);
     }
     response
 }
@@ -207,13 +226,14 @@ pub fn run_and_crash_points(
         return (plain, crashes);
     };
     // The crash requests differ from `request` in their fault plan only, which neither
-    // the options nor the redaction read.
+    // the options nor the redaction read: one sink scrubs every answer.
+    let sink = redactor(&request);
     let answer = |result: Result<crate::sim::Report, SimError>| {
         let answer = match result {
             Ok(report) => ok(report.into_json()),
             Err(e) => error(&e),
         };
-        super::finish(redacted(&request, answer))
+        super::finish(redact_with(sink.as_ref(), answer))
     };
     let points =
         crate::sim::with_stack(|| crate::sim::run_crash_points(&loaded, &parsed, &options, max));
@@ -339,7 +359,7 @@ fn replay_inner(
     let Some(run) = request.get("run") else {
         return bad_request("missing \"run\" (the RunState to replay)");
     };
-    let original: RunState = match serde_json::from_value(run.clone()) {
+    let original = match RunState::deserialize(run) {
         Ok(r) => r,
         Err(e) => {
             return json!({"error": {"code": "invalid_run", "path": "/run",
@@ -354,5 +374,43 @@ fn replay_inner(
     match simulate(&workflow, &scenario, &original, from) {
         Ok(report) => ok(report.into_json()),
         Err(e) => error(&e),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::cell::Cell;
+
+    thread_local! {
+        static LAST_NUMBER: Last<String> = const { std::cell::RefCell::new(None) };
+    }
+
+    /// An identical document is loaded once; a different one (even `1.0` for `1`) and one
+    /// after a failure are loaded again, and a failure is never remembered.
+    #[test]
+    fn the_last_document_is_loaded_once() {
+        let loads = Cell::new(0);
+        let load = |doc: &Value| {
+            loads.set(loads.get() + 1);
+            match doc.get("n") {
+                Some(n) => Ok(n.to_string()),
+                None => Err(SimError::Store("no n".into())),
+            }
+        };
+        let a = json!({"n": 1, "m": {"x": [1, 2]}});
+        let reordered = json!({"m": {"x": [1, 2]}, "n": 1});
+        let got = |doc: &Value| load_cached(&LAST_NUMBER, doc, load).map(|t| (*t).clone());
+        assert_eq!(got(&a).ok().as_deref(), Some("1"));
+        assert_eq!(got(&a.clone()).ok().as_deref(), Some("1"));
+        assert_eq!(got(&reordered).ok().as_deref(), Some("1"));
+        assert_eq!(loads.get(), 1);
+        assert_eq!(got(&json!({"n": 1.0})).ok().as_deref(), Some("1.0"));
+        assert_eq!(loads.get(), 2);
+        assert!(got(&json!({})).is_err());
+        assert!(got(&json!({})).is_err());
+        assert_eq!(loads.get(), 4);
+        assert_eq!(got(&json!({"n": 1.0})).ok().as_deref(), Some("1.0"));
+        assert_eq!(loads.get(), 4);
     }
 }
