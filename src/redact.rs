@@ -192,8 +192,8 @@ impl Scrubber {
             return None;
         }
         let mut out = text.to_owned();
-        for n in &search.all {
-            if out.contains(n.as_str()) {
+        for (n, f) in search.all.iter().zip(&search.finders) {
+            if f.find(out.as_bytes()).is_some() {
                 out = out.replace(n.as_str(), REDACTED);
             }
         }
@@ -236,18 +236,44 @@ impl Scrubber {
             .into_iter()
             .flatten()
             .any(|v| self.touches_value(&d, v))
-            || s.error.as_ref().is_some_and(|e| {
-                text(&e.code) || text(&e.message) || e.step_id.as_deref().is_some_and(text)
-            })
+            || s.error.as_ref().is_some_and(|e| self.touches_error(&d, e))
             || s.meta.as_ref().is_some_and(|m| {
                 text(&m.app)
                     || text(&m.version)
                     || text(&m.action)
                     || m.connection_id.as_deref().is_some_and(text)
             })
-            || s.extra
-                .iter()
-                .any(|(k, v)| text(k) || self.touches_value(&d, v))
+            || self.touches_map(&d, &s.extra)
+    }
+
+    fn touches_error(&self, d: &Derived, e: &StepError) -> bool {
+        let text = |t: &str| d.search.hits(t);
+        text(&e.code) || text(&e.message) || e.step_id.as_deref().is_some_and(text)
+    }
+
+    fn touches_map(&self, d: &Derived, m: &Map<String, Value>) -> bool {
+        m.iter()
+            .any(|(k, v)| d.search.hits(k) || self.touches_value(d, v))
+    }
+
+    /// Whether [`Scrubber::patch`] would rewrite anything in `p`: a checkpoint without a
+    /// secret reaches the store uncopied.
+    pub fn touches_patch(&self, p: &RunStatePatch) -> bool {
+        if self.is_empty() {
+            return false;
+        }
+        let d = self.derived.borrow();
+        p.variables
+            .as_ref()
+            .is_some_and(|vars| self.touches_map(&d, vars))
+            || p.output.as_ref().is_some_and(|o| self.touches_value(&d, o))
+            || p.error.as_ref().is_some_and(|e| self.touches_error(&d, e))
+            || p.step_errors.iter().any(|e| self.touches_error(&d, e))
+            || self.touches_map(&d, &p.extra)
+            || {
+                drop(d);
+                p.steps.values().any(|s| self.touches_step(s))
+            }
     }
 
     /// Scrub a step record held behind an `Arc`, copying it only when it has something
@@ -470,6 +496,38 @@ mod tests {
             prop_assert_eq!(&*state.steps["a"], &expected);
             // Copied only when scrubbing changed it.
             prop_assert_eq!(Arc::ptr_eq(&shared, &state.steps["a"]), expected == record);
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::default())]
+
+        /// The same for a checkpoint: `touches_patch` is exactly whether scrubbing changes
+        /// it, whichever of its parts holds the secret.
+        #[test]
+        fn touches_patch_is_exactly_whether_scrubbing_changes_the_patch(
+            parts in prop::collection::vec(value(), 6),
+            secrets in prop::collection::vec(secret(), 1..3),
+            t in prop::array::uniform8("[xy1\"]{1,3}"),
+            which in 0usize..8,
+        ) {
+            let s = Scrubber::new(secrets.iter());
+            let clean: [String; 8] = std::array::from_fn(|i| format!("c{i}"));
+            // Only one part carries generated data, so no part's hit hides another's miss.
+            let mut p = RunStatePatch::default();
+            match which {
+                0 => p.variables = Some(Map::from_iter([(t[0].clone(), parts[0].clone())])),
+                1 => p.output = Some(parts[1].clone()),
+                2 => p.error = Some(StepError::new(t[1].clone(), t[2].clone(), crate::model::Phase::Auth)),
+                3 => p.step_errors.push(StepError::new("E", t[3].clone(), crate::model::Phase::Auth)),
+                4 => { p.extra.insert(t[4].clone(), parts[2].clone()); }
+                5 => { p.steps.insert("a".into(), Arc::new(record_with(Some(parts[3].clone()), &clean))); }
+                6 => { p.steps.insert("a".into(), Arc::new(record_with(None, &t))); }
+                _ => p.variables = Some(Map::from_iter([("v".to_owned(), parts[4].clone())])),
+            }
+            let mut scrubbed = p.clone();
+            s.patch(&mut scrubbed);
+            prop_assert_eq!(s.touches_patch(&p), scrubbed != p, "{:?}", p);
         }
     }
 

@@ -274,12 +274,12 @@ impl WorkflowContext for SimHost<'_> {
 
     async fn checkpoint(&self, patch: &RunStatePatch) -> Result<(), HostError> {
         // SEC-1: nothing secret reaches a store (a copy only when there is a secret to scrub).
-        let patch: std::borrow::Cow<'_, RunStatePatch> = if self.scrub.is_empty() {
-            std::borrow::Cow::Borrowed(patch)
-        } else {
+        let patch: std::borrow::Cow<'_, RunStatePatch> = if self.scrub.touches_patch(patch) {
             let mut p = patch.clone();
             self.scrub.patch(&mut p);
             std::borrow::Cow::Owned(p)
+        } else {
+            std::borrow::Cow::Borrowed(patch)
         };
         let patch = patch.as_ref();
         let bytes = serialized_len(patch);

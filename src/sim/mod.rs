@@ -556,6 +556,33 @@ impl<'a> Sim<'a> {
         run_id: &str,
     ) -> Self {
         let scrub = Rc::new(Scrubber::new(scenario.secrets.values()));
+        Sim::with_scrubber(
+            driver,
+            workflow_id,
+            scenario,
+            options,
+            snap,
+            sink,
+            store,
+            run_id,
+            scrub,
+        )
+    }
+
+    /// [`Sim::with_driver`] redacting with `scrub`, which must hold `scenario`'s secrets
+    /// (a crash-point copy goes on with the sink of the run it was copied from).
+    #[allow(clippy::too_many_arguments)]
+    fn with_scrubber(
+        driver: Box<dyn Driver + 'a>,
+        workflow_id: String,
+        scenario: &'a Scenario,
+        options: &'a SimOptions,
+        snap: WorldSnapshot,
+        sink: Option<Box<dyn Write>>,
+        store: Box<dyn Store>,
+        run_id: &str,
+        scrub: Rc<Scrubber>,
+    ) -> Self {
         let mut world = World::new(snap);
         world.scrub = Rc::clone(&scrub);
         world.limits = options.limits;
@@ -984,7 +1011,8 @@ fn resume_fork(
     fork: Fork,
 ) -> Result<Report, SimError> {
     let run_id = scenario.run_id.as_str();
-    let mut sim = Sim::with_driver(
+    // The copy's redaction sink, with what the run had learned by the crash.
+    let sim = Sim::with_scrubber(
         Box::new(engine),
         workflow.id.clone(),
         scenario,
@@ -993,11 +1021,10 @@ fn resume_fork(
         None,
         fork.store,
         run_id,
+        Rc::clone(&fork.world.scrub),
     );
     let restarts = fork.restarts;
     let mut world = fork.world;
-    // The copy's redaction sink, with what the run had learned by the crash.
-    sim.scrub = Rc::clone(&world.scrub);
     world.crash(host::crash_after_checkpoint(k));
     *sim.world.borrow_mut() = world;
     sim.drive_after_crash(run_id, restarts + 1)?;
