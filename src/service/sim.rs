@@ -37,20 +37,20 @@ thread_local! {
 
 /// `load(doc)`, remembered in `last` (see [`Last`]).
 fn load_cached<T>(
-    last: &'static std::thread::LocalKey<Last<T>>,
+    last: &Last<T>,
     doc: &Value,
     load: impl FnOnce(&Value) -> Result<T, SimError>,
 ) -> Result<Rc<T>, SimError> {
-    let hit = last.with_borrow(|last| {
-        last.as_ref()
-            .filter(|(d, _)| crate::json::json_same(d, doc))
-            .map(|(_, t)| Rc::clone(t))
-    });
+    let hit = last
+        .borrow()
+        .as_ref()
+        .filter(|(d, _)| crate::json::json_same(d, doc))
+        .map(|(_, t)| Rc::clone(t));
     if let Some(t) = hit {
         return Ok(t);
     }
     let loaded = Rc::new(load(doc)?);
-    last.set(Some((doc.clone(), Rc::clone(&loaded))));
+    *last.borrow_mut() = Some((doc.clone(), Rc::clone(&loaded)));
     Ok(loaded)
 }
 
@@ -58,10 +58,14 @@ fn inputs(request: &Value) -> Result<(Rc<Workflow>, Rc<Scenario>), Value> {
     let Some(w) = request.get("workflow") else {
         return Err(bad_request("missing \"workflow\""));
     };
-    let workflow = load_cached(&LAST_WORKFLOW, w, load_workflow).map_err(|e| error(&e))?;
+    let workflow = LAST_WORKFLOW
+        .with(|last| load_cached(last, w, load_workflow))
+        .map_err(|e| error(&e))?;
     let empty = json!({});
     let doc = request.get("scenario").unwrap_or(&empty);
-    let scenario = load_cached(&LAST_SCENARIO, doc, load_scenario).map_err(|e| error(&e))?;
+    let scenario = LAST_SCENARIO
+        .with(|last| load_cached(last, doc, load_scenario))
+        .map_err(|e| error(&e))?;
     Ok((workflow, scenario))
 }
 
@@ -382,10 +386,6 @@ mod tests {
     use super::*;
     use std::cell::Cell;
 
-    thread_local! {
-        static LAST_NUMBER: Last<String> = const { std::cell::RefCell::new(None) };
-    }
-
     /// An identical document is loaded once; a different one (even `1.0` for `1`) and one
     /// after a failure are loaded again, and a failure is never remembered.
     #[test]
@@ -400,7 +400,8 @@ mod tests {
         };
         let a = json!({"n": 1, "m": {"x": [1, 2]}});
         let reordered = json!({"m": {"x": [1, 2]}, "n": 1});
-        let got = |doc: &Value| load_cached(&LAST_NUMBER, doc, load).map(|t| (*t).clone());
+        let last: Last<String> = std::cell::RefCell::new(None);
+        let got = |doc: &Value| load_cached(&last, doc, load).map(|t| (*t).clone());
         assert_eq!(got(&a).ok().as_deref(), Some("1"));
         assert_eq!(got(&a.clone()).ok().as_deref(), Some("1"));
         assert_eq!(got(&reordered).ok().as_deref(), Some("1"));
