@@ -487,10 +487,50 @@ impl Scan {
     }
 }
 
-/// SEC-1: whether `response`, as the JSON text a client would read, holds [`SECRET`]
-/// (serialized into a scanner, never into one string).
+/// SEC-1: whether `response`, as the JSON text a client would read, holds [`SECRET`].
 fn holds_secret(response: &Value) -> bool {
-    let mut scan = Scan::new(SECRET.as_bytes());
+    if confined_to_strings(SECRET) {
+        let finder = memchr::memmem::Finder::new(SECRET);
+        in_some_string(response, &finder)
+    } else {
+        in_json_text(response, SECRET)
+    }
+}
+
+/// Whether every occurrence of `needle` in any compact JSON text (serde_json's) lies
+/// inside the raw text of one string token — so the text holds it exactly when a key or
+/// a string value does. True when the needle:
+/// - is made of characters serde_json never escapes and that end no token (letters,
+///   digits, `-`, `_`, `.`), so a match neither crosses a token's edge nor an escape's
+///   backslash;
+/// - does not start with a character that an escape can end in (`b f n r t u`, hex
+///   digits: `\u001f` holds `u001f`), so no match starts inside an escape;
+/// - holds a character that no number and no `true` / `false` / `null` holds.
+fn confined_to_strings(needle: &str) -> bool {
+    let quiet = |c: char| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.');
+    let escape_tail =
+        |c: char| c.is_ascii_hexdigit() || matches!(c, 'b' | 'f' | 'n' | 'r' | 't' | 'u');
+    let outside_strings = |c: char| c.is_ascii_digit() || "+-.eEtruefalsn".contains(c);
+    needle.chars().all(quiet)
+        && needle.chars().next().is_some_and(|c| !escape_tail(c))
+        && needle.chars().any(|c| !outside_strings(c))
+}
+
+/// Whether a key or a string value anywhere in `v` holds the needle.
+fn in_some_string(v: &Value, finder: &memchr::memmem::Finder<'_>) -> bool {
+    let has = |t: &str| finder.find(t.as_bytes()).is_some();
+    match v {
+        Value::String(t) => has(t),
+        Value::Array(items) => items.iter().any(|i| in_some_string(i, finder)),
+        Value::Object(m) => m.iter().any(|(k, v)| has(k) || in_some_string(v, finder)),
+        _ => false,
+    }
+}
+
+/// Whether `v`'s compact JSON text holds `needle` (serialized into a scanner, never into
+/// one string).
+fn in_json_text(response: &Value, needle: &str) -> bool {
+    let mut scan = Scan::new(needle.as_bytes());
     // Writing into `Scan` cannot fail, and a `Value` always serializes; the buffer hands
     // it chunks, not serde's token-sized writes.
     let mut buffered = std::io::BufWriter::with_capacity(4096, &mut scan);
@@ -957,13 +997,77 @@ mod tests {
         assert!(!scan(&["a", "b", "x", "b", "a"]));
     }
 
+    /// Values made of pieces of a needle, escapes, numbers and literals.
+    fn tricky() -> impl proptest::strategy::Strategy<Value = Value> {
+        use proptest::prelude::*;
+        let text = "(S3C|RET|Su001f|u001f|\\\\|\"|\u{1f}|\n|n|1e5|tru|e|-|x|ab){0,4}";
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<i32>().prop_map(|n| json!(n)),
+            Just(json!(1e300)),
+            text.prop_map(Value::String),
+        ];
+        leaf.prop_recursive(3, 12, 3, move |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..3).prop_map(Value::Array),
+                prop::collection::vec((text, inner), 0..3)
+                    .prop_map(|kv| Value::Object(kv.into_iter().collect())),
+            ]
+        })
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::default())]
+
+        /// For a needle confined to strings, looking in keys and string values finds it
+        /// exactly when the JSON text holds it; needles the guard refuses are shown to
+        /// need the text (they occur across tokens or inside escapes).
+        #[test]
+        fn looking_in_strings_is_reading_the_text_for_a_confined_needle(v in tricky()) {
+            for needle in ["S3C", "S3CRET", "RETS3C", "S3CRETx", SECRET] {
+                proptest::prop_assert!(confined_to_strings(needle));
+                let finder = memchr::memmem::Finder::new(needle);
+                proptest::prop_assert_eq!(
+                    in_some_string(&v, &finder),
+                    in_json_text(&v, needle),
+                    "{} in {}", needle, v
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn the_guard_refuses_needles_that_escape_strings() {
+        // Each occurs in a text whose strings do not hold it.
+        for (needle, v) in [
+            ("u001f", json!(["\u{1f}"])),
+            ("n1", json!(["a\n1"])),
+            ("1e+300", json!([1e300])),
+            ("true", json!([true])),
+            ("a\",\"b", json!(["a", "b"])),
+            ("1,2", json!([1, 2])),
+        ] {
+            assert!(!confined_to_strings(needle), "{needle}");
+            assert!(in_json_text(&v, needle), "{needle} in {v}");
+            assert!(
+                !in_some_string(&v, &memchr::memmem::Finder::new(needle)),
+                "{needle}"
+            );
+        }
+        assert!(!confined_to_strings(""));
+        assert!(confined_to_strings(SECRET));
+    }
+
     #[test]
     fn the_secret_is_found_wherever_the_serializer_splits_it() {
         for pad in 4070..4110 {
             let hit = json!({"a": format!("{}{SECRET}tail", "x".repeat(pad))});
             assert!(holds_secret(&hit), "pad {pad}");
+            assert!(in_json_text(&hit, SECRET), "pad {pad}");
             let near = json!({"a": format!("{}{}", "x".repeat(pad), &SECRET[1..])});
             assert!(!holds_secret(&near), "pad {pad}");
+            assert!(!in_json_text(&near, SECRET), "pad {pad}");
         }
         assert!(holds_secret(&json!({SECRET: 1})), "in a key");
         assert!(!holds_secret(&json!({"ok": {}})));
