@@ -17,9 +17,10 @@ pub fn json_eq(a: &Value, b: &Value) -> bool {
         }
         (Value::Object(x), Value::Object(y)) => {
             x.len() == y.len()
-                && (in_step(x, y, json_eq)
-                    || x.iter()
-                        .all(|(k, v)| y.get(k).is_some_and(|w| json_eq(v, w))))
+                && in_step(x, y, json_eq).unwrap_or_else(|| {
+                    x.iter()
+                        .all(|(k, v)| y.get(k).is_some_and(|w| json_eq(v, w)))
+                })
         }
         _ => a == b,
     }
@@ -29,27 +30,39 @@ pub fn json_eq(a: &Value, b: &Value) -> bool {
 /// members compared in order first: two documents built by the same code list their
 /// members in the same order, and walking both maps in step saves a hashed look-up per
 /// member (the whole cost of comparing two equal RunStates). Only when the orders differ
-/// are the maps compared by key.
+/// are the maps compared by key; a value that differs under the same key settles it.
 pub fn json_same(a: &Value, b: &Value) -> bool {
     match (a, b) {
         (Value::Array(x), Value::Array(y)) => {
             x.len() == y.len() && x.iter().zip(y).all(|(a, b)| json_same(a, b))
         }
         (Value::Object(x), Value::Object(y)) => {
-            x.len() == y.len() && (in_step(x, y, json_same) || x == y)
+            x.len() == y.len() && in_step(x, y, json_same).unwrap_or_else(|| x == y)
         }
         _ => a == b,
     }
 }
 
-/// Whether `x` and `y` hold the same keys in the same order with values `eq` says are
-/// equal.
+/// `x` and `y` (of one length) walked in step: `Some(equal)` when the answer is known
+/// from the walk — every key in the same place and the values `eq`, or a value that
+/// differs from the other map's value under the same key (a keyed comparison would compare
+/// that same pair) — and `None` when a key is out of place before that, so only a keyed
+/// comparison can tell. A difference deep in a document is thus walked once, not once
+/// more per enclosing map.
 fn in_step(
     x: &serde_json::Map<String, Value>,
     y: &serde_json::Map<String, Value>,
     eq: fn(&Value, &Value) -> bool,
-) -> bool {
-    x.iter().zip(y).all(|((k, v), (l, w))| k == l && eq(v, w))
+) -> Option<bool> {
+    for ((k, v), (l, w)) in x.iter().zip(y) {
+        if k != l {
+            return None;
+        }
+        if !eq(v, w) {
+            return Some(false);
+        }
+    }
+    Some(true)
 }
 
 /// `token` escaped for a JSON Pointer (RFC 6901).
