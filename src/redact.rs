@@ -434,8 +434,8 @@ mod tests {
     use serde_json::json;
     use std::sync::Arc;
 
-    /// Values over a small alphabet, so secrets drawn from it occur often; no `[`, `]`
-    /// or letters of `redacted` beyond `a`/`d`/`e`, so a scrubbed text never equals its
+    /// Values over a small alphabet (`x`, `y`, `1`, `"`), so secrets drawn from it occur
+    /// often; none of `[redacted]`'s characters, so a scrubbed text never equals its
     /// original by accident.
     fn value() -> impl Strategy<Value = Value> {
         let leaf = prop_oneof![

@@ -541,9 +541,13 @@ impl<'a> Sim<'a> {
             sink,
             store,
             run_id,
+            None,
         ))
     }
 
+    /// A simulation of `driver`; `scrub` is the redaction sink when the caller has one
+    /// holding `scenario`'s secrets (a crash-point copy goes on with the sink of the run it
+    /// was copied from), else one is built from them.
     #[allow(clippy::too_many_arguments)]
     fn with_driver(
         driver: Box<dyn Driver + 'a>,
@@ -554,35 +558,9 @@ impl<'a> Sim<'a> {
         sink: Option<Box<dyn Write>>,
         store: Box<dyn Store>,
         run_id: &str,
+        scrub: Option<Rc<Scrubber>>,
     ) -> Self {
-        let scrub = Rc::new(Scrubber::new(scenario.secrets.values()));
-        Sim::with_scrubber(
-            driver,
-            workflow_id,
-            scenario,
-            options,
-            snap,
-            sink,
-            store,
-            run_id,
-            scrub,
-        )
-    }
-
-    /// [`Sim::with_driver`] redacting with `scrub`, which must hold `scenario`'s secrets
-    /// (a crash-point copy goes on with the sink of the run it was copied from).
-    #[allow(clippy::too_many_arguments)]
-    fn with_scrubber(
-        driver: Box<dyn Driver + 'a>,
-        workflow_id: String,
-        scenario: &'a Scenario,
-        options: &'a SimOptions,
-        snap: WorldSnapshot,
-        sink: Option<Box<dyn Write>>,
-        store: Box<dyn Store>,
-        run_id: &str,
-        scrub: Rc<Scrubber>,
-    ) -> Self {
+        let scrub = scrub.unwrap_or_else(|| Rc::new(Scrubber::new(scenario.secrets.values())));
         let mut world = World::new(snap);
         world.scrub = Rc::clone(&scrub);
         world.limits = options.limits;
@@ -1012,7 +990,7 @@ fn resume_fork(
 ) -> Result<Report, SimError> {
     let run_id = scenario.run_id.as_str();
     // The copy's redaction sink, with what the run had learned by the crash.
-    let sim = Sim::with_scrubber(
+    let sim = Sim::with_driver(
         Box::new(engine),
         workflow.id.clone(),
         scenario,
@@ -1021,7 +999,7 @@ fn resume_fork(
         None,
         fork.store,
         run_id,
-        Rc::clone(&fork.world.scrub),
+        Some(Rc::clone(&fork.world.scrub)),
     );
     let restarts = fork.restarts;
     let mut world = fork.world;
@@ -1049,6 +1027,7 @@ pub(crate) fn run_with_driver<'a>(
         None,
         store,
         &scenario.run_id,
+        None,
     );
     start(sim, scenario)
 }
@@ -1102,6 +1081,7 @@ fn factory_sim<'a, F: EngineFactory>(
         None,
         open_store(&options.store)?,
         run_id,
+        None,
     ))
 }
 
@@ -1313,6 +1293,7 @@ pub(crate) fn replay_with_driver<'a>(
         None,
         store,
         &original.run_id,
+        None,
     );
     start_replay(sim, original, from)
 }
