@@ -444,13 +444,7 @@ mod tests {
             (0i64..4).prop_map(|n| json!(n)),
             "[xy1\"]{0,4}".prop_map(Value::String),
         ];
-        leaf.prop_recursive(3, 16, 3, |inner| {
-            prop_oneof![
-                prop::collection::vec(inner.clone(), 0..3).prop_map(Value::Array),
-                prop::collection::vec(("[xy1]{1,2}", inner), 0..3)
-                    .prop_map(|kv| Value::Object(kv.into_iter().collect())),
-            ]
-        })
+        crate::json::arb_tree(leaf, "[xy1]{1,2}")
     }
 
     fn secret() -> impl Strategy<Value = Value> {

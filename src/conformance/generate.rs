@@ -1008,13 +1008,7 @@ mod tests {
             Just(json!(1e300)),
             text.prop_map(Value::String),
         ];
-        leaf.prop_recursive(3, 12, 3, move |inner| {
-            prop_oneof![
-                prop::collection::vec(inner.clone(), 0..3).prop_map(Value::Array),
-                prop::collection::vec((text, inner), 0..3)
-                    .prop_map(|kv| Value::Object(kv.into_iter().collect())),
-            ]
-        })
+        crate::json::arb_tree(leaf, text)
     }
 
     proptest::proptest! {

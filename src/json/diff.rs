@@ -141,13 +141,7 @@ mod tests {
             Just(json!(1.0)),
             "[ab]{0,2}".prop_map(Value::String),
         ];
-        leaf.prop_recursive(3, 16, 3, |inner| {
-            prop_oneof![
-                prop::collection::vec(inner.clone(), 0..3).prop_map(Value::Array),
-                prop::collection::vec(("[abc]", inner), 0..4)
-                    .prop_map(|kv| Value::Object(kv.into_iter().collect())),
-            ]
-        })
+        crate::json::arb_tree(leaf, "[abc]")
     }
 
     /// The same members in another order, recursively.

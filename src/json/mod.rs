@@ -15,6 +15,24 @@ mod diff;
 
 pub use diff::{DiffEntry, json_diff, json_eq, json_same};
 
+/// Property-test documents shared by the crate's tests: trees of up to three levels whose
+/// leaves come from `leaf` and whose object keys match the regex `key`, so each test picks
+/// the alphabet its property needs (secrets that occur often, keys that collide, …).
+#[cfg(test)]
+pub(crate) fn arb_tree(
+    leaf: impl proptest::strategy::Strategy<Value = Value> + 'static,
+    key: &'static str,
+) -> impl proptest::strategy::Strategy<Value = Value> {
+    use proptest::prelude::*;
+    leaf.prop_recursive(3, 16, 3, move |inner| {
+        prop_oneof![
+            prop::collection::vec(inner.clone(), 0..3).prop_map(Value::Array),
+            prop::collection::vec((key, inner), 0..4)
+                .prop_map(|kv| Value::Object(kv.into_iter().collect())),
+        ]
+    })
+}
+
 use std::fmt;
 
 use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
