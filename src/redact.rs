@@ -329,7 +329,13 @@ impl Scrubber {
         if self.is_empty() {
             return;
         }
-        if m.keys().any(|k| self.text(k).is_some()) {
+        // Asks the search, not `text`, which would build a scrubbed copy of the key only to
+        // drop it.
+        let rekey = {
+            let d = self.derived.borrow();
+            m.keys().any(|k| d.search.hits(k))
+        };
+        if rekey {
             let old = std::mem::take(m);
             for (k, v) in old {
                 m.insert(self.text(&k).unwrap_or(k), v);
