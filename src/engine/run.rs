@@ -6,6 +6,8 @@
 //! no checkpoint — so run, resume (RUN-4) and replay (REPLAY-1) are one loop over
 //! different starting states.
 
+use std::sync::Arc;
+
 use serde_json::{Value, json};
 
 use super::journal::{Frame, Journal};
@@ -403,13 +405,17 @@ impl<'w> Engine<'w> {
     fn scope<C: WorkflowContext>(&self, ctx: &C, journal: &Journal) -> RunScope {
         let mut scope = RunScope::new().with_secrets(ctx.secrets());
         // `steps` fills in as the walk publishes: sized once for every step.
-        scope.steps = Value::Object(serde_json::Map::with_capacity(self.workflow.steps.len()));
-        scope.vars = self.variables(journal, &scope);
+        scope.steps = Arc::new(Value::Object(serde_json::Map::with_capacity(
+            self.workflow.steps.len(),
+        )));
+        scope.vars = Arc::new(self.variables(journal, &scope));
         taint_pointers(&mut scope, "vars", &secret_variables(journal));
-        scope.trigger = journal
-            .extra("trigger")
-            .unwrap_or_else(|| json!({"type": "manual"}));
-        scope.documents = ctx.documents();
+        scope.trigger = Arc::new(
+            journal
+                .extra("trigger")
+                .unwrap_or_else(|| json!({"type": "manual"})),
+        );
+        scope.documents = Arc::new(ctx.documents());
         scope
     }
 

@@ -155,9 +155,8 @@ impl Engine<'_> {
         let mut scope = RunScope::new();
         let inputs = self.variables(journal, &RunScope::new().with_secrets(ctx.secrets()));
         scope.inputs = Some(inputs.clone());
-        scope.trigger = journal
-            .extra("trigger")
-            .unwrap_or_else(|| json!({"type": "manual"}));
+        let trigger = journal.extra("trigger");
+        scope.trigger = std::sync::Arc::new(trigger.unwrap_or_else(|| json!({"type": "manual"})));
         scope.extra.insert(
             "error".into(),
             serde_json::to_value(error).unwrap_or_default(),

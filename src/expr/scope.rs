@@ -35,6 +35,7 @@
 
 use std::cell::Cell;
 use std::ops::{Deref, DerefMut};
+use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
@@ -95,13 +96,19 @@ impl std::fmt::Debug for Secrets {
 #[derive(Debug, Clone, PartialEq)]
 pub struct DataScope {
     /// `vars.<key>`: the run's resolved variables (a JSON object).
-    pub vars: Value,
+    ///
+    /// The four roots that grow with a run or its inputs are shared (`Arc`), so a copy
+    /// of the scope — each strand's snapshot, each foreach iteration's and parallel
+    /// branch's child scope — costs four reference counts, not the run's data (D-186).
+    /// Writing one (`Arc::make_mut`, as [`DataScope::publish_step`] does) copies it only
+    /// while another scope still shares it.
+    pub vars: Arc<Value>,
     /// `steps.<id>` = `{ output, meta? }` for steps that published into scope (an object).
-    pub steps: Value,
+    pub steps: Arc<Value>,
     /// `{ type, event? }`.
-    pub trigger: Value,
+    pub trigger: Arc<Value>,
     /// `documents.<key>` (an object).
-    pub documents: Value,
+    pub documents: Arc<Value>,
     /// Callable inputs (function/reroute passes); absent in an ordinary run.
     pub inputs: Option<Value>,
     /// A bound action's raw output (outputMap passes).
@@ -127,10 +134,10 @@ impl DataScope {
     /// An empty data scope: empty `vars`/`steps`/`documents`, `trigger` null.
     pub fn new() -> DataScope {
         DataScope {
-            vars: Value::Object(Map::new()),
-            steps: Value::Object(Map::new()),
-            trigger: Value::Null,
-            documents: Value::Object(Map::new()),
+            vars: Arc::new(Value::Object(Map::new())),
+            steps: Arc::new(Value::Object(Map::new())),
+            trigger: Arc::new(Value::Null),
+            documents: Arc::new(Value::Object(Map::new())),
             inputs: None,
             output: None,
             foreach: None,
@@ -152,11 +159,11 @@ impl DataScope {
         };
         for (k, v) in obj {
             match k.as_str() {
-                "vars" => scope.vars = object_or_empty(v),
-                "steps" => scope.steps = object_or_empty(v),
-                "trigger" => scope.trigger = v.clone(),
+                "vars" => scope.vars = Arc::new(object_or_empty(v)),
+                "steps" => scope.steps = Arc::new(object_or_empty(v)),
+                "trigger" => scope.trigger = Arc::new(v.clone()),
                 "secrets" => {}
-                "documents" => scope.documents = object_or_empty(v),
+                "documents" => scope.documents = Arc::new(object_or_empty(v)),
                 "inputs" => scope.inputs = Some(v.clone()),
                 "output" => scope.output = Some(v.clone()),
                 "foreach" => scope.foreach = Some(v.clone()),
@@ -204,17 +211,20 @@ impl DataScope {
         if let Some(meta) = meta {
             entry.insert("meta".into(), meta);
         }
-        if !self.steps.is_object() {
-            self.steps = Value::Object(Map::new());
+        let steps = Arc::make_mut(&mut self.steps);
+        if !steps.is_object() {
+            *steps = Value::Object(Map::new());
         }
-        if let Value::Object(steps) = &mut self.steps {
+        if let Value::Object(steps) = steps {
             steps.insert(step_id.to_owned(), Value::Object(entry));
         }
     }
 
     /// Remove a step's scope entry (a run-level retry starts the graph again).
     pub fn unpublish_step(&mut self, step_id: &str) {
-        if let Value::Object(steps) = &mut self.steps {
+        if self.steps.get(step_id).is_some()
+            && let Value::Object(steps) = Arc::make_mut(&mut self.steps)
+        {
             steps.shift_remove(step_id);
         }
         self.tainted
@@ -342,10 +352,10 @@ impl<'a> DataRoot<'a> {
     pub fn root(&self, name: &str) -> Option<&'a Value> {
         let s = self.data;
         match name {
-            "vars" => Some(&s.vars),
-            "steps" => Some(&s.steps),
-            "trigger" => Some(&s.trigger),
-            "documents" => Some(&s.documents),
+            "vars" => Some(&*s.vars),
+            "steps" => Some(&*s.steps),
+            "trigger" => Some(&*s.trigger),
+            "documents" => Some(&*s.documents),
             "inputs" => s.inputs.as_ref(),
             "output" => s.output.as_ref(),
             "foreach" => s.foreach.as_ref(),
@@ -379,10 +389,10 @@ impl<'a> DataRoot<'a> {
         for (k, v) in &s.extra {
             m.insert(k.clone(), v.clone());
         }
-        m.insert("vars".into(), s.vars.clone());
-        m.insert("steps".into(), s.steps.clone());
-        m.insert("trigger".into(), s.trigger.clone());
-        m.insert("documents".into(), s.documents.clone());
+        m.insert("vars".into(), Value::clone(&s.vars));
+        m.insert("steps".into(), Value::clone(&s.steps));
+        m.insert("trigger".into(), Value::clone(&s.trigger));
+        m.insert("documents".into(), Value::clone(&s.documents));
         if let Some(v) = &s.inputs {
             m.insert("inputs".into(), v.clone());
         }
@@ -427,6 +437,43 @@ fn object_or_empty(v: &Value) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// D-186: a copy of the scope (a strand's snapshot, a foreach iteration's child) shares
+    /// the four growing roots; a later publish or unpublish on either side copies `steps`
+    /// and leaves the other side exactly as it was.
+    #[test]
+    fn a_copy_shares_its_roots_and_a_write_never_reaches_the_other_copy() {
+        let mut scope = RunScope::from_json(&serde_json::json!({
+            "vars": {"v": 1}, "trigger": {"type": "manual"}, "documents": {"d": "x"}
+        }));
+        scope.publish_step("a", Value::from(1), None);
+        let snapshot = scope.clone();
+        for (mine, theirs) in [
+            (&scope.vars, &snapshot.vars),
+            (&scope.steps, &snapshot.steps),
+            (&scope.trigger, &snapshot.trigger),
+            (&scope.documents, &snapshot.documents),
+        ] {
+            assert!(
+                Arc::ptr_eq(mine, theirs),
+                "a copy shares every growing root"
+            );
+        }
+        scope.publish_step("b", Value::from(2), None);
+        assert!(
+            snapshot.steps.get("b").is_none(),
+            "the snapshot never sees a later step"
+        );
+        assert_eq!(scope.steps["b"]["output"], 2);
+        let mut child = snapshot.clone();
+        child.unpublish_step("a");
+        assert!(snapshot.steps.get("a").is_some() && scope.steps.get("a").is_some());
+        assert!(child.steps.get("a").is_none());
+        // Unshared, a write goes in place: the run's own scope is not copied per step.
+        let before = Arc::as_ptr(&scope.steps);
+        scope.publish_step("c", Value::from(3), None);
+        assert_eq!(Arc::as_ptr(&scope.steps), before);
+    }
 
     /// SEC-1: unpublishing one step forgets only that step's taint, never another step's
     /// (a survivor of `scripts/mutants.sh`: `&&` → `||` in `unpublish_step` went unseen).
