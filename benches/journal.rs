@@ -17,6 +17,7 @@ use std::time::{Duration, Instant};
 use criterion::{Criterion, criterion_group, criterion_main};
 use serde_json::json;
 use w6w_sim::model::{RunState, RunStatePatch};
+use w6w_sim::sim::world::Invocation;
 use w6w_sim::sim::{self, JournalStore, SimOptions, Store, StoreChoice, WorldSnapshot};
 
 mod common;
@@ -67,9 +68,16 @@ impl Grown {
         self.world.checkpoints += 1;
         self.world.total_invocations += 1;
         self.world.invocation_counts.insert(id.clone(), 1);
-        self.world
-            .invocations
-            .push(json!({"stepId": id, "app": "echo", "action": "echo", "attempt": 1}));
+        self.world.invocations.push(Invocation {
+            step_id: id.clone(),
+            app: "echo".into(),
+            action: "echo".into(),
+            connection: None,
+            attempt: 1,
+            params: json!({}),
+            at_ms: self.world.clock_ms,
+            run_id: None,
+        });
         self.store
             .checkpoint_changes(&patch, &self.world, std::slice::from_ref(&id))
             .expect("checkpoint");

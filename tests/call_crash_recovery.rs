@@ -126,9 +126,8 @@ fn simulate(wf: &Value, sc: &Value) -> Report {
 fn invocations(r: &Report) -> BTreeMap<(String, String), u64> {
     let mut out = BTreeMap::new();
     for i in &r.world.invocations {
-        let run = i.get("runId").and_then(Value::as_str).unwrap_or("top");
-        let step = i["stepId"].as_str().unwrap_or_default();
-        *out.entry((run.to_owned(), step.to_owned())).or_insert(0) += 1;
+        let run = i.run_id.as_deref().unwrap_or("top");
+        *out.entry((run.to_owned(), i.step_id.clone())).or_insert(0) += 1;
     }
     out
 }

@@ -143,7 +143,7 @@ fn invocations(r: &Report, step: &str) -> u64 {
     r.world
         .invocations
         .iter()
-        .filter(|i| i["stepId"] == step)
+        .filter(|i| i.step_id == step)
         .count() as u64
 }
 

@@ -12,7 +12,7 @@ use super::SimOptions;
 use super::exec::Sleep;
 use super::scenario::{OutcomeKind, Scenario};
 use super::store::Store;
-use super::world::World;
+use super::world::{Invocation, World};
 use crate::engine::{Engine, EngineError, RunResult, RunSeed};
 use crate::host::{
     CallableRequest, HostError, InvokeError, InvokeRequest, LogLevel, RunInfo, RunTrigger,
@@ -163,23 +163,18 @@ impl WorkflowContext for SimHost<'_> {
             let crash = invoke_fault(self.scenario, &w, &req.step_id, req.attempt);
             (outcome, at_ms, crash)
         };
-        // Built at its final size (eight keys with a child's `runId`), not grown key by key.
-        let mut entry = Map::with_capacity(8);
-        for (k, v) in [
-            ("stepId", Value::String(req.step_id.clone())),
-            ("app", Value::String(req.app.clone())),
-            ("action", Value::String(req.action.clone())),
-            (
-                "connection",
-                req.connection.clone().map_or(Value::Null, Value::String),
-            ),
-            ("attempt", Value::from(req.attempt)),
-            ("params", Value::Object(req.redacted_params())),
-            ("atMs", Value::from(at_ms)),
-        ] {
-            entry.insert(k.to_owned(), v);
-        }
-        let entry = self.scrubbed(self.tagged(Value::Object(entry)));
+        // Typed (D-186): the report's JSON object is built only when a report is.
+        let mut entry = Invocation {
+            step_id: req.step_id.clone(),
+            app: req.app.clone(),
+            action: req.action.clone(),
+            connection: req.connection.clone(),
+            attempt: req.attempt,
+            params: Value::Object(req.redacted_params()),
+            at_ms,
+            run_id: (self.role == Role::Child).then(|| self.info.id.clone()),
+        };
+        entry.scrub(&self.scrub);
         // META-1: the host reports through onExecuted only, before the call settles.
         let reports = outcome.meta.clone().unwrap_or_else(|| script.meta.clone());
         for r in &reports {
@@ -213,7 +208,11 @@ impl WorkflowContext for SimHost<'_> {
         }
         // D-125: the report lists the invocations of every run of the tree.
         let tracing = self.tracing();
-        let mut fields = if tracing { entry.clone() } else { Value::Null };
+        let mut fields = if tracing {
+            entry.clone().into_json()
+        } else {
+            Value::Null
+        };
         self.world.borrow_mut().snap.invocations.push(entry);
         if let Value::Object(m) = &mut fields {
             m.remove("atMs");
@@ -551,7 +550,7 @@ pub(crate) const DOCUMENT_APP: &str = "@w6w/document";
 /// Traces (and reports, D-125) an invocation the engine dropped before it settled.
 struct CancelGuard<'h, 'a> {
     host: &'h SimHost<'a>,
-    entry: &'h Value,
+    entry: &'h Invocation,
     armed: bool,
 }
 
@@ -566,16 +565,16 @@ impl Drop for CancelGuard<'_, '_> {
         if w.crash_pending || w.halt.is_some() {
             return;
         }
-        let mut entry = self.entry.clone();
+        let mut entry = self.entry.clone().into_json();
         if let Value::Object(m) = &mut entry {
             m.insert("canceledAtMs".into(), json!(w.now_ms()));
         }
         w.snap.canceled.push(entry);
         drop(w);
-        let mut fields = json!({"stepId": self.entry.get("stepId"), "attempt": self.entry.get("attempt"),
+        let mut fields = json!({"stepId": self.entry.step_id, "attempt": self.entry.attempt,
                "note": "canceled by the engine before the action settled"});
-        if let (Some(id), Value::Object(m)) = (self.entry.get("runId"), &mut fields) {
-            m.insert("runId".into(), id.clone());
+        if let (Some(id), Value::Object(m)) = (&self.entry.run_id, &mut fields) {
+            m.insert("runId".into(), Value::String(id.clone()));
         }
         self.host
             .world

@@ -182,18 +182,18 @@ struct Lease {
 
 /// The new tail of an append-only report list: `items` start at index `at`.
 #[derive(Serialize)]
-struct TailOut<'a> {
+struct TailOut<'a, T = Value> {
     at: usize,
-    items: &'a [Value],
+    items: &'a [T],
 }
 
 #[derive(Deserialize)]
-struct TailIn {
+struct TailIn<T = Value> {
     at: usize,
-    items: Vec<Value>,
+    items: Vec<T>,
 }
 
-fn tail_is_empty(t: &TailOut<'_>) -> bool {
+fn tail_is_empty<T>(t: &TailOut<'_, T>) -> bool {
     t.items.is_empty()
 }
 
@@ -214,7 +214,7 @@ struct DeltaOut<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     fired_invoke_faults: Option<&'a BTreeSet<usize>>,
     #[serde(skip_serializing_if = "tail_is_empty")]
-    invocations: TailOut<'a>,
+    invocations: TailOut<'a, super::world::Invocation>,
     #[serde(skip_serializing_if = "tail_is_empty")]
     waits: TailOut<'a>,
     #[serde(skip_serializing_if = "tail_is_empty")]
@@ -244,7 +244,7 @@ struct DeltaIn {
     #[serde(default)]
     fired_invoke_faults: Option<BTreeSet<usize>>,
     #[serde(default)]
-    invocations: Option<TailIn>,
+    invocations: Option<TailIn<super::world::Invocation>>,
     #[serde(default)]
     waits: Option<TailIn>,
     #[serde(default)]
@@ -295,9 +295,9 @@ impl Mirror {
     }
 }
 
-fn apply_tail(
-    list: &mut Vec<Value>,
-    tail: Option<TailIn>,
+fn apply_tail<T>(
+    list: &mut Vec<T>,
+    tail: Option<TailIn<T>>,
     fail: &dyn Fn(String) -> JournalError,
 ) -> Result<(), JournalError> {
     let Some(tail) = tail else { return Ok(()) };

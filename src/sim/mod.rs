@@ -253,7 +253,11 @@ impl Report {
         let world = self.world;
         let mut m = Map::new();
         m.insert("run".into(), self.run.into_json());
-        m.insert("invocations".into(), Value::Array(world.invocations));
+        let invocations = world
+            .invocations
+            .into_iter()
+            .map(world::Invocation::into_json);
+        m.insert("invocations".into(), Value::Array(invocations.collect()));
         m.insert("waits".into(), Value::Array(world.waits));
         m.insert("checkpoints".into(), json!(world.checkpoints));
         m.insert("crashes".into(), json!(world.crashes));
@@ -838,8 +842,10 @@ impl<'a> Sim<'a> {
         self.scrub.state(&mut run);
         let world = self.world.into_inner();
         let mut snap = world.snap;
+        snap.invocations
+            .iter_mut()
+            .for_each(|i| i.scrub(&self.scrub));
         for list in [
-            &mut snap.invocations,
             &mut snap.waits,
             &mut snap.calls,
             &mut snap.schedules,

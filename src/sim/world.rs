@@ -33,7 +33,7 @@ pub struct WorldSnapshot {
     /// RUN-7: the host's abort signal.
     pub aborted: bool,
     /// Report entries (already redacted and scrubbed).
-    pub invocations: Vec<Value>,
+    pub invocations: Vec<Invocation>,
     pub waits: Vec<Value>,
     pub calls: Vec<Value>,
     /// Serialized bytes of every checkpoint patch (the bench's linear-growth measure).
@@ -78,6 +78,73 @@ impl Default for WorldSnapshot {
             fire_times: BTreeMap::new(),
             canceled: Vec::new(),
         }
+    }
+}
+
+/// One entry of the report's `invocations`: what the simulator was asked, with the params
+/// redacted (SEC-1) and scrubbed. Typed so that a run does not build and keep an
+/// eight-key JSON map per invocation (D-186); its JSON — [`Invocation::into_json`], and
+/// serde's, which the disk journal writes — is the object the report always had:
+/// `{stepId, app, action, connection, attempt, params, atMs}`, plus `runId` for a
+/// child run's invocation (D-125).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Invocation {
+    pub step_id: String,
+    pub app: String,
+    pub action: String,
+    /// `null` when the step names no connection.
+    pub connection: Option<String>,
+    pub attempt: u32,
+    /// The redacted params (an object; the string `"[redacted]"` if the whole object
+    /// was declared secret-derived).
+    pub params: Value,
+    pub at_ms: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_id: Option<String>,
+}
+
+impl Invocation {
+    /// The report's JSON object, keys in the order serde writes them.
+    pub fn into_json(self) -> Value {
+        let mut m = Map::with_capacity(8);
+        m.insert("stepId".into(), Value::String(self.step_id));
+        m.insert("app".into(), Value::String(self.app));
+        m.insert("action".into(), Value::String(self.action));
+        m.insert(
+            "connection".into(),
+            self.connection.map_or(Value::Null, Value::String),
+        );
+        m.insert("attempt".into(), Value::from(self.attempt));
+        m.insert("params".into(), self.params);
+        m.insert("atMs".into(), Value::from(self.at_ms));
+        if let Some(id) = self.run_id {
+            m.insert("runId".into(), Value::String(id));
+        }
+        Value::Object(m)
+    }
+
+    /// SEC-1: scrub every data field — the texts and the params — as the scrubber scrubs
+    /// a JSON value (a declared secret-derived value is replaced wholly). The attempt and
+    /// the virtual time are the record's structure, never data.
+    pub fn scrub(&mut self, scrub: &Scrubber) {
+        if scrub.is_empty() {
+            return;
+        }
+        let texts = [&mut self.step_id, &mut self.app, &mut self.action];
+        for t in texts
+            .into_iter()
+            .chain(self.connection.as_mut())
+            .chain(self.run_id.as_mut())
+        {
+            let mut v = Value::String(std::mem::take(t));
+            scrub.value(&mut v);
+            *t = match v {
+                Value::String(s) => s,
+                other => other.to_string(),
+            };
+        }
+        scrub.value(&mut self.params);
     }
 }
 
@@ -283,5 +350,85 @@ impl World {
         if self.keep_trace {
             self.trace.push(value);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(connection: Option<&str>, run_id: Option<&str>) -> Invocation {
+        Invocation {
+            step_id: "fetch".into(),
+            app: "http".into(),
+            action: "get".into(),
+            connection: connection.map(str::to_owned),
+            attempt: 2,
+            params: json!({"url": "https://x.test/s3cr3t-token", "n": 1}),
+            at_ms: EPOCH_MS + 5,
+            run_id: run_id.map(str::to_owned),
+        }
+    }
+
+    /// D-186: the typed entry's JSON is exactly serde's (what the disk journal writes and
+    /// reads back), key order included, and it reads back to the same entry.
+    #[test]
+    fn an_invocation_is_the_report_object_serde_writes_and_reads() {
+        for (c, r) in [
+            (None, None),
+            (Some("conn"), None),
+            (None, Some("run_child")),
+        ] {
+            let e = entry(c, r);
+            let by_serde = serde_json::to_value(&e).expect("serializable");
+            let by_hand = e.clone().into_json();
+            assert_eq!(by_hand, by_serde);
+            let keys: Vec<&String> = by_hand
+                .as_object()
+                .into_iter()
+                .flatten()
+                .map(|(k, _)| k)
+                .collect();
+            let mut want = vec![
+                "stepId",
+                "app",
+                "action",
+                "connection",
+                "attempt",
+                "params",
+                "atMs",
+            ];
+            if r.is_some() {
+                want.push("runId");
+            }
+            assert_eq!(keys, want);
+            assert_eq!(by_hand["connection"], c.map_or(Value::Null, Value::from));
+            let back: Invocation = serde_json::from_value(by_serde).expect("reads back");
+            assert_eq!(back, e);
+        }
+    }
+
+    /// SEC-1: every data field of an entry is scrubbed, as the JSON object was; a declared
+    /// secret-derived params object is replaced wholly.
+    #[test]
+    fn every_data_field_of_an_invocation_is_scrubbed() {
+        let secret = json!("s3cr3t-token");
+        let scrub = Scrubber::new([&secret]);
+        let mut e = entry(Some("conn-s3cr3t-token"), Some("run-s3cr3t-token"));
+        e.step_id = "s3cr3t-token".into();
+        e.app = "app-s3cr3t-token".into();
+        e.action = "s3cr3t-token-action".into();
+        e.scrub(&scrub);
+        let text = serde_json::to_string(&e.clone().into_json()).expect("json");
+        assert!(!text.contains("s3cr3t-token"), "{text}");
+        for field in [&e.step_id, &e.app, &e.action] {
+            assert!(field.contains(crate::expr::REDACTED), "{field}");
+        }
+        let derived = entry(None, None);
+        scrub.add_derived(&derived.params);
+        let mut d = derived.clone();
+        d.scrub(&scrub);
+        assert_eq!(d.params, json!(crate::expr::REDACTED));
+        assert_eq!((d.attempt, d.at_ms), (derived.attempt, derived.at_ms));
     }
 }

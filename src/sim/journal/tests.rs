@@ -30,7 +30,16 @@ fn advance(world: &mut WorldSnapshot, i: usize) -> Vec<String> {
     world.total_invocations += 1;
     let key = format!("s{}", i % 3);
     *world.invocation_counts.entry(key.clone()).or_insert(0) += 1;
-    world.invocations.push(json!({"stepId": format!("s{i}")}));
+    world.invocations.push(crate::sim::world::Invocation {
+        step_id: format!("s{i}"),
+        app: "echo".into(),
+        action: "echo".into(),
+        connection: None,
+        attempt: 1,
+        params: json!({"i": i}),
+        at_ms: world.clock_ms,
+        run_id: None,
+    });
     if i.is_multiple_of(4) {
         world.waits.push(json!({"ms": i}));
     }
