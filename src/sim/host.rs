@@ -174,7 +174,7 @@ impl WorkflowContext for SimHost<'_> {
             at_ms,
             run_id: (self.role == Role::Child).then(|| self.info.id.clone()),
         };
-        entry.scrub(&self.scrub);
+        entry.scrub(self.scrub);
         // META-1: the host reports through onExecuted only, before the call settles.
         let reports = outcome.meta.clone().unwrap_or_else(|| script.meta.clone());
         for r in &reports {
