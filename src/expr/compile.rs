@@ -19,23 +19,36 @@ use super::scope::{DataRoot, RunScope, Secrets};
 use super::template::{Mode, Part, TemplateTooLarge, parse, root_anchor};
 use super::value::{Val, template_string};
 
-/// A path reference (`$`, a var part, a `{{ path }}` marker), split once.
+/// A path reference (`$`, a var part, a `{{ path }}` marker). One string per reference:
+/// its segments are split when it is read, on the stack (D-186), not kept as one string
+/// each — a compiled with block holds one reference per `$` of every step of a workflow.
 #[derive(Debug, Clone)]
 struct PathRef {
     path: String,
-    segments: Vec<String>,
 }
+
+/// A dotted path's segments; no heap for paths of up to eight segments.
+type Segments<'p> = smallvec::SmallVec<[&'p str; 8]>;
 
 impl PathRef {
     fn new(path: &str) -> PathRef {
         PathRef {
             path: path.to_owned(),
-            segments: if path.is_empty() {
-                Vec::new()
-            } else {
-                path.split('.').map(str::to_owned).collect()
-            },
         }
+    }
+
+    /// The segments (none for the empty path).
+    fn segments(&self) -> Segments<'_> {
+        segments_of(&self.path)
+    }
+}
+
+/// `path` split on `.` (no segment for the empty path, which names nothing).
+fn segments_of(path: &str) -> Segments<'_> {
+    if path.is_empty() {
+        Segments::new()
+    } else {
+        path.split('.').collect()
     }
 }
 
@@ -432,7 +445,7 @@ impl<'a> Ctx<'a, '_> {
                 self.read.check_test_binding(p, pointer)?;
                 self.read.root.take_touched();
                 let v =
-                    lookup_root(self.read.root, &p.segments).map_or(Value::Null, |v| v.to_json());
+                    lookup_root(self.read.root, &p.segments()).map_or(Value::Null, |v| v.to_json());
                 self.taint_if_touched(pointer);
                 Ok(v)
             }
@@ -489,7 +502,7 @@ impl<'a> Ctx<'a, '_> {
         for part in parts {
             match part {
                 CPart::Text(t) => out.push_str(t),
-                CPart::Var(p) if p.segments.is_empty() => {
+                CPart::Var(p) if p.path.is_empty() => {
                     // ENV-4: an empty ref contributes nothing.
                     #[cfg(w6w_mutants)] // ENV-4 mutant (mutant build only): the whole root
                     if crate::mutants::active(crate::mutants::Mutant::EmptyVarRefExposesScope) {
@@ -498,7 +511,7 @@ impl<'a> Ctx<'a, '_> {
                 }
                 CPart::Var(p) => {
                     self.read.check_test_binding(p, pointer)?;
-                    if let Some(v) = lookup_root(self.read.root, &p.segments) {
+                    if let Some(v) = lookup_root(self.read.root, &p.segments()) {
                         out.push_str(&self.read.stringify(&v, pointer)?);
                     }
                 }
@@ -533,17 +546,17 @@ impl Reader<'_, '_> {
     /// BIND-3: in a single-step test, a direct path binding into `steps.<id>` needs that
     /// step's output in the supplied state; a recorded null output is an output (BIND-4).
     fn check_test_binding(&self, p: &PathRef, pointer: &str) -> Result<(), ResolveError> {
-        if self.mode != ResolveMode::Test || p.segments.first().map(String::as_str) != Some("steps")
-        {
+        let segments = p.segments();
+        if self.mode != ResolveMode::Test || segments.first() != Some(&"steps") {
             return Ok(());
         }
-        let Some(step) = p.segments.get(1) else {
+        let Some(&step) = segments.get(1) else {
             return Ok(());
         };
         let has_output = self
             .root
             .root("steps")
-            .and_then(|s| s.get(step.as_str()))
+            .and_then(|s| s.get(step))
             .is_some_and(|entry| entry.get("output").is_some());
         if has_output {
             return Ok(());
@@ -560,7 +573,7 @@ impl Reader<'_, '_> {
             pointer,
         )
         .with_ref(&p.path);
-        e.step = Some(step.clone());
+        e.step = Some(step.to_owned());
         Err(e)
     }
 
@@ -590,7 +603,7 @@ impl Reader<'_, '_> {
         if reference.is_empty() {
             return unresolved("is empty and names nothing");
         }
-        let segments: Vec<&str> = reference.split('.').collect();
+        let segments = segments_of(reference);
         #[cfg(w6w_mutants)] // ENV-5 mutant (mutant build only): absent renders ""
         if crate::mutants::active(crate::mutants::Mutant::RenderUnresolvedAsEmpty)
             && lookup_root(self.root, &segments).is_none()
