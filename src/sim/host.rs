@@ -163,18 +163,8 @@ impl WorkflowContext for SimHost<'_> {
             let crash = invoke_fault(self.scenario, &w, &req.step_id, req.attempt);
             (outcome, at_ms, crash)
         };
-        // Typed (D-186): the report's JSON object is built only when a report is.
-        let mut entry = Invocation {
-            step_id: req.step_id.clone(),
-            app: req.app.clone(),
-            action: req.action.clone(),
-            connection: req.connection.clone(),
-            attempt: req.attempt,
-            params: Value::Object(req.redacted_params()),
-            at_ms,
-            run_id: (self.role == Role::Child).then(|| self.info.id.clone()),
-        };
-        entry.scrub(self.scrub);
+        // Recorded before an echo takes the params.
+        let params = Value::Object(req.redacted_params());
         // META-1: the host reports through onExecuted only, before the call settles.
         let reports = outcome.meta.clone().unwrap_or_else(|| script.meta.clone());
         for r in &reports {
@@ -195,6 +185,19 @@ impl WorkflowContext for SimHost<'_> {
                 OutcomeKind::Error(e) => Err(e.clone()),
             }
         };
+        // Typed (D-186): the report's JSON object is built only when a report is. The
+        // request's texts move into it; nothing reads them from the request after this.
+        let mut entry = Invocation {
+            step_id: req.step_id,
+            app: req.app,
+            action: req.action,
+            connection: req.connection,
+            attempt: req.attempt,
+            params,
+            at_ms,
+            run_id: (self.role == Role::Child).then(|| self.info.id.clone()),
+        };
+        entry.scrub(self.scrub);
         if outcome.latency_ms > 0 {
             // The invocation takes virtual time; other strands run meanwhile. If the engine
             // cancels it (a race loser, a fail-fast foreach), the trace says so.
@@ -213,6 +216,7 @@ impl WorkflowContext for SimHost<'_> {
         } else {
             Value::Null
         };
+        let crash = crash.map(|i| (i, entry.step_id.clone()));
         self.world.borrow_mut().snap.invocations.push(entry);
         if let Value::Object(m) = &mut fields {
             m.remove("atMs");
@@ -243,8 +247,8 @@ impl WorkflowContext for SimHost<'_> {
         if tracing {
             self.event("invoke", fields);
         }
-        if let Some(i) = crash {
-            self.crash_in_invoke(i, &req.step_id, req.attempt).await;
+        if let Some((i, step_id)) = crash {
+            self.crash_in_invoke(i, &step_id, req.attempt).await;
         }
         result
     }
