@@ -106,6 +106,9 @@ pub(crate) struct Extras {
 #[derive(Debug)]
 pub(crate) struct Journal {
     state: RefCell<RunState>,
+    /// The last folded patch, emptied with its run id and capacity kept: the next
+    /// checkpoint's patch (D-186).
+    spare: RefCell<Option<RunStatePatch>>,
     // FAN-5: one checkpoint in flight; tokio's mutex is FIFO, so completion order holds.
     lock: tokio::sync::Mutex<()>,
     wait_seq: Cell<u64>,
@@ -127,6 +130,7 @@ impl Journal {
             .unwrap_or(0);
         Journal {
             state: RefCell::new(state),
+            spare: RefCell::new(None),
             lock: tokio::sync::Mutex::new(()),
             wait_seq: Cell::new(wait_seq),
             call_seq: Cell::new(call_seq),
@@ -135,10 +139,20 @@ impl Journal {
 
     /// A patch for this run with nothing set yet.
     pub(crate) fn patch(&self) -> RunStatePatch {
-        RunStatePatch {
-            run_id: self.state.borrow().run_id.clone(),
-            ..RunStatePatch::default()
+        let state = self.state.borrow();
+        match self.spare.take() {
+            Some(spare) if spare.run_id == state.run_id => spare,
+            _ => RunStatePatch {
+                run_id: state.run_id.clone(),
+                ..RunStatePatch::default()
+            },
         }
+    }
+
+    /// Fold a patch the host made durable into the mirror; keep it, emptied, for the next.
+    fn fold(&self, mut patch: RunStatePatch) {
+        self.state.borrow_mut().apply_draining(&mut patch);
+        self.spare.replace(Some(patch));
     }
 
     /// Make `patch` durable through the host, then fold it into the mirror.
@@ -149,7 +163,7 @@ impl Journal {
     ) -> Result<(), EngineError> {
         let _one_in_flight = self.lock.lock().await;
         ctx.checkpoint(&patch).await?;
-        self.state.borrow_mut().apply_owned(patch);
+        self.fold(patch);
         Ok(())
     }
 
@@ -208,7 +222,7 @@ impl Journal {
         patch.step_errors = extras.step_errors;
         patch.extra.extend(extras.extra);
         ctx.checkpoint(&patch).await?;
-        self.state.borrow_mut().apply_owned(patch);
+        self.fold(patch);
         Ok(())
     }
 

@@ -384,46 +384,57 @@ impl RunState {
 
     /// [`RunState::apply`] taking the patch by value: its records move into the state
     /// instead of being copied (the engine folds each checkpoint it made this way).
-    pub fn apply_owned(&mut self, patch: RunStatePatch) {
+    pub fn apply_owned(&mut self, mut patch: RunStatePatch) {
+        self.apply_draining(&mut patch);
+    }
+
+    /// [`RunState::apply_owned`] that leaves `patch` empty — equal to
+    /// `RunStatePatch { run_id, ..Default::default() }` — with its run id and the capacity of
+    /// its step map and lists kept, so the engine's next checkpoint reuses them instead of
+    /// allocating them again (D-186).
+    pub fn apply_draining(&mut self, patch: &mut RunStatePatch) {
+        // Every field, named: a field added to the patch fails to compile here until it is
+        // folded (and emptied) below.
         let RunStatePatch {
             run_id: _,
-            workflow_id,
-            reset_steps,
-            status,
-            variables,
-            output,
-            error,
-            clear,
-            steps,
-            step_errors,
-            extra,
-        } = patch;
-        if reset_steps {
+            workflow_id: _,
+            reset_steps: _,
+            status: _,
+            variables: _,
+            output: _,
+            error: _,
+            clear: _,
+            steps: _,
+            step_errors: _,
+            extra: _,
+        } = &*patch;
+        if std::mem::take(&mut patch.reset_steps) {
             self.steps.clear();
             self.output = None;
             self.error = None;
         }
-        if let Some(w) = workflow_id {
+        if let Some(w) = patch.workflow_id.take() {
             self.workflow_id = w;
         }
-        if let Some(status) = status {
+        if let Some(status) = patch.status.take() {
             self.status = status;
         }
-        if let Some(vars) = variables {
+        if let Some(vars) = patch.variables.take() {
             self.variables = vars;
         }
-        self.clear(&clear);
-        if let Some(output) = output {
+        self.clear(&patch.clear);
+        patch.clear.clear();
+        if let Some(output) = patch.output.take() {
             self.output = Some(output);
         }
-        if let Some(error) = error {
+        if let Some(error) = patch.error.take() {
             self.error = Some(error);
         }
-        for (id, exec) in steps {
+        for (id, exec) in patch.steps.drain(..) {
             self.steps.insert(id, exec);
         }
-        self.step_errors.extend(step_errors);
-        for (k, v) in extra {
+        self.step_errors.append(&mut patch.step_errors);
+        for (k, v) in std::mem::take(&mut patch.extra) {
             if v.is_null() {
                 self.extra.remove(&k);
             } else {
@@ -586,11 +597,24 @@ mod tests {
         for patches in [vec![&p1], vec![&p1, &p2], vec![&p1, &p2, &p3]] {
             let mut by_ref = RunState::new("r", "");
             let mut by_value = RunState::new("r", "");
+            let mut drained = RunState::new("r", "");
+            // D-186: one patch refilled for every fold, as the engine's journal reuses it.
+            let mut spare = RunStatePatch::default();
             for p in &patches {
                 by_ref.apply(p);
                 by_value.apply_owned((*p).clone());
+                spare.clone_from(p);
+                drained.apply_draining(&mut spare);
+                let empty = RunStatePatch {
+                    run_id: p.run_id.clone(),
+                    ..RunStatePatch::default()
+                };
+                assert_eq!(spare, empty, "a drained patch is an empty one");
             }
             assert_eq!(by_ref, by_value);
+            assert_eq!(by_ref, drained);
+            let drained_order: Vec<&String> = drained.steps.keys().collect();
+            assert_eq!(drained_order, by_ref.steps.keys().collect::<Vec<_>>());
             let order: Vec<&String> = by_ref.steps.keys().collect();
             let want_order: Vec<&String> = by_value.steps.keys().collect();
             assert_eq!(order, want_order);
