@@ -197,13 +197,15 @@ impl Journal {
                 }
                 Some(key) => {
                     // The frame object with this record set (upsert, order kept), built
-                    // without first copying the record it replaces.
-                    let value = serde_json::to_value(&record).unwrap_or(Value::Null);
+                    // without first copying the record it replaces. The record's values
+                    // move into its JSON (serde's document, not a serialized copy).
+                    let step_id = record.step_id.clone();
+                    let value = record.into_json();
                     let existing = state.extra.get(key).and_then(Value::as_object);
                     let mut object = Map::with_capacity(existing.map_or(0, Map::len) + 1);
                     let mut value = Some(value);
                     for (k, v) in existing.into_iter().flatten() {
-                        let v = match (k == &record.step_id, value.take()) {
+                        let v = match (k == &step_id, value.take()) {
                             (true, Some(new)) => new,
                             (_, rest) => {
                                 value = rest;
@@ -213,7 +215,7 @@ impl Journal {
                         object.insert(k.clone(), v);
                     }
                     if let Some(new) = value {
-                        object.insert(record.step_id, new);
+                        object.insert(step_id, new);
                     }
                     patch.extra.insert(key.clone(), Value::Object(object));
                 }

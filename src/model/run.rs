@@ -197,8 +197,18 @@ impl StepExecution {
     /// (or, for a shared record, cloned) into place instead of serialized again: a copy
     /// of a `Value` keeps its maps' hashes, a serialization hashes every key anew.
     pub fn into_json(self) -> Value {
-        // Every field a record can carry, plus its extensions.
-        let mut m = Map::with_capacity(9 + self.extra.len());
+        // Exactly the fields this record carries, plus its extensions: the map is kept
+        // (a foreach's frames, the report), so it is not sized for every field.
+        let optional = [
+            self.input.is_some(),
+            self.output.is_some(),
+            self.error.is_some(),
+            self.started_at.is_some(),
+            self.finished_at.is_some(),
+            self.meta.is_some(),
+        ];
+        let present = optional.iter().filter(|&&p| p).count();
+        let mut m = Map::with_capacity(3 + present + self.extra.len());
         m.insert("stepId".into(), Value::String(self.step_id));
         m.insert("status".into(), Value::from(self.status.as_str()));
         m.insert("attempt".into(), Value::from(self.attempt));
