@@ -206,7 +206,8 @@ impl DataScope {
     /// Publish a step's scope entry `steps.<id> = { output, meta? }` (META-4: callers
     /// pass `meta` only for succeeded app steps).
     pub fn publish_step(&mut self, step_id: &str, output: Value, meta: Option<Value>) {
-        let mut entry = Map::new();
+        // Sized for what it holds: a scope keeps one entry per step of the run.
+        let mut entry = Map::with_capacity(1 + usize::from(meta.is_some()));
         entry.insert("output".into(), output);
         if let Some(meta) = meta {
             entry.insert("meta".into(), meta);
