@@ -15,45 +15,15 @@
 //! chain's (a load-independent view of the same comparison).
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use serde_json::{Value, json};
 use w6w_sim::sim;
 
 mod common;
 mod heap;
-use common::{chain, run};
+use common::{chain, fan_out, foreach, run};
 use heap::{Counting, counted};
 
 #[global_allocator]
 static GLOBAL: Counting = Counting;
-
-fn fan_out(n: usize) -> Value {
-    let mut steps = vec![
-        json!({"id": "root", "uses": {"app": "echo", "action": "echo"},
-                                "with": {"seed": 1}, "fanOut": "parallel"}),
-    ];
-    let mut edges = Vec::new();
-    for i in 0..n {
-        let id = format!("b{i}");
-        steps.push(json!({"id": id, "uses": {"app": "echo", "action": "echo"},
-                          "with": {"i": i, "seed": {"$": "steps.root.output.seed"}}}));
-        edges.push(json!({"from": "root", "to": id}));
-        edges.push(json!({"from": id, "to": "join"}));
-    }
-    steps.push(
-        json!({"id": "join", "uses": {"app": "@w6w/control", "action": "aggregate"},
-                      "with": {"mode": "array"}}),
-    );
-    json!({"manifestVersion": "2", "id": "wf_fan", "name": "fan", "steps": steps, "edges": edges})
-}
-
-fn foreach(n: usize, parallelism: u64) -> Value {
-    let items: Vec<Value> = (0..n).map(|i| json!(i)).collect();
-    json!({"manifestVersion": "2", "id": "wf_loop", "name": "loop", "steps": [
-        {"id": "loop", "uses": {"app": "@w6w/control", "action": "foreach"},
-         "with": {"items": items, "body": ["body"], "parallelism": parallelism}},
-        {"id": "body", "uses": {"app": "echo", "action": "echo"},
-         "with": {"item": {"$": "foreach.item"}}}]})
-}
 
 fn bench(c: &mut Criterion) {
     let cases = [

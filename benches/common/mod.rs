@@ -21,6 +21,39 @@ pub fn chain(n: usize) -> Value {
     json!({"manifestVersion": "2", "id": "wf_chain", "name": "chain", "steps": steps})
 }
 
+/// A parallel root → `n` echo branches (each reading the root) → one aggregate join.
+#[allow(dead_code)] // the engine bench does not use it
+pub fn fan_out(n: usize) -> Value {
+    let mut steps = vec![
+        json!({"id": "root", "uses": {"app": "echo", "action": "echo"},
+                                "with": {"seed": 1}, "fanOut": "parallel"}),
+    ];
+    let mut edges = Vec::new();
+    for i in 0..n {
+        let id = format!("b{i}");
+        steps.push(json!({"id": id, "uses": {"app": "echo", "action": "echo"},
+                          "with": {"i": i, "seed": {"$": "steps.root.output.seed"}}}));
+        edges.push(json!({"from": "root", "to": id}));
+        edges.push(json!({"from": id, "to": "join"}));
+    }
+    steps.push(
+        json!({"id": "join", "uses": {"app": "@w6w/control", "action": "aggregate"},
+                      "with": {"mode": "array"}}),
+    );
+    json!({"manifestVersion": "2", "id": "wf_fan", "name": "fan", "steps": steps, "edges": edges})
+}
+
+/// A foreach over `n` items, `parallelism` at a time, with a one-step echo body.
+#[allow(dead_code)] // the engine bench does not use it
+pub fn foreach(n: usize, parallelism: u64) -> Value {
+    let items: Vec<Value> = (0..n).map(|i| json!(i)).collect();
+    json!({"manifestVersion": "2", "id": "wf_loop", "name": "loop", "steps": [
+        {"id": "loop", "uses": {"app": "@w6w/control", "action": "foreach"},
+         "with": {"items": items, "body": ["body"], "parallelism": parallelism}},
+        {"id": "body", "uses": {"app": "echo", "action": "echo"},
+         "with": {"item": {"$": "foreach.item"}}}]})
+}
+
 /// Run on the simulator with the trace off (benches measure the engine, not trace I/O).
 pub fn run(workflow: &Workflow) -> sim::Report {
     let options = SimOptions {
