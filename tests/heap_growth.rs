@@ -4,7 +4,9 @@
 //! live bytes. Counted, not timed: allocation figures are deterministic for a given build.
 //!
 //! A strand's snapshot of the scope once deep-copied every output published so far, so a
-//! 4,000-branch fan-out peaked at 3.3 GB (quadratic in its width); this test fails on that.
+//! 4,000-branch fan-out peaked at 3.3 GB (quadratic in its width), and a foreach body's
+//! publish copied every output of the run before it (quadratic in the run, D-187); this
+//! test fails on either.
 
 #[path = "../benches/common/mod.rs"]
 mod common;
@@ -33,13 +35,25 @@ fn per_step(doc: &Value) -> (f64, f64) {
 /// A workflow shape of a given size.
 type Shape = fn(usize) -> Value;
 
+/// An `n`-step chain, then a foreach over `n` items: each iteration's body publishes into
+/// a scope that already holds the chain's `n` outputs (D-187).
+fn chain_then_foreach(n: usize) -> Value {
+    let mut doc = chain(n);
+    let tail = foreach(n, 1);
+    if let (Some(steps), Some(more)) = (doc["steps"].as_array_mut(), tail["steps"].as_array()) {
+        steps.extend(more.iter().cloned());
+    }
+    doc
+}
+
 /// One test (the counting allocator is process-wide, so nothing else may run beside it).
 #[test]
 fn allocation_per_step_is_flat_in_width_and_length() {
-    let shapes: [(&str, Shape, usize); 3] = [
+    let shapes: [(&str, Shape, usize); 4] = [
         ("fan-out", fan_out, 250),
         ("foreach", |n| foreach(n, 10), 500),
         ("chain", chain, 500),
+        ("chain then foreach", chain_then_foreach, 250),
     ];
     for (name, shape, small) in shapes {
         let (bytes_small, peak_small) = per_step(&shape(small));

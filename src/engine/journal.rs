@@ -76,6 +76,11 @@ impl Frame {
         Frame { key: None }
     }
 
+    /// Whether this is the main graph's frame (not a sub-block instance's).
+    pub(crate) fn is_main(&self) -> bool {
+        self.key.is_none()
+    }
+
     /// The frame of one instance (`kind` = `iterations` / `branches`) of control `id`.
     pub(crate) fn child(&self, id: &str, kind: &str, index: usize) -> Frame {
         Frame {

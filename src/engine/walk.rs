@@ -113,8 +113,13 @@ impl<'a, C: WorkflowContext> Walk<'a, C> {
     /// One pass over the graph, starting from `scope`.
     pub(crate) fn walk(
         self,
-        scope: RunScope,
+        mut scope: RunScope,
     ) -> LocalFuture<'a, Result<GraphOutcome, EngineError>> {
+        if !self.frame.is_main() {
+            // D-187: a sub-block instance publishes into a layer of its own, never into a
+            // copy of the enclosing walk's outputs.
+            scope.nest_steps();
+        }
         Box::pin(async move {
             let steps = &self.engine.workflow.steps;
             let parallel = self

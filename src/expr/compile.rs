@@ -555,8 +555,7 @@ impl Reader<'_, '_> {
         };
         let has_output = self
             .root
-            .root("steps")
-            .and_then(|s| s.get(step))
+            .step_entry(step)
             .is_some_and(|entry| entry.get("output").is_some());
         if has_output {
             return Ok(());

@@ -589,8 +589,25 @@ fn walk<'a, S: Segment>(data: &Data<'a, '_>, segments: &[S]) -> Option<At<'a>> {
     let Some((first, rest)) = segments.split_first() else {
         return Some(data.whole());
     };
+    let mut rest = rest;
     let mut current = match data {
         Data::Json(v) => At::Json(v).step(first)?,
+        Data::Root(r) if first.as_ref() == "steps" && r.steps_layered() => {
+            // D-187: a sub-walk's `steps` is layered: an entry is read through every
+            // layer, the whole root is materialised.
+            r.note_read(segments); // SEC-1 taint tracking
+            match rest.split_first() {
+                Some((id, after)) => {
+                    rest = after;
+                    At::Json(r.step_entry(id.as_ref())?)
+                }
+                None => {
+                    return Some(At::Computed(Val::Owned(Rc::new(
+                        r.steps_value().into_owned(),
+                    ))));
+                }
+            }
+        }
         Data::Root(r) => {
             r.note_read(segments); // SEC-1 taint tracking
             At::Json(r.root(first.as_ref())?)
@@ -661,6 +678,9 @@ fn static_var<'a>(
             let Some((first, rest)) = segs.split_first() else {
                 return Err(()); // the whole root is materialised
             };
+            if first.as_ref() == "steps" && r.steps_layered() {
+                return Err(()); // D-187: read through the layers by the general walk
+            }
             r.note_read(segs); // SEC-1 taint tracking
             match r.root(first.as_ref()) {
                 Some(v) => (v, rest),

@@ -103,8 +103,15 @@ pub struct DataScope {
     /// Writing one (`Arc::make_mut`, as [`DataScope::publish_step`] does) copies it only
     /// while another scope still shares it.
     pub vars: Arc<Value>,
-    /// `steps.<id>` = `{ output, meta? }` for steps that published into scope (an object).
+    /// `steps.<id>` = `{ output, meta? }` for steps that published into scope (an object):
+    /// this walk's own entries. The engine starts a sub-walk's scope (a foreach iteration,
+    /// a parallel branch) with an empty layer of its own over its parent's, so publishing
+    /// there never copies the enclosing run's entries (D-187); every read sees all layers
+    /// ([`DataScope::step_entry`], [`DataScope::steps_value`]). A scope built outside the
+    /// crate has one layer: this one.
     pub steps: Arc<Value>,
+    /// The enclosing walks' `steps` layers, outermost first (empty outside a sub-walk).
+    outer_steps: Vec<Arc<Value>>,
     /// `{ type, event? }`.
     pub trigger: Arc<Value>,
     /// `documents.<key>` (an object).
@@ -138,6 +145,7 @@ impl DataScope {
             steps: Arc::new(Value::Object(Map::new())),
             trigger: Arc::new(Value::Null),
             documents: Arc::new(Value::Object(Map::new())),
+            outer_steps: Vec::new(),
             inputs: None,
             output: None,
             foreach: None,
@@ -221,8 +229,51 @@ impl DataScope {
         }
     }
 
+    /// D-187: start a sub-walk's own `steps` layer over this scope's, so that what the
+    /// sub-walk publishes never copies the enclosing walk's entries (a foreach after a long
+    /// run once copied the whole run's outputs per iteration).
+    pub(crate) fn nest_steps(&mut self) {
+        if self.steps.as_object().is_some_and(|m| !m.is_empty()) {
+            let own = std::mem::replace(&mut self.steps, Arc::new(Value::Object(Map::new())));
+            self.outer_steps.push(own);
+        }
+    }
+
+    /// The entry `steps.<id>`, read through every layer, innermost first.
+    pub fn step_entry(&self, id: &str) -> Option<&Value> {
+        std::iter::once(&self.steps)
+            .chain(self.outer_steps.iter().rev())
+            .find_map(|layer| layer.get(id))
+    }
+
+    /// The whole `steps` root: the one layer as it is, or every layer merged — outer
+    /// entries first in their order, an inner entry replacing an outer one in place, as
+    /// publishing into a copy of the outer entries would have placed it.
+    pub fn steps_value(&self) -> std::borrow::Cow<'_, Value> {
+        if self.outer_steps.is_empty() {
+            return std::borrow::Cow::Borrowed(&*self.steps);
+        }
+        let mut merged = Map::new();
+        for layer in self.outer_steps.iter().chain(std::iter::once(&self.steps)) {
+            for (k, v) in layer.as_object().into_iter().flatten() {
+                merged.insert(k.clone(), v.clone());
+            }
+        }
+        std::borrow::Cow::Owned(Value::Object(merged))
+    }
+
+    /// Whether `steps` has layers beyond this walk's own (a sub-walk's scope).
+    pub(crate) fn steps_layered(&self) -> bool {
+        !self.outer_steps.is_empty()
+    }
+
     /// Remove a step's scope entry (a run-level retry starts the graph again).
     pub fn unpublish_step(&mut self, step_id: &str) {
+        if self.outer_steps.iter().any(|l| l.get(step_id).is_some()) {
+            // An enclosing layer holds it: one layer again, then remove it there.
+            self.steps = Arc::new(self.steps_value().into_owned());
+            self.outer_steps.clear();
+        }
         if self.steps.get(step_id).is_some()
             && let Value::Object(steps) = Arc::make_mut(&mut self.steps)
         {
@@ -349,7 +400,10 @@ impl<'a> DataRoot<'a> {
         self.data.take_touched()
     }
 
-    /// The value of a top-level key of the data root, `None` when absent.
+    /// The value of a top-level key of the data root, `None` when absent. For `steps` in a
+    /// sub-walk's scope (more than one layer, D-187) this is the walk's own layer only:
+    /// read entries with [`DataRoot::step_entry`] and the whole root with
+    /// [`DataRoot::to_value`] (every reader in this crate does).
     pub fn root(&self, name: &str) -> Option<&'a Value> {
         let s = self.data;
         match name {
@@ -365,6 +419,21 @@ impl<'a> DataRoot<'a> {
         }
     }
 
+    /// The entry `steps.<id>` through every layer of the scope (D-187).
+    pub fn step_entry(&self, id: &str) -> Option<&'a Value> {
+        self.data.step_entry(id)
+    }
+
+    /// Whether the `steps` root has more than one layer (a sub-walk's scope, D-187).
+    pub(crate) fn steps_layered(&self) -> bool {
+        self.data.steps_layered()
+    }
+
+    /// The whole `steps` root through every layer (see [`DataScope::steps_value`]).
+    pub(crate) fn steps_value(&self) -> std::borrow::Cow<'a, Value> {
+        self.data.steps_value()
+    }
+
     /// Look up a dotted path (EXPR-1): dots split keys, numeric segments index arrays,
     /// anything missing is `None`. An empty path is `None` here; callers that mean "the
     /// whole root" (JSONLogic `{"var": ""}`) use [`DataRoot::to_value`].
@@ -375,7 +444,13 @@ impl<'a> DataRoot<'a> {
         self.note_read(&path.split('.').collect::<Vec<_>>());
         let mut segments = path.split('.');
         let first = segments.next()?;
-        let mut current = self.root(first)?;
+        let mut current = if first == "steps" && self.data.steps_layered() {
+            // D-187: the entry through every layer; the whole layered root is no one
+            // value to borrow (`to_value` materialises it).
+            self.step_entry(segments.next()?)?
+        } else {
+            self.root(first)?
+        };
         for seg in segments {
             current = step_into(current, seg)?;
         }
@@ -391,7 +466,7 @@ impl<'a> DataRoot<'a> {
             m.insert(k.clone(), v.clone());
         }
         m.insert("vars".into(), Value::clone(&s.vars));
-        m.insert("steps".into(), Value::clone(&s.steps));
+        m.insert("steps".into(), s.steps_value().into_owned());
         m.insert("trigger".into(), Value::clone(&s.trigger));
         m.insert("documents".into(), Value::clone(&s.documents));
         if let Some(v) = &s.inputs {
@@ -438,6 +513,71 @@ fn object_or_empty(v: &Value) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// D-187: a nested scope reads exactly what one flat scope holding the same entries
+    /// reads — entry by entry, the whole root (order included), through paths, JSONLogic
+    /// and templates — and an unpublish reaches an enclosing layer's entry.
+    #[test]
+    fn a_nested_scope_reads_what_a_flat_one_holds() {
+        use crate::expr::{CompiledWith, ResolveMode};
+        let mut flat = RunScope::new();
+        let mut nested = RunScope::new();
+        for id in ["a", "b", "c"] {
+            flat.publish_step(id, serde_json::json!({"id": id}), None);
+            nested.publish_step(id, serde_json::json!({"id": id}), None);
+        }
+        nested.nest_steps();
+        assert!(nested.steps_layered() && nested.steps.get("a").is_none());
+        for (id, v) in [("d", 4), ("b", 5)] {
+            flat.publish_step(id, serde_json::json!({"n": v}), None);
+            nested.publish_step(id, serde_json::json!({"n": v}), None);
+        }
+        let mut twice = nested.clone();
+        twice.nest_steps();
+        twice.publish_step("e", Value::from(6), None);
+        flat.publish_step("e", Value::from(6), None);
+        for scope in [&nested, &twice] {
+            for id in ["a", "b", "c", "d", "x"] {
+                assert_eq!(scope.step_entry(id), flat.step_entry(id), "{id}");
+            }
+        }
+        let whole = twice.data_root().to_value();
+        assert_eq!(whole, flat.data_root().to_value());
+        let keys: Vec<&String> = whole["steps"]
+            .as_object()
+            .into_iter()
+            .flatten()
+            .map(|(k, _)| k)
+            .collect();
+        assert_eq!(keys, ["a", "b", "c", "d", "e"]);
+        let with = serde_json::json!({
+            "path": {"$": "steps.b.output.n"},
+            "outer": {"$": "steps.a.output.id"},
+            "whole": {"$": "steps"},
+            "logic": {"$expr": {"var": "steps.c.output.id"}},
+            "missing": {"$expr": {"missing": ["steps.d.output.n", "steps.z"]}},
+            "text": "{{ steps.e.output }}-{{ steps.a.output.id }}",
+        });
+        let compiled = CompiledWith::compile(with.as_object().expect("object")).expect("compiles");
+        let want = compiled
+            .resolve(&flat, ResolveMode::Run)
+            .expect("resolves")
+            .params;
+        let got = compiled
+            .resolve(&twice, ResolveMode::Run)
+            .expect("resolves")
+            .params;
+        assert_eq!(Value::Object(got), Value::Object(want));
+        assert_eq!(
+            twice.data_root().lookup("steps.a.output.id"),
+            Some(&Value::from("a"))
+        );
+        // An unpublish reaches the enclosing layer's entry.
+        twice.unpublish_step("a");
+        flat.unpublish_step("a");
+        assert_eq!(twice.data_root().to_value(), flat.data_root().to_value());
+        assert!(twice.step_entry("a").is_none());
+    }
 
     /// D-186: a copy of the scope (a strand's snapshot, a foreach iteration's child) shares
     /// the four growing roots; a later publish or unpublish on either side copies `steps`
