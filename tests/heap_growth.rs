@@ -25,10 +25,9 @@ static GLOBAL: Counting = Counting;
 fn per_step(doc: &Value) -> (f64, f64) {
     let wf = sim::load_workflow(doc).expect("a valid workflow");
     let (r, heap) = counted(|| run(&wf));
-    // Every echo step is invoked once; a foreach or a join is one step more.
-    let steps =
-        r.world.invocations.len() + usize::from(r.run.steps.len() > r.world.invocations.len());
-    let steps = steps.max(1) as f64;
+    // Every echo step is invoked once: the invocations are the steps executed, give or take
+    // a shape's one foreach or join step.
+    let steps = r.world.invocations.len().max(1) as f64;
     (heap.allocated as f64 / steps, heap.peak as f64 / steps)
 }
 
