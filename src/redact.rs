@@ -18,12 +18,14 @@
 //! substring of unrelated text.
 
 use std::cell::RefCell;
+use std::sync::Arc;
 
+use indexmap::IndexMap;
 use memchr::memmem::Finder;
 use serde_json::{Map, Number, Value};
 
 use crate::expr::REDACTED;
-use crate::model::{RunState, RunStatePatch, StepError, StepExecution, StepMeta};
+use crate::model::{FrameRecords, RunState, RunStatePatch, StepError, StepExecution, StepMeta};
 
 /// A declared secret-derived string shorter than this is not scrubbed as a substring (it
 /// would erase unrelated text); it is still replaced wherever it is a whole value.
@@ -270,10 +272,49 @@ impl Scrubber {
             || p.error.as_ref().is_some_and(|e| self.touches_error(&d, e))
             || p.step_errors.iter().any(|e| self.touches_error(&d, e))
             || self.touches_map(&d, &p.extra)
+            || p.frames.keys().any(|k| d.search.hits(k))
             || {
                 drop(d);
                 p.steps.values().any(|s| self.touches_step(s))
+                    || p.frames.values().flatten().any(|f| self.touches_frame(f))
             }
+    }
+
+    /// Whether [`Scrubber::frame`] would rewrite anything in `f`.
+    fn touches_frame(&self, f: &FrameRecords) -> bool {
+        let hit = {
+            let d = self.derived.borrow();
+            f.keys().any(|k| d.search.hits(k))
+        };
+        hit || f.values().any(|s| self.touches_step(s))
+    }
+
+    /// Scrub a frame's records (and step ids) behind its `Arc`, copying only what has
+    /// something to scrub.
+    fn frame(&self, f: &mut Arc<FrameRecords>) {
+        if !self.touches_frame(f) {
+            return;
+        }
+        let old = std::mem::take(Arc::make_mut(f));
+        let f = Arc::make_mut(f);
+        for (id, mut record) in old {
+            self.shared_step(&mut record);
+            f.insert(self.line(&id), record);
+        }
+    }
+
+    /// Scrub a map of frames, its keys included (as `extra`'s keys are).
+    fn frames<F>(&self, frames: &mut IndexMap<String, F>, each: impl Fn(&mut F)) {
+        let rekey = {
+            let d = self.derived.borrow();
+            frames.keys().any(|k| d.search.hits(k))
+        };
+        if rekey {
+            for (k, v) in std::mem::take(frames) {
+                frames.insert(self.line(&k), v);
+            }
+        }
+        frames.values_mut().for_each(each);
     }
 
     /// Scrub a step record held behind an `Arc`, copying it only when it has something
@@ -403,6 +444,11 @@ impl Scrubber {
         p.steps.values_mut().for_each(|s| self.shared_step(s));
         p.step_errors.iter_mut().for_each(|e| self.error(e));
         self.map(&mut p.extra);
+        self.frames(&mut p.frames, |f| {
+            if let Some(f) = f {
+                self.frame(f);
+            }
+        });
     }
 
     /// Scrub a whole run state (a replayed `--run FILE`, the final report).
@@ -420,6 +466,7 @@ impl Scrubber {
         r.steps.values_mut().for_each(|s| self.shared_step(s));
         r.step_errors.iter_mut().for_each(|e| self.error(e));
         self.map(&mut r.extra);
+        self.frames(&mut r.frames, |f| self.frame(f));
     }
 }
 
@@ -438,7 +485,6 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
     use serde_json::json;
-    use std::sync::Arc;
 
     /// Values over a small alphabet (`x`, `y`, `1`, `"`), so secrets drawn from it occur
     /// often; none of `[redacted]`'s characters, so a scrubbed text never equals its
@@ -509,7 +555,7 @@ mod tests {
             parts in prop::collection::vec(value(), 6),
             secrets in prop::collection::vec(secret(), 1..3),
             t in prop::array::uniform8("[xy1\"]{1,3}"),
-            which in 0usize..8,
+            which in 0usize..11,
         ) {
             let s = Scrubber::new(secrets.iter());
             let clean: [String; 8] = std::array::from_fn(|i| format!("c{i}"));
@@ -523,7 +569,13 @@ mod tests {
                 4 => { p.extra.insert(t[4].clone(), parts[2].clone()); }
                 5 => { p.steps.insert("a".into(), Arc::new(record_with(Some(parts[3].clone()), &clean))); }
                 6 => { p.steps.insert("a".into(), Arc::new(record_with(None, &t))); }
-                _ => p.variables = Some(Map::from_iter([("v".to_owned(), parts[4].clone())])),
+                7 => p.variables = Some(Map::from_iter([("v".to_owned(), parts[4].clone())])),
+                // A frame's record, a frame's key, a record's key in its frame (D-188).
+                8 => { p.frames.insert("frame:/l.iterations[0]".into(), Some(Arc::new(
+                    FrameRecords::from_iter([("a".to_owned(), Arc::new(record_with(Some(parts[5].clone()), &clean)))])))); }
+                9 => { p.frames.insert(t[5].clone(), None); }
+                _ => { p.frames.insert("frame:/l.branches[1]".into(), Some(Arc::new(
+                    FrameRecords::from_iter([(t[6].clone(), Arc::new(record_with(None, &clean)))])))); }
             }
             let mut scrubbed = p.clone();
             s.patch(&mut scrubbed);
@@ -574,6 +626,41 @@ mod tests {
         }
         let clean = record_with(Some(json!(1)), &std::array::from_fn(|i| format!("c{i}")));
         assert!(!s.touches_step(&clean));
+    }
+
+    /// D-188: a running frame's records are scrubbed in a state as in a checkpoint, the
+    /// frame's key and its records' keys too; a clean frame stays shared.
+    #[test]
+    fn a_secret_in_a_frame_is_scrubbed() {
+        let s = Scrubber::new([json!("sekrit")].iter());
+        let clean_t: [String; 8] = std::array::from_fn(|i| format!("c{i}"));
+        let dirty = record_with(Some(json!({"k": "a sekrit here"})), &clean_t);
+        let clean = Arc::new(FrameRecords::from_iter([(
+            "c".to_owned(),
+            Arc::new(record_with(None, &clean_t)),
+        )]));
+        let mut state = RunState::new("r", "w");
+        state.frames.insert(
+            "frame:/l.iterations[0]".into(),
+            Arc::new(FrameRecords::from_iter([("a".to_owned(), Arc::new(dirty))])),
+        );
+        state
+            .frames
+            .insert("frame:/sekrit.branches[0]".into(), Arc::clone(&clean));
+        state.frames.insert(
+            "frame:/l.iterations[1]".into(),
+            Arc::new(FrameRecords::from_iter([(
+                "sekrit".to_owned(),
+                Arc::new(record_with(None, &clean_t)),
+            )])),
+        );
+        state
+            .frames
+            .insert("frame:/l.iterations[2]".into(), Arc::clone(&clean));
+        s.state(&mut state);
+        let text = serde_json::to_string(&state).unwrap_or_default();
+        assert!(!text.contains("sekrit"), "{text}");
+        assert!(Arc::ptr_eq(&clean, &state.frames["frame:/l.iterations[2]"]));
     }
 
     #[test]

@@ -16,6 +16,7 @@
 use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::rc::Rc;
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Value, json};
@@ -139,6 +140,11 @@ fn whole(state: &RunState) -> RunStatePatch {
         steps: state.steps.clone(),
         step_errors: state.step_errors.clone(),
         extra: state.extra.clone(),
+        frames: state
+            .frames
+            .iter()
+            .map(|(k, f)| (k.clone(), Some(Arc::clone(f))))
+            .collect(),
     }
 }
 

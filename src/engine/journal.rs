@@ -13,7 +13,7 @@ use serde_json::{Map, Value};
 
 use super::EngineError;
 use crate::host::WorkflowContext;
-use crate::model::{RunState, RunStatePatch, StepError, StepExecution};
+use crate::model::{FRAME_PREFIX, FrameRecords, RunState, RunStatePatch, StepError, StepExecution};
 
 /// SEC-1 taint: a step record whose params read a secret or a secret-derived value carries
 /// `"secretDerived": true`. Its output (and error message, and any data `extra` such as a
@@ -58,16 +58,12 @@ pub(crate) fn redact_record(record: &mut StepExecution) {
     }
 }
 
-/// The run-level `extra` key prefix under which a running sub-block instance keeps its
-/// records (one key per foreach iteration / parallel branch, nested by path).
-pub(crate) const FRAME_PREFIX: &str = "frame:";
-
 /// Where a walk's step records live: the run's `steps` (the main graph), or one sub-block
-/// instance's scratch object in the run's `extra` while its control runs. A control's
-/// terminal record folds its frames into `iterations` / `branches` and clears them.
+/// instance's frame ([`RunState::frames`]) while its control runs. A control's terminal
+/// record folds its frames into `iterations` / `branches` and clears them.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Frame {
-    /// `None` for the main graph; else the `extra` key, e.g. `frame:/loop.iterations[3]`.
+    /// `None` for the main graph; else the frame's key, e.g. `frame:/loop.iterations[3]`.
     key: Option<String>,
 }
 
@@ -81,11 +77,19 @@ impl Frame {
         self.key.is_none()
     }
 
-    /// The frame of one instance (`kind` = `iterations` / `branches`) of control `id`.
-    pub(crate) fn child(&self, id: &str, kind: &str, index: usize) -> Frame {
-        Frame {
-            key: Some(format!("{}{kind}[{index}]", self.child_prefix(id))),
-        }
+    /// The frames of the `n` instances (`kind` = `iterations` / `branches`) of control `id`.
+    pub(crate) fn children(&self, id: &str, kind: &str, n: usize) -> Vec<Frame> {
+        use std::fmt::Write;
+        let prefix = self.child_prefix(id);
+        (0..n)
+            .map(|index| {
+                let mut key = String::with_capacity(prefix.len() + kind.len() + 8);
+                key.push_str(&prefix);
+                // Writing to a String cannot fail.
+                let _ = write!(key, "{kind}[{index}]");
+                Frame { key: Some(key) }
+            })
+            .collect()
     }
 
     /// The prefix of every frame (nested ones included) that control `id` owns.
@@ -104,7 +108,7 @@ pub(crate) struct Extras {
     pub(crate) step_errors: Vec<StepError>,
     /// Run-level `extra` keys to set (`null` removes).
     pub(crate) extra: Map<String, Value>,
-    /// Remove every run-level `extra` key with one of these prefixes (a control's frames).
+    /// Remove every frame with one of these prefixes (a control's frames).
     pub(crate) clear_prefixes: Vec<String>,
 }
 
@@ -188,41 +192,29 @@ impl Journal {
         {
             let state = self.state.borrow();
             for prefix in &extras.clear_prefixes {
-                for key in state
-                    .extra
-                    .keys()
-                    .filter(|k| k.starts_with(prefix.as_str()))
-                {
+                let owned = |k: &&String| k.starts_with(prefix.as_str());
+                for key in state.frames.keys().filter(owned) {
+                    patch.frames.insert(key.clone(), None);
+                }
+                // A frame key left as JSON (not one this crate wrote) goes too.
+                for key in state.extra.keys().filter(owned) {
                     patch.extra.insert(key.clone(), Value::Null);
                 }
             }
+            let record = Arc::new(record);
             match &frame.key {
                 None => {
-                    patch.steps.insert(record.step_id.clone(), Arc::new(record));
+                    patch.steps.insert(record.step_id.clone(), record);
                 }
                 Some(key) => {
-                    // The frame object with this record set (upsert, order kept), built
-                    // without first copying the record it replaces. The record's values
-                    // move into its JSON (serde's document, not a serialized copy).
-                    let step_id = record.step_id.clone();
-                    let value = record.into_json();
-                    let existing = state.extra.get(key).and_then(Value::as_object);
-                    let mut object = Map::with_capacity(existing.map_or(0, Map::len) + 1);
-                    let mut value = Some(value);
-                    for (k, v) in existing.into_iter().flatten() {
-                        let v = match (k == &step_id, value.take()) {
-                            (true, Some(new)) => new,
-                            (_, rest) => {
-                                value = rest;
-                                v.clone()
-                            }
-                        };
-                        object.insert(k.clone(), v);
-                    }
-                    if let Some(new) = value {
-                        object.insert(step_id, new);
-                    }
-                    patch.extra.insert(key.clone(), Value::Object(object));
+                    // The frame with this record set (upsert, order kept): the others are
+                    // shared, not copied.
+                    let mut records = state
+                        .frames
+                        .get(key)
+                        .map_or_else(FrameRecords::new, |f| (**f).clone());
+                    records.insert(record.step_id.clone(), record);
+                    patch.frames.insert(key.clone(), Some(Arc::new(records)));
                 }
             }
         }
@@ -237,30 +229,14 @@ impl Journal {
     pub(crate) fn lookup(&self, frame: &Frame, step_id: &str) -> Option<Arc<StepExecution>> {
         match &frame.key {
             None => self.step(step_id),
-            Some(key) => self
-                .state
-                .borrow()
-                .extra
-                .get(key)
-                .and_then(|f| f.get(step_id))
-                .and_then(|r| serde_json::from_value(r.clone()).ok())
-                .map(Arc::new),
+            Some(key) => self.state.borrow().frames.get(key)?.get(step_id).cloned(),
         }
     }
 
-    /// Every record of `frame`, in checkpoint order (an empty object if none).
-    pub(crate) fn frame_records(&self, frame: &Frame) -> Map<String, Value> {
-        match &frame.key {
-            None => Map::new(),
-            Some(key) => self
-                .state
-                .borrow()
-                .extra
-                .get(key)
-                .and_then(Value::as_object)
-                .cloned()
-                .unwrap_or_default(),
-        }
+    /// Every record of `frame`, in checkpoint order (none for the main graph's).
+    pub(crate) fn frame_records(&self, frame: &Frame) -> Option<Arc<FrameRecords>> {
+        let key = frame.key.as_ref()?;
+        self.state.borrow().frames.get(key).cloned()
     }
 
     /// CTRL-7: the next wait sequence number (part of a resume token; persisted as

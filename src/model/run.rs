@@ -238,9 +238,97 @@ impl StepExecution {
     }
 }
 
+/// The run-level key prefix of a running sub-block instance's records (a foreach
+/// iteration, a parallel branch): [`RunState::frames`].
+pub const FRAME_PREFIX: &str = "frame:";
+
+/// One running sub-block instance's step records by step id, in checkpoint order. Like
+/// `steps`, the records are shared between a patch, the engine's mirror and a memory store.
+pub type FrameRecords = IndexMap<String, Arc<StepExecution>>;
+
+/// `value` as a frame's typed records, when `key` names a frame and `value` is exactly
+/// what those records serialize to (member order included); anything else is not a frame
+/// this crate wrote, and stays JSON in `extra` untouched (D-188).
+fn typed_frame(key: &str, value: &Value) -> Option<FrameRecords> {
+    if !key.starts_with(FRAME_PREFIX) {
+        return None;
+    }
+    let Value::Object(members) = value else {
+        return None;
+    };
+    let mut records = FrameRecords::with_capacity(members.len());
+    for (id, json) in members {
+        let record = StepExecution::deserialize(json).ok()?;
+        let again = record.clone().into_json();
+        let same_order = again
+            .as_object()
+            .zip(json.as_object())
+            .is_some_and(|(a, b)| a.keys().eq(b.keys()));
+        if !same_order || again != *json {
+            return None;
+        }
+        records.insert(id.clone(), Arc::new(record));
+    }
+    Some(records)
+}
+
+/// A state's unknown keys but its typed frames (see [`RunState::frames`]).
+fn extra_of_state<'de, D: serde::Deserializer<'de>>(de: D) -> Result<Map<String, Value>, D::Error> {
+    let mut all = Map::deserialize(de)?;
+    all.retain(|k, v| typed_frame(k, v).is_none());
+    Ok(all)
+}
+
+/// A state's typed frames among its unknown keys.
+fn frames_of_state<'de, D: serde::Deserializer<'de>>(
+    de: D,
+) -> Result<IndexMap<String, Arc<FrameRecords>>, D::Error> {
+    let all = Map::deserialize(de)?;
+    Ok(all
+        .iter()
+        .filter_map(|(k, v)| Some((k.clone(), Arc::new(typed_frame(k, v)?))))
+        .collect())
+}
+
+/// A frame a patch sets (`Some`) or removes (`null` under a frame key).
+fn patch_frame(key: &str, value: &Value) -> Option<Option<Arc<FrameRecords>>> {
+    if value.is_null() && key.starts_with(FRAME_PREFIX) {
+        return Some(None);
+    }
+    typed_frame(key, value).map(|f| Some(Arc::new(f)))
+}
+
+/// A patch's unknown keys but the frames it sets or removes.
+fn extra_of_patch<'de, D: serde::Deserializer<'de>>(de: D) -> Result<Map<String, Value>, D::Error> {
+    let mut all = Map::deserialize(de)?;
+    all.retain(|k, v| patch_frame(k, v).is_none());
+    Ok(all)
+}
+
+/// The frames a patch sets or removes, among its unknown keys.
+fn frames_of_patch<'de, D: serde::Deserializer<'de>>(
+    de: D,
+) -> Result<IndexMap<String, Option<Arc<FrameRecords>>>, D::Error> {
+    let all = Map::deserialize(de)?;
+    Ok(all
+        .iter()
+        .filter_map(|(k, v)| Some((k.clone(), patch_frame(k, v)?)))
+        .collect())
+}
+
 /// A small typed value (an error, a meta) as JSON; these always serialize.
 fn to_json<T: Serialize>(value: &T) -> Value {
     serde_json::to_value(value).unwrap_or_default()
+}
+
+/// Step records by id (a run's `steps`, a frame) as the JSON object serde writes for them,
+/// moved where unshared (see [`StepExecution::into_json`]), cloned where shared.
+pub fn records_json(records: FrameRecords) -> Value {
+    let mut m = Map::with_capacity(records.len());
+    for (id, record) in records {
+        m.insert(id, Arc::unwrap_or_clone(record).into_json());
+    }
+    Value::Object(m)
 }
 
 /// RUN-5: the full state of one run.
@@ -268,25 +356,30 @@ pub struct RunState {
     /// ERR-3 / RUNERR-5: swallowed-but-recorded failures, in the order they happened.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub step_errors: Vec<StepError>,
-    /// Engine extensions (e.g. a suspension's `resumeToken`), kept verbatim.
-    #[serde(flatten)]
+    /// Engine extensions (e.g. a suspension's `resumeToken`), kept verbatim. Holds no key
+    /// that `frames` holds (see there).
+    #[serde(flatten, deserialize_with = "extra_of_state")]
     pub extra: Map<String, Value>,
+    /// Each running sub-block instance's records (a foreach iteration, a parallel branch),
+    /// keyed [`FRAME_PREFIX`]`/<control>.<kind>[<i>]`. In JSON they are run-level keys
+    /// beside `extra`'s; typed here so a checkpoint shares them instead of copying them
+    /// (D-188). A key is in `frames` or in `extra`, never both: [`RunState::apply`] keeps
+    /// it so, and reading JSON puts a key here only when its value is exactly what these
+    /// records serialize to.
+    #[serde(flatten, deserialize_with = "frames_of_state")]
+    pub frames: IndexMap<String, Arc<FrameRecords>>,
 }
 
 impl RunState {
     /// The state as JSON, exactly what `serde_json::to_value` gives, without serializing
     /// what it already holds as JSON again (see [`StepExecution::into_json`]).
     pub fn into_json(self) -> Value {
-        let mut m = Map::with_capacity(8 + self.extra.len());
+        let mut m = Map::with_capacity(8 + self.extra.len() + self.frames.len());
         m.insert("runId".into(), Value::String(self.run_id));
         m.insert("workflowId".into(), Value::String(self.workflow_id));
         m.insert("status".into(), Value::from(self.status.as_str()));
         m.insert("variables".into(), Value::Object(self.variables));
-        let mut steps = Map::with_capacity(self.steps.len());
-        for (id, record) in self.steps {
-            steps.insert(id, Arc::unwrap_or_clone(record).into_json());
-        }
-        m.insert("steps".into(), Value::Object(steps));
+        m.insert("steps".into(), records_json(self.steps));
         if let Some(output) = self.output {
             m.insert("output".into(), output);
         }
@@ -298,6 +391,9 @@ impl RunState {
         }
         for (k, v) in self.extra {
             m.insert(k, v);
+        }
+        for (k, frame) in self.frames {
+            m.insert(k, records_json(Arc::unwrap_or_clone(frame)));
         }
         Value::Object(m)
     }
@@ -314,6 +410,7 @@ impl RunState {
             error: None,
             step_errors: Vec::new(),
             extra: Map::new(),
+            frames: IndexMap::new(),
         }
     }
 
@@ -374,10 +471,35 @@ impl RunState {
         }
         self.step_errors.extend(patch.step_errors.iter().cloned());
         for (k, v) in &patch.extra {
-            if v.is_null() {
-                self.extra.remove(k);
-            } else {
-                self.extra.insert(k.clone(), v.clone());
+            self.set_extra(k.clone(), v.clone());
+        }
+        for (k, frame) in &patch.frames {
+            self.set_frame(k.clone(), frame.clone());
+        }
+    }
+
+    /// Set (or, with `null`, remove) a run-level `extra` key; a frame of that key goes.
+    fn set_extra(&mut self, key: String, value: Value) {
+        if key.starts_with(FRAME_PREFIX) {
+            self.frames.swap_remove(&key);
+        }
+        if value.is_null() {
+            self.extra.remove(&key);
+        } else {
+            self.extra.insert(key, value);
+        }
+    }
+
+    /// Set (or, with `None`, remove) a frame; an `extra` key of that name goes.
+    fn set_frame(&mut self, key: String, frame: Option<Arc<FrameRecords>>) {
+        self.extra.remove(&key);
+        match frame {
+            Some(frame) => {
+                self.frames.insert(key, frame);
+            }
+            // `swap_remove`: a control's end removes every frame it had, O(1) each.
+            None => {
+                self.frames.swap_remove(&key);
             }
         }
     }
@@ -417,6 +539,7 @@ impl RunState {
             steps: _,
             step_errors: _,
             extra: _,
+            frames: _,
         } = &*patch;
         if std::mem::take(&mut patch.reset_steps) {
             self.steps.clear();
@@ -445,11 +568,10 @@ impl RunState {
         }
         self.step_errors.append(&mut patch.step_errors);
         for (k, v) in std::mem::take(&mut patch.extra) {
-            if v.is_null() {
-                self.extra.remove(&k);
-            } else {
-                self.extra.insert(k, v);
-            }
+            self.set_extra(k, v);
+        }
+        for (k, frame) in patch.frames.drain(..) {
+            self.set_frame(k, frame);
         }
     }
 }
@@ -487,8 +609,13 @@ pub struct RunStatePatch {
     pub steps: IndexMap<String, Arc<StepExecution>>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub step_errors: Vec<StepError>,
-    #[serde(flatten)]
+    /// Run-level `extra` keys to set (`null` removes the key).
+    #[serde(flatten, deserialize_with = "extra_of_patch")]
     pub extra: Map<String, Value>,
+    /// Frames to set whole (`None`, written `null`, removes one): see [`RunState::frames`].
+    /// Applied after `extra`, so a key named in both ends as this map says.
+    #[serde(flatten, deserialize_with = "frames_of_patch")]
+    pub frames: IndexMap<String, Option<Arc<FrameRecords>>>,
 }
 
 /// A RunState field a patch can remove.
@@ -597,6 +724,17 @@ mod tests {
         p2.steps
             .insert("a".into(), record("a", StepStatus::Succeeded, json!([1])));
         p2.extra.insert("y".into(), Value::Null);
+        let f = |id: &str| -> Arc<FrameRecords> {
+            let r = record(id, StepStatus::Succeeded, json!(id));
+            Arc::new([(id.to_owned(), r)].into_iter().collect())
+        };
+        p1.frames
+            .insert("frame:/l.iterations[0]".into(), Some(f("b0")));
+        p1.frames
+            .insert("frame:/l.iterations[1]".into(), Some(f("b1")));
+        p2.frames.insert("frame:/l.iterations[0]".into(), None);
+        p2.frames
+            .insert("frame:/l.iterations[1]".into(), Some(f("b2")));
         let p3 = RunStatePatch {
             run_id: "r".into(),
             reset_steps: true,
@@ -635,6 +773,153 @@ mod tests {
         assert_eq!(s.steps.keys().collect::<Vec<_>>(), ["a", "b", "c"]);
         assert_eq!(s.steps["a"].output, Some(json!([1])));
         assert!(s.step_errors.is_empty() && !s.extra.contains_key("y"));
+        assert_eq!(
+            s.frames.keys().collect::<Vec<_>>(),
+            ["frame:/l.iterations[1]"]
+        );
+        assert!(s.frames["frame:/l.iterations[1]"].contains_key("b2"));
+    }
+
+    /// A frame's record as `serde_json::to_value` writes it.
+    fn frame_value(records: &[&StepExecution]) -> Value {
+        let m: Map<String, Value> = records
+            .iter()
+            .map(|r| (r.step_id.clone(), serde_json::to_value(r).unwrap()))
+            .collect();
+        Value::Object(m)
+    }
+
+    /// D-188: typed frames are the run-level JSON keys they stand for. A state or patch
+    /// holding a frame writes exactly what it wrote with the frame as `extra` JSON, and
+    /// reads back typed; `into_json` agrees.
+    #[test]
+    fn a_typed_frame_is_the_json_key_it_stands_for() {
+        let mut a = StepExecution::new("a", StepStatus::Succeeded, 2);
+        a.input = Some(json!({"item": 3}));
+        a.output = Some(Value::Null);
+        a.error = Some(StepError::new("c", "m", Phase::Execute));
+        a.extra.insert("secretDerived".into(), json!(true));
+        let b = StepExecution::new("b", StepStatus::Running, 1);
+        let key = "frame:/loop.iterations[3]";
+        let frame: FrameRecords = [&a, &b]
+            .into_iter()
+            .map(|r| (r.step_id.clone(), Arc::new(r.clone())))
+            .collect();
+        let mut typed = RunState::new("r", "wf");
+        typed.extra.insert("waitSeq".into(), json!(2));
+        typed.frames.insert(key.into(), Arc::new(frame.clone()));
+        let mut plain = RunState::new("r", "wf");
+        plain.extra.insert("waitSeq".into(), json!(2));
+        plain.extra.insert(key.into(), frame_value(&[&a, &b]));
+        let text = serde_json::to_string(&typed).unwrap();
+        assert_eq!(text, serde_json::to_string(&plain).unwrap());
+        assert_eq!(typed.clone().into_json().to_string(), text);
+        let back: RunState = serde_json::from_str(&text).unwrap();
+        assert_eq!(back, typed, "read back typed, nothing left in extra");
+
+        let mut patch = RunStatePatch {
+            run_id: "r".into(),
+            ..RunStatePatch::default()
+        };
+        patch.extra.insert("waitSeq".into(), json!(3));
+        patch.frames.insert(key.into(), Some(Arc::new(frame)));
+        patch
+            .frames
+            .insert("frame:/loop.iterations[0]".into(), None);
+        let doc = json!({"runId": "r", "waitSeq": 3, key: frame_value(&[&a, &b]),
+                         "frame:/loop.iterations[0]": null});
+        assert_eq!(serde_json::to_value(&patch).unwrap(), doc);
+        let back: RunStatePatch = serde_json::from_value(doc).unwrap();
+        assert_eq!(back, patch);
+    }
+
+    /// D-188: a frame key whose value is not exactly what typed records write (not an
+    /// object, a record that does not parse, members in another order, a field typed
+    /// records would drop) is kept as JSON in `extra`, byte for byte; so is a record-shaped
+    /// value under a key that is not a frame's.
+    #[test]
+    fn an_odd_frame_stays_json_untouched() {
+        let a = StepExecution::new("a", StepStatus::Succeeded, 1);
+        let good = frame_value(&[&a]);
+        let key = "frame:/loop.iterations[0]";
+        let odd = [
+            json!([1]),
+            json!({"a": {"stepId": "a"}}),
+            json!({"a": {"status": "succeeded", "stepId": "a", "attempt": 1}}),
+            json!({"a": {"stepId": "a", "status": "failed", "attempt": 1,
+                         "error": {"code": "c", "message": "m", "phase": "execute",
+                                   "retryable": false, "more": 1}}}),
+        ];
+        for value in odd {
+            let doc = json!({"runId": "r", "workflowId": "wf", "status": "running",
+                             "variables": {}, "steps": {}, key: value});
+            let s: RunState = serde_json::from_value(doc.clone()).unwrap();
+            assert!(s.frames.is_empty(), "{value}");
+            assert_eq!(serde_json::to_string(&s).unwrap(), doc.to_string());
+            let p: RunStatePatch =
+                serde_json::from_value(json!({"runId": "r", key: value})).unwrap();
+            assert!(p.frames.is_empty() && p.extra[key] == value, "{value}");
+        }
+        let s: RunState = serde_json::from_value(json!({"runId": "r", "workflowId": "wf",
+            "status": "running", "frames": good, "frame:x": good}))
+        .unwrap();
+        assert_eq!(s.extra.keys().collect::<Vec<_>>(), ["frames"]);
+        assert_eq!(s.frames.keys().collect::<Vec<_>>(), ["frame:x"]);
+        let p: RunStatePatch =
+            serde_json::from_value(json!({"runId": "r", "other": null})).unwrap();
+        assert!(p.frames.is_empty() && p.extra["other"].is_null());
+    }
+
+    /// D-188: a key lives in `frames` or in `extra`, never both, whichever a patch set last
+    /// (a patch's frames after its extra keys), by reference and by value alike.
+    #[test]
+    fn a_key_is_a_frame_or_an_extra_never_both() {
+        let key = "frame:/loop.iterations[0]";
+        let frame: Arc<FrameRecords> = Arc::new(
+            [("a".to_owned(), record("a", StepStatus::Succeeded, json!(1)))]
+                .into_iter()
+                .collect(),
+        );
+        let patch = |extra: Option<Value>, frame: Option<Option<Arc<FrameRecords>>>| {
+            let mut p = RunStatePatch {
+                run_id: "r".into(),
+                ..RunStatePatch::default()
+            };
+            if let Some(v) = extra {
+                p.extra.insert(key.into(), v);
+            }
+            if let Some(f) = frame {
+                p.frames.insert(key.into(), f);
+            }
+            p
+        };
+        let steps = [
+            (patch(Some(json!("foreign")), None), Some(false)),
+            (patch(None, Some(Some(frame.clone()))), Some(true)),
+            (patch(Some(json!("again")), None), Some(false)),
+            (
+                patch(Some(json!("both")), Some(Some(frame.clone()))),
+                Some(true),
+            ),
+            (patch(None, Some(None)), None),
+            (patch(Some(json!("x")), None), Some(false)),
+            (patch(Some(Value::Null), None), None),
+        ];
+        let mut by_ref = RunState::new("r", "wf");
+        let mut by_value = RunState::new("r", "wf");
+        for (p, want) in steps {
+            by_ref.apply(&p);
+            by_value.apply_owned(p);
+            for s in [&by_ref, &by_value] {
+                let got = match (s.frames.contains_key(key), s.extra.contains_key(key)) {
+                    (false, false) => None,
+                    (true, false) => Some(true),
+                    (false, true) => Some(false),
+                    (true, true) => panic!("{key} is both a frame and an extra key"),
+                };
+                assert_eq!(got, want);
+            }
+        }
     }
 
     /// D-182: folding a patch shares its records with the state (no copy), and a writer

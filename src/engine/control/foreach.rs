@@ -45,9 +45,7 @@ pub(super) async fn foreach<C: WorkflowContext>(
     };
     // CTRL-5: an error edge overrides onError — the foreach fails fast and routes.
     let fail_fast = cx.error_edge || cx.step.on_error() == OnError::Fail;
-    let frames: Vec<Frame> = (0..items.len())
-        .map(|k| cx.frame().child(&cx.step.id, "iterations", k))
-        .collect();
+    let frames = cx.frame().children(&cx.step.id, "iterations", items.len());
     let run = Iterations {
         items: &items,
         width,

@@ -42,9 +42,7 @@ pub(super) async fn parallel<C: WorkflowContext>(
             slot: &controls.slot,
         });
     }
-    let frames: Vec<Frame> = (0..graphs.len())
-        .map(|b| cx.frame().child(&cx.step.id, "branches", b))
-        .collect();
+    let frames = cx.frame().children(&cx.step.id, "branches", graphs.len());
     let decided = run_branches(cx, &graphs, &frames, strategy).await?;
     if decided.winner.is_none()
         && let Some(end) = stopped(&decided.outcomes)

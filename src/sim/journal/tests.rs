@@ -18,7 +18,27 @@ fn patch(run: &str, i: usize, big: usize) -> RunStatePatch {
     }
     let mut exec = StepExecution::new(&format!("s{i}"), StepStatus::Succeeded, 1);
     exec.output = Some(json!({"i": i, "pad": "x".repeat(big)}));
-    p.steps.insert(format!("s{i}"), std::sync::Arc::new(exec));
+    p.steps
+        .insert(format!("s{i}"), std::sync::Arc::new(exec.clone()));
+    // Running sub-block frames (D-188): set, replaced, removed or kept to the end (so a
+    // compaction snapshot holds some); they come back typed.
+    let frame = |k: usize| format!("frame:/l.iterations[{k}]");
+    match i % 8 {
+        1 | 5 | 6 => {
+            let mut exec = StepExecution::new(&format!("b{i}"), StepStatus::Succeeded, 1);
+            exec.output = Some(json!({"i": i}));
+            let records = [(exec.step_id.clone(), std::sync::Arc::new(exec))];
+            let k = if i % 8 == 6 { i - 1 } else { i };
+            p.frames.insert(
+                frame(k),
+                Some(std::sync::Arc::new(records.into_iter().collect())),
+            );
+        }
+        3 => {
+            p.frames.insert(frame(i - 2), None);
+        }
+        _ => {}
+    }
     p
 }
 
@@ -81,6 +101,10 @@ fn checkpoints_fold_to_the_memory_stores_state_and_the_world_round_trips() {
     // The same process reads back what is durable.
     let loaded = store.load("r1").expect("load").expect("run");
     assert_eq!(loaded.state, state);
+    assert!(
+        !state.frames.is_empty(),
+        "frames are read back typed, not as extra JSON"
+    );
     assert_eq!(loaded.format, JOURNAL_FORMAT);
     drop(store);
     let again = fresh_load(d.path(), "r1").expect("load").expect("run");
