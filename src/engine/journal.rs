@@ -9,6 +9,7 @@
 use std::cell::{Cell, RefCell};
 use std::sync::Arc;
 
+use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use super::EngineError;
@@ -99,6 +100,14 @@ impl Frame {
             Some(k) => format!("{k}/{id}."),
         }
     }
+}
+
+/// A frame's records as the mirror holds them: typed (every frame this crate wrote), or
+/// the JSON a store gave back that typed records would not reproduce (D-188).
+#[derive(Debug)]
+pub(crate) enum FrameView {
+    Typed(Arc<FrameRecords>),
+    Json(Map<String, Value>),
 }
 
 /// What one step-record commit carries besides the record.
@@ -206,16 +215,26 @@ impl Journal {
                 None => {
                     patch.steps.insert(record.step_id.clone(), record);
                 }
-                Some(key) => {
-                    // The frame with this record set (upsert, order kept): the others are
-                    // shared, not copied.
-                    let mut records = state
-                        .frames
-                        .get(key)
-                        .map_or_else(FrameRecords::new, |f| (**f).clone());
-                    records.insert(record.step_id.clone(), record);
-                    patch.frames.insert(key.clone(), Some(Arc::new(records)));
-                }
+                Some(key) => match state.extra.get(key) {
+                    // D-188: a frame the store gave back as JSON (not what typed records
+                    // write) is upserted as JSON, its other members kept verbatim.
+                    Some(Value::Object(json)) => {
+                        let mut object = json.clone();
+                        let step_id = record.step_id.clone();
+                        object.insert(step_id, Arc::unwrap_or_clone(record).into_json());
+                        patch.extra.insert(key.clone(), Value::Object(object));
+                    }
+                    _ => {
+                        // The frame with this record set (upsert, order kept): the others
+                        // are shared, not copied.
+                        let mut records = state
+                            .frames
+                            .get(key)
+                            .map_or_else(FrameRecords::new, |f| (**f).clone());
+                        records.insert(record.step_id.clone(), record);
+                        patch.frames.insert(key.clone(), Some(Arc::new(records)));
+                    }
+                },
             }
         }
         patch.step_errors = extras.step_errors;
@@ -227,16 +246,27 @@ impl Journal {
 
     /// The record of `step_id` in `frame`, if one was checkpointed.
     pub(crate) fn lookup(&self, frame: &Frame, step_id: &str) -> Option<Arc<StepExecution>> {
-        match &frame.key {
-            None => self.step(step_id),
-            Some(key) => self.state.borrow().frames.get(key)?.get(step_id).cloned(),
+        let Some(key) = &frame.key else {
+            return self.step(step_id);
+        };
+        let state = self.state.borrow();
+        if let Some(records) = state.frames.get(key) {
+            return records.get(step_id).cloned();
         }
+        // D-188: a frame kept as JSON; its record read as it always was.
+        let json = state.extra.get(key)?.get(step_id)?;
+        StepExecution::deserialize(json).ok().map(Arc::new)
     }
 
     /// Every record of `frame`, in checkpoint order (none for the main graph's).
-    pub(crate) fn frame_records(&self, frame: &Frame) -> Option<Arc<FrameRecords>> {
+    pub(crate) fn frame_records(&self, frame: &Frame) -> Option<FrameView> {
         let key = frame.key.as_ref()?;
-        self.state.borrow().frames.get(key).cloned()
+        let state = self.state.borrow();
+        if let Some(records) = state.frames.get(key) {
+            return Some(FrameView::Typed(Arc::clone(records)));
+        }
+        let json = state.extra.get(key)?.as_object()?;
+        Some(FrameView::Json(json.clone()))
     }
 
     /// CTRL-7: the next wait sequence number (part of a resume token; persisted as

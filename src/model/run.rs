@@ -246,9 +246,11 @@ pub const FRAME_PREFIX: &str = "frame:";
 /// `steps`, the records are shared between a patch, the engine's mirror and a memory store.
 pub type FrameRecords = IndexMap<String, Arc<StepExecution>>;
 
-/// `value` as a frame's typed records, when `key` names a frame and `value` is exactly
-/// what those records serialize to (member order included); anything else is not a frame
-/// this crate wrote, and stays JSON in `extra` untouched (D-188).
+/// `value` as a frame's typed records, when `key` names a frame and every record in
+/// `value` serializes back to an equal JSON value (a store that reorders an object's
+/// members, as a `jsonb` column does, still gives typed frames). Anything else — a record
+/// that does not parse, or one whose typed form would drop or change a member — stays
+/// JSON in `extra`, untouched (D-188).
 fn typed_frame(key: &str, value: &Value) -> Option<FrameRecords> {
     if !key.starts_with(FRAME_PREFIX) {
         return None;
@@ -259,12 +261,7 @@ fn typed_frame(key: &str, value: &Value) -> Option<FrameRecords> {
     let mut records = FrameRecords::with_capacity(members.len());
     for (id, json) in members {
         let record = StepExecution::deserialize(json).ok()?;
-        let again = record.clone().into_json();
-        let same_order = again
-            .as_object()
-            .zip(json.as_object())
-            .is_some_and(|(a, b)| a.keys().eq(b.keys()));
-        if !same_order || again != *json {
+        if record.clone().into_json() != *json {
             return None;
         }
         records.insert(id.clone(), Arc::new(record));
@@ -833,10 +830,11 @@ mod tests {
         assert_eq!(back, patch);
     }
 
-    /// D-188: a frame key whose value is not exactly what typed records write (not an
-    /// object, a record that does not parse, members in another order, a field typed
-    /// records would drop) is kept as JSON in `extra`, byte for byte; so is a record-shaped
-    /// value under a key that is not a frame's.
+    /// D-188: a frame key whose value typed records would not give back equal (not an
+    /// object, a record that does not parse, a member typed records would drop or change)
+    /// is kept as JSON in `extra`, byte for byte; so is a record-shaped value under a key
+    /// that is not a frame's. A frame whose records only have their members in another
+    /// order is typed, and gives back an equal value.
     #[test]
     fn an_odd_frame_stays_json_untouched() {
         let a = StepExecution::new("a", StepStatus::Succeeded, 1);
@@ -845,7 +843,7 @@ mod tests {
         let odd = [
             json!([1]),
             json!({"a": {"stepId": "a"}}),
-            json!({"a": {"status": "succeeded", "stepId": "a", "attempt": 1}}),
+            json!({"a": {"stepId": "a", "status": "succeeded", "attempt": 1, "error": null}}),
             json!({"a": {"stepId": "a", "status": "failed", "attempt": 1,
                          "error": {"code": "c", "message": "m", "phase": "execute",
                                    "retryable": false, "more": 1}}}),
@@ -868,6 +866,15 @@ mod tests {
         let p: RunStatePatch =
             serde_json::from_value(json!({"runId": "r", "other": null})).unwrap();
         assert!(p.frames.is_empty() && p.extra["other"].is_null());
+        let reordered = json!({"a": {"attempt": 1, "status": "succeeded", "stepId": "a"}});
+        let s: RunState = serde_json::from_value(json!({"runId": "r", "workflowId": "wf",
+            "status": "running", key: reordered}))
+        .unwrap();
+        assert!(
+            s.extra.is_empty(),
+            "typed although its members are in another order"
+        );
+        assert_eq!(serde_json::to_value(&s).unwrap()[key], reordered);
     }
 
     /// D-188: a key lives in `frames` or in `extra`, never both, whichever a patch set last

@@ -207,7 +207,7 @@ mod tests {
     use serde_json::{Value, json};
 
     use super::{FOREACH_ITEMS_MAX, checked};
-    use crate::engine::testing::{TestHost, act, control, run, workflow};
+    use crate::engine::testing::{TestHost, act, block_on, control, run, workflow};
     use crate::model::{RunStatus, StepStatus};
     use crate::plan::PlanValue;
 
@@ -236,6 +236,62 @@ mod tests {
             ]),
             json!([]),
         )
+    }
+
+    /// D-188: a frame a store gives back as JSON that typed records would not reproduce
+    /// (here each record carries `"error": null`) is still this iteration's frame: its
+    /// finished step is reused, not invoked again; the next step's record is upserted into
+    /// the JSON; the fold keeps every member verbatim.
+    #[test]
+    fn a_frame_given_back_as_json_is_resumed_not_invoked_again() {
+        let wf = workflow(
+            json!([
+                control(
+                    "loop",
+                    "foreach",
+                    json!({"items": [10, 20], "body": ["a", "b"]})
+                ),
+                act("a", json!({"n": {"$": "foreach.item"}})),
+                act("b", json!({"from_a": {"$": "steps.a.output.n"}}))
+            ]),
+            json!([{"from": "a", "to": "b"}]),
+        );
+        let clean = run(&wf, &TestHost::new());
+        assert_eq!(clean.status, RunStatus::Succeeded);
+        // What a crash after iteration 0's `a` left, as a store that writes every absent
+        // field as `null` gives it back.
+        let mut crashed = clean.state.clone();
+        crashed.status = RunStatus::Running;
+        crashed.output = None;
+        let mut lp = crate::model::StepExecution::clone(&crashed.steps["loop"]);
+        let iterations = lp.extra.remove("iterations").expect("iterations");
+        lp.status = StepStatus::Running;
+        lp.output = None;
+        lp.finished_at = None;
+        crashed.steps.insert("loop".into(), std::sync::Arc::new(lp));
+        let mut a = iterations[0]["a"].clone();
+        a["error"] = Value::Null;
+        let key = "frame:/loop.iterations[0]";
+        crashed.extra.insert(key.into(), json!({"a": a}));
+        let text = serde_json::to_string(&crashed).expect("json");
+        let stored: crate::model::RunState = serde_json::from_str(&text).expect("state");
+        assert!(stored.frames.is_empty() && stored.extra.contains_key(key));
+
+        let host = TestHost::with_state(stored);
+        let engine = crate::engine::Engine::new(&wf).expect("engine");
+        let resumed = block_on(engine.resume("r1", &host)).expect("resume");
+        assert_eq!(resumed.status, RunStatus::Succeeded);
+        assert_eq!(
+            host.invoked_ids(),
+            ["b", "a", "b"],
+            "iteration 0's a is not invoked again"
+        );
+        assert_eq!(resumed.output, clean.output);
+        let folded = &resumed.state.steps["loop"].extra["iterations"];
+        assert_eq!(folded[0]["a"], a, "kept verbatim, its null member too");
+        assert_eq!(folded[0]["b"]["output"], json!({"from_a": 10}));
+        assert_eq!(folded[1], iterations[1]);
+        assert!(resumed.state.frames.is_empty() && !resumed.state.extra.contains_key(key));
     }
 
     fn item(n: u64, fail: bool, yields: u64) -> Value {

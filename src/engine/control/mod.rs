@@ -19,13 +19,13 @@ use std::sync::Arc;
 use serde_json::{Map, Value};
 
 use super::journal::Extras;
-use super::journal::Frame;
+use super::journal::{Frame, FrameView};
 use super::step::StepCtx;
 use super::walk::{GraphOutcome, StepEnd};
 use super::{EngineCode, EngineError};
 use crate::expr::{ResolveError, Resolved};
 use crate::host::WorkflowContext;
-use crate::model::{FrameRecords, Phase, StepError, StepExecution, StepStatus, records_json};
+use crate::model::{Phase, StepError, StepExecution, StepStatus, records_json};
 use crate::plan::ControlParams;
 
 pub use call::CALL_DEPTH_MAX;
@@ -136,30 +136,53 @@ fn param_invalid(message: impl Into<String>) -> StepError {
 }
 
 /// A sub-block instance's records as JSON, with in-flight steps marked canceled.
-fn closed(records: Option<Arc<FrameRecords>>, canceled: bool) -> Value {
-    let Some(records) = records else {
-        return Value::Object(Map::new());
-    };
-    let mut records = Arc::unwrap_or_clone(records);
-    if canceled {
-        for r in records.values_mut() {
-            if r.status == StepStatus::Running {
-                let r = Arc::make_mut(r);
-                r.status = StepStatus::Skipped;
-                r.extra.insert("canceled".into(), Value::Bool(true));
+fn closed(records: Option<FrameView>, canceled: bool) -> Value {
+    match records {
+        None => Value::Object(Map::new()),
+        Some(FrameView::Typed(records)) => {
+            let mut records = Arc::unwrap_or_clone(records);
+            if canceled {
+                for r in records.values_mut() {
+                    if r.status == StepStatus::Running {
+                        let r = Arc::make_mut(r);
+                        r.status = StepStatus::Skipped;
+                        r.extra.insert("canceled".into(), Value::Bool(true));
+                    }
+                }
             }
+            records_json(records)
+        }
+        // D-188: a frame kept as JSON, closed as JSON, every member verbatim.
+        Some(FrameView::Json(mut records)) => {
+            if canceled {
+                for r in records.values_mut() {
+                    if r.get("status").and_then(Value::as_str) == Some("running")
+                        && let Value::Object(m) = r
+                    {
+                        m.insert("status".into(), Value::from("skipped"));
+                        m.insert("canceled".into(), Value::Bool(true));
+                    }
+                }
+            }
+            Value::Object(records)
         }
     }
-    records_json(records)
 }
 
 /// The output of a sub-block instance: its last step's output when it succeeded.
-fn block_output(records: Option<&FrameRecords>, last_id: &str) -> Value {
-    records
-        .and_then(|r| r.get(last_id))
-        .filter(|r| r.status == StepStatus::Succeeded)
-        .and_then(|r| r.output.clone())
-        .unwrap_or(Value::Null)
+fn block_output(records: Option<&FrameView>, last_id: &str) -> Value {
+    match records {
+        None => None,
+        Some(FrameView::Typed(r)) => r
+            .get(last_id)
+            .filter(|r| r.status == StepStatus::Succeeded)
+            .and_then(|r| r.output.clone()),
+        Some(FrameView::Json(r)) => r
+            .get(last_id)
+            .filter(|r| r.get("status").and_then(Value::as_str) == Some("succeeded"))
+            .and_then(|r| r.get("output").cloned()),
+    }
+    .unwrap_or(Value::Null)
 }
 
 /// A sub-block step's error as its control reports it: `what` (the instance) and the
@@ -201,7 +224,7 @@ fn fold_frames<C: WorkflowContext>(
     let mut outputs = Vec::with_capacity(frames.len());
     for (k, f) in frames.iter().enumerate() {
         let r = cx.journal().frame_records(f);
-        outputs.push(block_output(r.as_deref(), &steps[last_ids(k)].id));
+        outputs.push(block_output(r.as_ref(), &steps[last_ids(k)].id));
         records.push(closed(r, canceled.contains(&k)));
     }
     (records, outputs)
