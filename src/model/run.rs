@@ -471,7 +471,17 @@ impl RunState {
             self.set_extra(k.clone(), v.clone());
         }
         for (k, frame) in &patch.frames {
-            self.set_frame(k.clone(), frame.clone());
+            // A frame replaced or removed costs no copy of its key.
+            self.extra.remove(k);
+            match (frame, self.frames.get_mut(k)) {
+                (Some(frame), Some(slot)) => *slot = Arc::clone(frame),
+                (Some(frame), None) => {
+                    self.frames.insert(k.clone(), Arc::clone(frame));
+                }
+                (None, _) => {
+                    self.frames.swap_remove(k);
+                }
+            }
         }
     }
 

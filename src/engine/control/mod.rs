@@ -14,18 +14,15 @@ mod join;
 mod parallel;
 mod wait;
 
-use std::sync::Arc;
-
 use serde_json::{Map, Value};
 
-use super::journal::Extras;
-use super::journal::{Frame, FrameView};
+use super::journal::{Extras, Frame, FrameView};
 use super::step::StepCtx;
 use super::walk::{GraphOutcome, StepEnd};
 use super::{EngineCode, EngineError};
 use crate::expr::{ResolveError, Resolved};
 use crate::host::WorkflowContext;
-use crate::model::{Phase, StepError, StepExecution, StepStatus, records_json};
+use crate::model::{Phase, StepError, StepExecution, StepStatus};
 use crate::plan::ControlParams;
 
 pub use call::CALL_DEPTH_MAX;
@@ -139,18 +136,19 @@ fn param_invalid(message: impl Into<String>) -> StepError {
 fn closed(records: Option<FrameView>, canceled: bool) -> Value {
     match records {
         None => Value::Object(Map::new()),
+        // Read in place: the frame is shared with the store, so each record is copied once,
+        // into its JSON, and the frame's map not at all.
         Some(FrameView::Typed(records)) => {
-            let mut records = Arc::unwrap_or_clone(records);
-            if canceled {
-                for r in records.values_mut() {
-                    if r.status == StepStatus::Running {
-                        let r = Arc::make_mut(r);
-                        r.status = StepStatus::Skipped;
-                        r.extra.insert("canceled".into(), Value::Bool(true));
-                    }
+            let mut m = Map::with_capacity(records.len());
+            for (id, r) in records.iter() {
+                let mut r = StepExecution::clone(r);
+                if canceled && r.status == StepStatus::Running {
+                    r.status = StepStatus::Skipped;
+                    r.extra.insert("canceled".into(), Value::Bool(true));
                 }
+                m.insert(id.clone(), r.into_json());
             }
-            records_json(records)
+            Value::Object(m)
         }
         // D-188: a frame kept as JSON, closed as JSON, every member verbatim.
         Some(FrameView::Json(mut records)) => {
