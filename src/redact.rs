@@ -246,6 +246,10 @@ impl Scrubber {
                     || m.connection_id.as_deref().is_some_and(text)
             })
             || self.touches_map(&d, &s.extra)
+            || s.blocks.as_ref().is_some_and(|b| {
+                drop(d);
+                b.frames.iter().any(|f| self.touches_frame(f))
+            })
     }
 
     fn touches_error(&self, d: &Derived, e: &StepError) -> bool {
@@ -425,6 +429,9 @@ impl Scrubber {
             self.meta(m);
         }
         self.map(&mut s.extra);
+        if let Some(b) = &mut s.blocks {
+            b.frames.iter_mut().for_each(|f| self.frame(f));
+        }
     }
 
     /// Scrub a checkpoint before it reaches any store.
@@ -555,7 +562,7 @@ mod tests {
             parts in prop::collection::vec(value(), 6),
             secrets in prop::collection::vec(secret(), 1..3),
             t in prop::array::uniform8("[xy1\"]{1,3}"),
-            which in 0usize..11,
+            which in 0usize..12,
         ) {
             let s = Scrubber::new(secrets.iter());
             let clean: [String; 8] = std::array::from_fn(|i| format!("c{i}"));
@@ -574,6 +581,19 @@ mod tests {
                 8 => { p.frames.insert("frame:/l.iterations[0]".into(), Some(Arc::new(
                     FrameRecords::from_iter([("a".to_owned(), Arc::new(record_with(Some(parts[5].clone()), &clean)))])))); }
                 9 => { p.frames.insert(t[5].clone(), None); }
+                // A control record's typed blocks (D-189).
+                10 => {
+                    let mut lp = StepExecution::new("loop", crate::model::StepStatus::Succeeded, 1);
+                    lp.blocks = Some(Box::new(crate::model::Blocks {
+                        kind: crate::model::BlockKind::Iterations,
+                        frames: vec![Arc::new(FrameRecords::from_iter([(
+                            t[7].clone(),
+                            Arc::new(record_with(Some(parts[5].clone()), &clean)),
+                        )]))],
+                        after: None,
+                    }));
+                    p.steps.insert("loop".into(), Arc::new(lp));
+                }
                 _ => { p.frames.insert("frame:/l.branches[1]".into(), Some(Arc::new(
                     FrameRecords::from_iter([(t[6].clone(), Arc::new(record_with(None, &clean)))])))); }
             }
@@ -629,7 +649,8 @@ mod tests {
     }
 
     /// D-188: a running frame's records are scrubbed in a state as in a checkpoint, the
-    /// frame's key and its records' keys too; a clean frame stays shared.
+    /// frame's key and its records' keys too; so are a finished control's typed blocks
+    /// (D-189); a clean frame stays shared.
     #[test]
     fn a_secret_in_a_frame_is_scrubbed() {
         let s = Scrubber::new([json!("sekrit")].iter());
@@ -657,10 +678,27 @@ mod tests {
         state
             .frames
             .insert("frame:/l.iterations[2]".into(), Arc::clone(&clean));
+        // D-189: a finished control's typed blocks, one frame dirty, one clean.
+        let mut lp = StepExecution::new("loop", crate::model::StepStatus::Succeeded, 1);
+        lp.blocks = Some(Box::new(crate::model::Blocks {
+            kind: crate::model::BlockKind::Branches,
+            frames: vec![
+                Arc::clone(&state.frames["frame:/l.iterations[0]"]),
+                Arc::clone(&clean),
+            ],
+            after: None,
+        }));
+        assert!(s.touches_step(&lp));
+        state.steps.insert("loop".into(), Arc::new(lp));
         s.state(&mut state);
         let text = serde_json::to_string(&state).unwrap_or_default();
         assert!(!text.contains("sekrit"), "{text}");
         assert!(Arc::ptr_eq(&clean, &state.frames["frame:/l.iterations[2]"]));
+        let blocks = state.steps["loop"].blocks.as_ref().expect("blocks");
+        assert!(
+            Arc::ptr_eq(&clean, &blocks.frames[1]),
+            "a clean frame stays shared"
+        );
     }
 
     #[test]

@@ -207,6 +207,7 @@ fn settle_view(record: &StepExecution) -> StepExecution {
             .filter(|(k, _)| SETTLE_EXTRA.contains(&k.as_str()))
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect(),
+        blocks: None,
     }
 }
 

@@ -24,8 +24,8 @@ pub use key::{
     stored_key,
 };
 pub use run::{
-    FRAME_PREFIX, FrameRecords, PatchField, Phase, RunState, RunStatePatch, RunStatus, StepError,
-    StepExecution, StepMeta, StepStatus, records_json,
+    BlockKind, Blocks, FRAME_PREFIX, FrameRecords, PatchField, Phase, RunState, RunStatePatch,
+    RunStatus, StepError, StepExecution, StepMeta, StepStatus, records_json,
 };
 pub use validate::MAX_NESTING_DEPTH;
 pub(crate) use validate::{KeyGate, nesting_problem, storage_problems};

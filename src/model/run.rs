@@ -138,8 +138,9 @@ pub struct StepMeta {
     pub connection_id: Option<String>,
 }
 
-/// RUN-6: one step's record in a run.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// RUN-6: one step's record in a run. Serialized by hand (below) only to write `blocks`
+/// where they stand among the `extra` keys; it writes what the derive wrote.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct StepExecution {
     pub step_id: String,
@@ -169,9 +170,152 @@ pub struct StepExecution {
     /// META-5: persisted with the record it belongs to.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub meta: Option<StepMeta>,
-    /// Engine extensions (e.g. `iterations` of a foreach), kept verbatim.
-    #[serde(flatten)]
+    /// Engine extensions (e.g. a step's `secretDerived`), kept verbatim. Holds no key that
+    /// `blocks` holds (see there).
+    #[serde(flatten, deserialize_with = "extra_of_record")]
     pub extra: Map<String, Value>,
+    /// A foreach's `iterations` or a parallel's `branches`: every sub-block instance's
+    /// records, typed and shared (D-189). In JSON, the one record-level key they always
+    /// were, in the same place among `extra`'s keys; reading JSON types it only when every
+    /// record in it serializes back to an equal value, else it stays in `extra` untouched.
+    #[serde(flatten, deserialize_with = "blocks_of_record")]
+    pub blocks: Option<Box<Blocks>>,
+}
+
+impl Serialize for StepExecution {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut m = s.serialize_map(None)?;
+        m.serialize_entry("stepId", &self.step_id)?;
+        m.serialize_entry("status", &self.status)?;
+        m.serialize_entry("attempt", &self.attempt)?;
+        if let Some(v) = &self.input {
+            m.serialize_entry("input", v)?;
+        }
+        if let Some(v) = &self.output {
+            m.serialize_entry("output", v)?;
+        }
+        if let Some(v) = &self.error {
+            m.serialize_entry("error", v)?;
+        }
+        if let Some(v) = &self.started_at {
+            m.serialize_entry("startedAt", v)?;
+        }
+        if let Some(v) = &self.finished_at {
+            m.serialize_entry("finishedAt", v)?;
+        }
+        if let Some(v) = &self.meta {
+            m.serialize_entry("meta", v)?;
+        }
+        let mut blocks = self.blocks.as_deref();
+        let mut due = |m: &mut S::SerializeMap, after: Option<&str>, last: bool| match blocks
+            .filter(|b| last || b.after.as_deref() == after)
+        {
+            Some(b) => {
+                blocks = None;
+                m.serialize_entry(b.kind.key(), &b.frames)
+            }
+            None => Ok(()),
+        };
+        due(&mut m, None, false)?;
+        for (k, v) in &self.extra {
+            m.serialize_entry(k, v)?;
+            due(&mut m, Some(k), false)?;
+        }
+        due(&mut m, None, true)?;
+        m.end()
+    }
+}
+
+/// Which sub-block instances a control's [`Blocks`] are: the record-level key they are
+/// written under.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BlockKind {
+    /// A foreach's, one per item.
+    Iterations,
+    /// A parallel's, one per branch.
+    Branches,
+}
+
+impl BlockKind {
+    pub const ALL: [BlockKind; 2] = [BlockKind::Iterations, BlockKind::Branches];
+
+    /// The record-level key: `iterations` / `branches`.
+    pub fn key(self) -> &'static str {
+        match self {
+            BlockKind::Iterations => "iterations",
+            BlockKind::Branches => "branches",
+        }
+    }
+}
+
+/// A control's sub-block instances' records, one frame per instance in index order (an
+/// instance that never started has an empty frame), shared with the frames they were
+/// checkpointed in (D-189).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Blocks {
+    pub kind: BlockKind,
+    pub frames: Vec<Arc<FrameRecords>>,
+    /// The `extra` key they are written after (`None`: before every extension; a key no
+    /// longer in `extra`: after all of them), so a record writes its keys in the order
+    /// they were set.
+    pub after: Option<String>,
+}
+
+impl Blocks {
+    /// As JSON: an array of `{stepId: record}` objects.
+    pub fn into_json(self) -> Value {
+        Value::Array(
+            self.frames
+                .into_iter()
+                .map(|f| records_json(Arc::unwrap_or_clone(f)))
+                .collect(),
+        )
+    }
+}
+
+/// The typed blocks among a record's unknown keys: the first kind whose value is an array
+/// of frames typed records give back equal.
+fn typed_blocks(all: &Map<String, Value>) -> Option<Blocks> {
+    BlockKind::ALL.into_iter().find_map(|kind| {
+        let Some(Value::Array(items)) = all.get(kind.key()) else {
+            return None;
+        };
+        let frames = items
+            .iter()
+            .map(|f| typed_records(f).map(Arc::new))
+            .collect::<Option<Vec<_>>>()?;
+        // The unknown key just before it in the document.
+        let after = all
+            .keys()
+            .take_while(|k| k.as_str() != kind.key())
+            .last()
+            .cloned();
+        Some(Blocks {
+            kind,
+            frames,
+            after,
+        })
+    })
+}
+
+/// A record's unknown keys but the one its typed blocks took.
+fn extra_of_record<'de, D: serde::Deserializer<'de>>(
+    de: D,
+) -> Result<Map<String, Value>, D::Error> {
+    let mut all = Map::deserialize(de)?;
+    if let Some(b) = typed_blocks(&all) {
+        all.remove(b.kind.key());
+    }
+    Ok(all)
+}
+
+/// A record's typed blocks, among its unknown keys.
+fn blocks_of_record<'de, D: serde::Deserializer<'de>>(
+    de: D,
+) -> Result<Option<Box<Blocks>>, D::Error> {
+    let all = Map::deserialize(de)?;
+    Ok(typed_blocks(&all).map(Box::new))
 }
 
 impl StepExecution {
@@ -188,6 +332,7 @@ impl StepExecution {
             finished_at: None,
             meta: None,
             extra: Map::new(),
+            blocks: None,
         }
     }
 }
@@ -208,7 +353,8 @@ impl StepExecution {
             self.meta.is_some(),
         ];
         let present = optional.iter().filter(|&&p| p).count();
-        let mut m = Map::with_capacity(3 + present + self.extra.len());
+        let blocks = usize::from(self.blocks.is_some());
+        let mut m = Map::with_capacity(3 + present + self.extra.len() + blocks);
         m.insert("stepId".into(), Value::String(self.step_id));
         m.insert("status".into(), Value::from(self.status.as_str()));
         m.insert("attempt".into(), Value::from(self.attempt));
@@ -230,10 +376,25 @@ impl StepExecution {
         if let Some(meta) = self.meta {
             m.insert("meta".into(), to_json(&meta));
         }
-        // As the derived `flatten` does: an extension named like a field replaces it.
+        // As serializing does: an extension named like a field replaces it, and the
+        // blocks stand where they were set among the extensions.
+        let mut blocks = self.blocks;
+        let mut due = |m: &mut Map<String, Value>, after: Option<&str>, last: bool| {
+            if blocks
+                .as_ref()
+                .is_some_and(|b| last || b.after.as_deref() == after)
+                && let Some(b) = blocks.take()
+            {
+                m.insert(b.kind.key().into(), b.into_json());
+            }
+        };
+        due(&mut m, None, false);
         for (k, v) in self.extra {
+            let key = k.clone();
             m.insert(k, v);
+            due(&mut m, Some(&key), false);
         }
+        due(&mut m, None, true);
         Value::Object(m)
     }
 }
@@ -255,6 +416,12 @@ fn typed_frame(key: &str, value: &Value) -> Option<FrameRecords> {
     if !key.starts_with(FRAME_PREFIX) {
         return None;
     }
+    typed_records(value)
+}
+
+/// `value` as typed records by step id, when every record serializes back equal (see
+/// [`typed_frame`]).
+fn typed_records(value: &Value) -> Option<FrameRecords> {
     let Value::Object(members) = value else {
         return None;
     };
@@ -885,6 +1052,169 @@ mod tests {
             "typed although its members are in another order"
         );
         assert_eq!(serde_json::to_value(&s).unwrap()[key], reordered);
+    }
+
+    /// D-189: a control record's typed blocks are the record-level key they stand for: a
+    /// record holding them writes exactly what it wrote with them as `extra` JSON (in the
+    /// same place among the other keys), reads back typed, and `into_json` agrees; nested
+    /// blocks too.
+    #[test]
+    fn typed_blocks_are_the_json_key_they_stand_for() {
+        let mut inner = StepExecution::new("a", StepStatus::Succeeded, 1);
+        inner.output = Some(json!({"x": [1, 2]}));
+        let mut nested = StepExecution::new("inner", StepStatus::Succeeded, 1);
+        let frame: FrameRecords = [("a".to_owned(), Arc::new(inner.clone()))]
+            .into_iter()
+            .collect();
+        nested.blocks = Some(Box::new(Blocks {
+            kind: BlockKind::Branches,
+            frames: vec![Arc::new(frame.clone())],
+            after: None,
+        }));
+        let nested_frame: FrameRecords = [("inner".to_owned(), Arc::new(nested.clone()))]
+            .into_iter()
+            .collect();
+        for kind in BlockKind::ALL {
+            let mut typed = StepExecution::new("loop", StepStatus::Succeeded, 1);
+            typed.extra.insert("secretDerived".into(), json!(true));
+            typed.blocks = Some(Box::new(Blocks {
+                kind,
+                frames: vec![
+                    Arc::new(frame.clone()),
+                    Arc::new(FrameRecords::new()),
+                    Arc::new(nested_frame.clone()),
+                ],
+                after: Some("secretDerived".into()),
+            }));
+            // A key set after the blocks is written after them, as it was set.
+            typed.extra.insert("failedIterations".into(), json!([1]));
+            let mut plain = typed.clone();
+            plain.blocks = None;
+            plain.extra.shift_remove("failedIterations");
+            let nested_json = json!({"inner": {"stepId": "inner", "status": "succeeded",
+                "attempt": 1, "branches": [{"a": serde_json::to_value(&inner).unwrap()}]}});
+            plain.extra.insert(
+                kind.key().into(),
+                json!([{"a": serde_json::to_value(&inner).unwrap()}, {}, nested_json]),
+            );
+            plain.extra.insert("failedIterations".into(), json!([1]));
+            let text = serde_json::to_string(&typed).unwrap();
+            assert_eq!(text, serde_json::to_string(&plain).unwrap());
+            assert_eq!(typed.clone().into_json().to_string(), text);
+            let back: StepExecution = serde_json::from_str(&text).unwrap();
+            assert_eq!(back, typed, "read back typed, nested blocks too");
+        }
+    }
+
+    /// D-189: an `iterations` / `branches` value typed records would not give back equal
+    /// stays JSON in `extra`, byte for byte.
+    #[test]
+    fn odd_blocks_stay_json_untouched() {
+        let a = serde_json::to_value(StepExecution::new("a", StepStatus::Running, 1)).unwrap();
+        let mut with_null = a.clone();
+        with_null["error"] = Value::Null;
+        for value in [
+            json!({"a": a}),
+            json!([1]),
+            json!([{"a": a}, []]),
+            json!([{"a": with_null}]),
+            json!([{"a": {"stepId": "a"}}]),
+        ] {
+            let doc = json!({"stepId": "loop", "status": "succeeded", "attempt": 1,
+                             "iterations": value});
+            let r: StepExecution = serde_json::from_value(doc.clone()).unwrap();
+            assert!(r.blocks.is_none(), "{value}");
+            assert_eq!(serde_json::to_string(&r).unwrap(), doc.to_string());
+        }
+    }
+
+    /// A record as JSON: what this crate writes, or (`odd`) the same with one change a
+    /// foreign store might make — a `null` member, a member removed, a member added to
+    /// its error — or any small JSON value.
+    fn record_doc() -> impl proptest::strategy::Strategy<Value = Value> {
+        use proptest::prelude::*;
+        let written = (
+            0usize..5,
+            0u32..3,
+            proptest::option::of(0i64..9),
+            any::<bool>(),
+        )
+            .prop_map(|(status, attempt, output, failed)| {
+                let statuses = [
+                    StepStatus::Pending,
+                    StepStatus::Running,
+                    StepStatus::Succeeded,
+                    StepStatus::Failed,
+                    StepStatus::Skipped,
+                ];
+                let mut r = StepExecution::new("s", statuses[status], attempt);
+                r.output = output.map(|n| json!({"n": n}));
+                if failed {
+                    r.error = Some(StepError::new("c", "m", Phase::Execute));
+                }
+                serde_json::to_value(&r).unwrap()
+            });
+        (written, 0usize..5).prop_map(|(mut doc, odd)| {
+            match odd {
+                1 => doc["finishedAt"] = Value::Null,
+                2 => {
+                    doc.as_object_mut().map(|m| m.remove("status"));
+                }
+                3 if doc.get("error").is_some() => doc["error"]["more"] = json!(1),
+                4 => doc = json!([doc]),
+                _ => {}
+            }
+            doc
+        })
+    }
+
+    /// A frame's JSON: records by id (some perhaps odd), or any small value.
+    fn frame_doc() -> impl proptest::strategy::Strategy<Value = Value> {
+        use proptest::prelude::*;
+        prop_oneof![
+            4 => proptest::collection::vec(record_doc(), 0..3).prop_map(|records| {
+                let m: Map<String, Value> = records
+                    .into_iter()
+                    .enumerate()
+                    .map(|(i, r)| (format!("s{i}"), r))
+                    .collect();
+                Value::Object(m)
+            }),
+            1 => Just(json!([1])),
+            1 => Just(Value::Null),
+        ]
+    }
+
+    proptest::proptest! {
+        /// D-188 / D-189: whatever a store gives back, reading it as a RunState or a patch
+        /// and writing it again gives an equal JSON value: typed frames and blocks lose
+        /// nothing, and what they cannot type is kept as it was.
+        #[test]
+        fn any_state_or_patch_reads_and_writes_back_equal(
+            frames in proptest::collection::vec((0usize..4, frame_doc()), 0..4),
+            blocks in proptest::collection::vec(frame_doc(), 0..3),
+            branches in proptest::bool::ANY,
+        ) {
+            let keys = ["frame:/a.iterations[0]", "frame:/b.branches[1]", "other", "frames"];
+            let mut control = serde_json::to_value(StepExecution::new("c", StepStatus::Succeeded, 1)).unwrap();
+            control["secretDerived"] = json!(true);
+            control[if branches { "branches" } else { "iterations" }] = Value::Array(blocks);
+            control["failedIterations"] = json!([0]);
+            let mut doc = json!({"runId": "r", "workflowId": "wf", "status": "running",
+                                 "variables": {}, "steps": {"c": control}});
+            let mut patch = json!({"runId": "r", "steps": {"c": doc["steps"]["c"].clone()}});
+            for (k, v) in frames {
+                patch[keys[k]] = v.clone();
+                if !v.is_null() {
+                    doc[keys[k]] = v;
+                }
+            }
+            let state: RunState = serde_json::from_value(doc.clone()).unwrap();
+            proptest::prop_assert_eq!(serde_json::to_value(&state).unwrap(), doc.clone());
+            proptest::prop_assert_eq!(state.into_json(), doc);
+            let p: RunStatePatch = serde_json::from_value(patch.clone()).unwrap();
+            proptest::prop_assert_eq!(serde_json::to_value(&p).unwrap(), patch);
+        }
     }
 
     /// D-188: a key lives in `frames` or in `extra`, never both, whichever a patch set last

@@ -15,7 +15,7 @@ use crate::engine::step::StepCtx;
 use crate::engine::strand::InFlight;
 use crate::engine::walk::{GraphOutcome, StepEnd};
 use crate::host::{LogLevel, WorkflowContext};
-use crate::model::{OnError, StepError, StepExecution};
+use crate::model::{BlockKind, OnError, StepError, StepExecution};
 use crate::plan::PlanValue;
 
 /// A `foreach` over more items than this fails with `param_invalid` (a limit on
@@ -45,7 +45,9 @@ pub(super) async fn foreach<C: WorkflowContext>(
     };
     // CTRL-5: an error edge overrides onError — the foreach fails fast and routes.
     let fail_fast = cx.error_edge || cx.step.on_error() == OnError::Fail;
-    let frames = cx.frame().children(&cx.step.id, "iterations", items.len());
+    let frames = cx
+        .frame()
+        .children(&cx.step.id, BlockKind::Iterations.key(), items.len());
     let run = Iterations {
         items: &items,
         width,
@@ -56,10 +58,14 @@ pub(super) async fn foreach<C: WorkflowContext>(
     if let Some(end) = stopped(&outcomes) {
         return Ok((end, Vec::new()));
     }
-    let (iterations, items_out) = fold_frames(cx, &frames, |_| block.last, &canceled);
-    record
-        .extra
-        .insert("iterations".into(), Value::Array(iterations));
+    let items_out = fold_frames(
+        cx,
+        &mut record,
+        BlockKind::Iterations,
+        &frames,
+        |_| block.last,
+        &canceled,
+    );
     let failures = failed_iterations(&outcomes);
     if fail_fast && let Some((k, e)) = failures.first() {
         // FAN-7 for iterations: the reported error is the lowest failed index.
@@ -264,7 +270,7 @@ mod tests {
         crashed.status = RunStatus::Running;
         crashed.output = None;
         let mut lp = crate::model::StepExecution::clone(&crashed.steps["loop"]);
-        let iterations = lp.extra.remove("iterations").expect("iterations");
+        let iterations = lp.blocks.take().expect("iterations").into_json();
         lp.status = StepStatus::Running;
         lp.output = None;
         lp.finished_at = None;
@@ -287,7 +293,9 @@ mod tests {
             "iteration 0's a is not invoked again"
         );
         assert_eq!(resumed.output, clean.output);
-        let folded = &resumed.state.steps["loop"].extra["iterations"];
+        let record = &resumed.state.steps["loop"];
+        assert!(record.blocks.is_none(), "a JSON frame folds as JSON");
+        let folded = &record.extra["iterations"];
         assert_eq!(folded[0]["a"], a, "kept verbatim, its null member too");
         assert_eq!(folded[0]["b"]["output"], json!({"from_a": 10}));
         assert_eq!(folded[1], iterations[1]);
@@ -329,9 +337,10 @@ mod tests {
             [json!(0), json!(1), json!(2)],
             "item 3 never starts"
         );
-        let record = &r.state.steps["loop"];
+        let record = crate::model::StepExecution::clone(&r.state.steps["loop"]);
         assert_eq!(record.status, StepStatus::Failed);
-        let iterations = record.extra["iterations"].as_array().expect("iterations");
+        let json = record.into_json();
+        let iterations = json["iterations"].as_array().expect("iterations");
         assert_eq!(iterations.len(), 4);
         for k in [0, 1] {
             assert_eq!(iterations[k]["work"]["status"], "skipped", "iteration {k}");

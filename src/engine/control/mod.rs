@@ -14,6 +14,8 @@ mod join;
 mod parallel;
 mod wait;
 
+use std::sync::Arc;
+
 use serde_json::{Map, Value};
 
 use super::journal::{Extras, Frame, FrameView};
@@ -22,7 +24,9 @@ use super::walk::{GraphOutcome, StepEnd};
 use super::{EngineCode, EngineError};
 use crate::expr::{ResolveError, Resolved};
 use crate::host::WorkflowContext;
-use crate::model::{Phase, StepError, StepExecution, StepStatus};
+use crate::model::{
+    BlockKind, Blocks, FrameRecords, Phase, StepError, StepExecution, StepStatus, records_json,
+};
 use crate::plan::ControlParams;
 
 pub use call::CALL_DEPTH_MAX;
@@ -132,23 +136,30 @@ fn param_invalid(message: impl Into<String>) -> StepError {
     e
 }
 
-/// A sub-block instance's records as JSON, with in-flight steps marked canceled.
-fn closed(records: Option<FrameView>, canceled: bool) -> Value {
+/// A sub-block instance's typed records with in-flight steps marked canceled: shared as
+/// they are unless one is marked.
+fn closed(records: Arc<FrameRecords>, canceled: bool) -> Arc<FrameRecords> {
+    if !canceled || !records.values().any(|r| r.status == StepStatus::Running) {
+        return records;
+    }
+    let mut records = Arc::unwrap_or_clone(records);
+    for r in records.values_mut() {
+        if r.status == StepStatus::Running {
+            let r = Arc::make_mut(r);
+            r.status = StepStatus::Skipped;
+            r.extra.insert("canceled".into(), Value::Bool(true));
+        }
+    }
+    Arc::new(records)
+}
+
+/// A sub-block instance's records as JSON, with in-flight steps marked canceled (when
+/// some instance's frame is JSON, D-188).
+fn closed_json(records: Option<FrameView>, canceled: bool) -> Value {
     match records {
         None => Value::Object(Map::new()),
-        // Read in place: the frame is shared with the store, so each record is copied once,
-        // into its JSON, and the frame's map not at all.
         Some(FrameView::Typed(records)) => {
-            let mut m = Map::with_capacity(records.len());
-            for (id, r) in records.iter() {
-                let mut r = StepExecution::clone(r);
-                if canceled && r.status == StepStatus::Running {
-                    r.status = StepStatus::Skipped;
-                    r.extra.insert("canceled".into(), Value::Bool(true));
-                }
-                m.insert(id.clone(), r.into_json());
-            }
-            Value::Object(m)
+            records_json(Arc::unwrap_or_clone(closed(records, canceled)))
         }
         // D-188: a frame kept as JSON, closed as JSON, every member verbatim.
         Some(FrameView::Json(mut records)) => {
@@ -209,21 +220,55 @@ fn stopped(outcomes: &[Option<GraphOutcome>]) -> Option<StepEnd> {
         .then_some(StepEnd::Canceled)
 }
 
-/// Every instance's records, closed (`canceled` instances' in-flight steps marked), and
-/// each instance's output (its last step's, when it succeeded).
+/// Every instance's records, closed (`canceled` instances' in-flight steps marked) and
+/// set on the control's `record` under `kind` — typed and shared when every frame is
+/// (D-189), else as JSON — and each instance's output (its last step's, when it
+/// succeeded).
 fn fold_frames<C: WorkflowContext>(
     cx: &StepCtx<'_, C>,
+    record: &mut StepExecution,
+    kind: BlockKind,
     frames: &[Frame],
     last_ids: impl Fn(usize) -> usize,
     canceled: &[usize],
-) -> (Vec<Value>, Vec<Value>) {
+) -> Vec<Value> {
     let steps = &cx.walk.engine.workflow.steps;
-    let mut records = Vec::with_capacity(frames.len());
-    let mut outputs = Vec::with_capacity(frames.len());
-    for (k, f) in frames.iter().enumerate() {
-        let r = cx.journal().frame_records(f);
-        outputs.push(block_output(r.as_ref(), &steps[last_ids(k)].id));
-        records.push(closed(r, canceled.contains(&k)));
+    let views: Vec<Option<FrameView>> = frames
+        .iter()
+        .map(|f| cx.journal().frame_records(f))
+        .collect();
+    let outputs = views
+        .iter()
+        .enumerate()
+        .map(|(k, v)| block_output(v.as_ref(), &steps[last_ids(k)].id))
+        .collect();
+    if views.iter().any(|v| matches!(v, Some(FrameView::Json(_)))) {
+        let records = views
+            .into_iter()
+            .enumerate()
+            .map(|(k, v)| closed_json(v, canceled.contains(&k)))
+            .collect();
+        record
+            .extra
+            .insert(kind.key().into(), Value::Array(records));
+        return outputs;
     }
-    (records, outputs)
+    let empty = Arc::new(FrameRecords::new());
+    let frames = views
+        .into_iter()
+        .enumerate()
+        .map(|(k, v)| match v {
+            Some(FrameView::Typed(r)) => closed(r, canceled.contains(&k)),
+            _ => Arc::clone(&empty),
+        })
+        .collect();
+    record.extra.remove(kind.key());
+    // Written where inserting the JSON here would have put it: after every key so far.
+    let after = record.extra.keys().next_back().cloned();
+    record.blocks = Some(Box::new(Blocks {
+        kind,
+        frames,
+        after,
+    }));
+    outputs
 }

@@ -15,7 +15,7 @@ use crate::engine::step::StepCtx;
 use crate::engine::strand::InFlight;
 use crate::engine::walk::{GraphOutcome, StepEnd};
 use crate::host::{LogLevel, WorkflowContext};
-use crate::model::{StepError, StepExecution};
+use crate::model::{BlockKind, StepError, StepExecution};
 use crate::plan::{ParallelStrategy, PlanValue};
 
 /// CTRL-6: run the parallel whose start `record` is committed, with resolved `params`.
@@ -42,17 +42,23 @@ pub(super) async fn parallel<C: WorkflowContext>(
             slot: &controls.slot,
         });
     }
-    let frames = cx.frame().children(&cx.step.id, "branches", graphs.len());
+    let frames = cx
+        .frame()
+        .children(&cx.step.id, BlockKind::Branches.key(), graphs.len());
     let decided = run_branches(cx, &graphs, &frames, strategy).await?;
     if decided.winner.is_none()
         && let Some(end) = stopped(&decided.outcomes)
     {
         return Ok(end);
     }
-    let (records, outputs) = fold_frames(cx, &frames, |b| graphs[b].sub.last, &decided.canceled);
-    record
-        .extra
-        .insert("branches".into(), Value::Array(records));
+    let outputs = fold_frames(
+        cx,
+        &mut record,
+        BlockKind::Branches,
+        &frames,
+        |b| graphs[b].sub.last,
+        &decided.canceled,
+    );
     if let Some(w) = decided.winner {
         if let Some(GraphOutcome::Failed(e)) = &decided.outcomes[w] {
             let what = format!("branch {w} won the race by failing");
@@ -209,7 +215,8 @@ mod tests {
     }
 
     fn branch_status(r: &crate::engine::RunResult, b: usize, id: &str) -> Value {
-        r.state.steps["par"].extra["branches"][b][id]["status"].clone()
+        let record = crate::model::StepExecution::clone(&r.state.steps["par"]);
+        record.into_json()["branches"][b][id]["status"].clone()
     }
 
     #[test]
