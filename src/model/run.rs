@@ -189,24 +189,20 @@ impl Serialize for StepExecution {
         m.serialize_entry("stepId", &self.step_id)?;
         m.serialize_entry("status", &self.status)?;
         m.serialize_entry("attempt", &self.attempt)?;
-        if let Some(v) = &self.input {
-            m.serialize_entry("input", v)?;
+        // An absent optional field is not written; a present `null` is.
+        fn optional<M: SerializeMap, T: Serialize>(
+            m: &mut M,
+            key: &str,
+            value: &Option<T>,
+        ) -> Result<(), M::Error> {
+            value.as_ref().map_or(Ok(()), |v| m.serialize_entry(key, v))
         }
-        if let Some(v) = &self.output {
-            m.serialize_entry("output", v)?;
-        }
-        if let Some(v) = &self.error {
-            m.serialize_entry("error", v)?;
-        }
-        if let Some(v) = &self.started_at {
-            m.serialize_entry("startedAt", v)?;
-        }
-        if let Some(v) = &self.finished_at {
-            m.serialize_entry("finishedAt", v)?;
-        }
-        if let Some(v) = &self.meta {
-            m.serialize_entry("meta", v)?;
-        }
+        optional(&mut m, "input", &self.input)?;
+        optional(&mut m, "output", &self.output)?;
+        optional(&mut m, "error", &self.error)?;
+        optional(&mut m, "startedAt", &self.started_at)?;
+        optional(&mut m, "finishedAt", &self.finished_at)?;
+        optional(&mut m, "meta", &self.meta)?;
         let mut blocks = self.blocks.as_deref();
         let mut due = |m: &mut S::SerializeMap, after: Option<&str>, last: bool| match blocks
             .filter(|b| last || b.after.as_deref() == after)
@@ -436,22 +432,38 @@ fn typed_records(value: &Value) -> Option<FrameRecords> {
     Some(records)
 }
 
+/// A flattened map's unknown keys that `typed` does not take (they stay in `extra`).
+fn untyped<'de, D: serde::Deserializer<'de>, T>(
+    de: D,
+    typed: impl Fn(&str, &Value) -> Option<T>,
+) -> Result<Map<String, Value>, D::Error> {
+    let mut all = Map::deserialize(de)?;
+    all.retain(|k, v| typed(k, v).is_none());
+    Ok(all)
+}
+
+/// A flattened map's unknown keys that `typed` takes, typed.
+fn typed<'de, D: serde::Deserializer<'de>, T>(
+    de: D,
+    typed: impl Fn(&str, &Value) -> Option<T>,
+) -> Result<IndexMap<String, T>, D::Error> {
+    let all = Map::deserialize(de)?;
+    Ok(all
+        .iter()
+        .filter_map(|(k, v)| Some((k.clone(), typed(k, v)?)))
+        .collect())
+}
+
 /// A state's unknown keys but its typed frames (see [`RunState::frames`]).
 fn extra_of_state<'de, D: serde::Deserializer<'de>>(de: D) -> Result<Map<String, Value>, D::Error> {
-    let mut all = Map::deserialize(de)?;
-    all.retain(|k, v| typed_frame(k, v).is_none());
-    Ok(all)
+    untyped(de, typed_frame)
 }
 
 /// A state's typed frames among its unknown keys.
 fn frames_of_state<'de, D: serde::Deserializer<'de>>(
     de: D,
 ) -> Result<IndexMap<String, Arc<FrameRecords>>, D::Error> {
-    let all = Map::deserialize(de)?;
-    Ok(all
-        .iter()
-        .filter_map(|(k, v)| Some((k.clone(), Arc::new(typed_frame(k, v)?))))
-        .collect())
+    typed(de, |k, v| typed_frame(k, v).map(Arc::new))
 }
 
 /// A frame a patch sets (`Some`) or removes (`null` under a frame key).
@@ -464,20 +476,14 @@ fn patch_frame(key: &str, value: &Value) -> Option<Option<Arc<FrameRecords>>> {
 
 /// A patch's unknown keys but the frames it sets or removes.
 fn extra_of_patch<'de, D: serde::Deserializer<'de>>(de: D) -> Result<Map<String, Value>, D::Error> {
-    let mut all = Map::deserialize(de)?;
-    all.retain(|k, v| patch_frame(k, v).is_none());
-    Ok(all)
+    untyped(de, patch_frame)
 }
 
 /// The frames a patch sets or removes, among its unknown keys.
 fn frames_of_patch<'de, D: serde::Deserializer<'de>>(
     de: D,
 ) -> Result<IndexMap<String, Option<Arc<FrameRecords>>>, D::Error> {
-    let all = Map::deserialize(de)?;
-    Ok(all
-        .iter()
-        .filter_map(|(k, v)| Some((k.clone(), patch_frame(k, v)?)))
-        .collect())
+    typed(de, patch_frame)
 }
 
 /// A small typed value (an error, a meta) as JSON; these always serialize.
