@@ -48,9 +48,9 @@ impl Rng {
     }
 }
 
-/// A chain with a retried step and a per-step log-worthy output.
+/// A chain with a retried step, then a foreach over its last output.
 fn workflow(n: usize) -> (Value, Value) {
-    let steps: Vec<Value> = (0..n)
+    let mut steps: Vec<Value> = (0..n)
         .map(|i| {
             let with = if i == 0 {
                 json!({"seed": 1})
@@ -64,6 +64,18 @@ fn workflow(n: usize) -> (Value, Value) {
             s
         })
         .collect();
+    // Then a foreach, two iterations at a time, with a two-step body: a kill may land
+    // while its frames are running (D-188) or as it folds them (D-189).
+    steps.push(
+        json!({"id": "loop", "uses": {"app": "@w6w/control", "action": "foreach"},
+        "with": {"items": [1, 2, 3, 4, 5, 6], "body": ["fa", "fb"], "parallelism": 2}}),
+    );
+    steps.push(json!({"id": "fa", "uses": {"app": "demo", "action": "echo"},
+        "with": {"item": {"$": "foreach.item"}, "prev": {"$": format!("steps.s{}.output.i", n - 1)}}}));
+    steps.push(
+        json!({"id": "fb", "uses": {"app": "demo", "action": "echo"},
+        "with": {"a": {"$": "steps.fa.output.item"}}}),
+    );
     let wf = json!({"manifestVersion": "2", "id": "wf_kill", "name": "kill", "steps": steps});
     let sc = json!({"runId": "run_k", "actions": {
         format!("s{}", n / 2): {"idempotent": true, "outcomes": [
