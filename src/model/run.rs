@@ -301,7 +301,8 @@ fn extra_of_record<'de, D: serde::Deserializer<'de>>(
 ) -> Result<Map<String, Value>, D::Error> {
     let mut all = Map::deserialize(de)?;
     if let Some(b) = typed_blocks(&all) {
-        all.remove(b.kind.key());
+        // `shift_remove`: the keys after it keep their order.
+        all.shift_remove(b.kind.key());
     }
     Ok(all)
 }
@@ -1206,6 +1207,8 @@ mod tests {
             control["secretDerived"] = json!(true);
             control[if branches { "branches" } else { "iterations" }] = Value::Array(blocks);
             control["failedIterations"] = json!([0]);
+            control["z1"] = json!(1);
+            control["z2"] = json!(2);
             let mut doc = json!({"runId": "r", "workflowId": "wf", "status": "running",
                                  "variables": {}, "steps": {"c": control}});
             let mut patch = json!({"runId": "r", "steps": {"c": doc["steps"]["c"].clone()}});
@@ -1217,6 +1220,11 @@ mod tests {
             }
             let state: RunState = serde_json::from_value(doc.clone()).unwrap();
             proptest::prop_assert_eq!(serde_json::to_value(&state).unwrap(), doc.clone());
+            // A record's keys keep their order, its blocks where they stood.
+            proptest::prop_assert_eq!(
+                serde_json::to_string(&state.steps["c"]).unwrap(),
+                doc["steps"]["c"].to_string()
+            );
             proptest::prop_assert_eq!(state.into_json(), doc);
             let p: RunStatePatch = serde_json::from_value(patch.clone()).unwrap();
             proptest::prop_assert_eq!(serde_json::to_value(&p).unwrap(), patch);

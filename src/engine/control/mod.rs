@@ -262,7 +262,7 @@ fn fold_frames<C: WorkflowContext>(
             _ => Arc::clone(&empty),
         })
         .collect();
-    record.extra.remove(kind.key());
+    record.extra.shift_remove(kind.key());
     // Written where inserting the JSON here would have put it: after every key so far.
     let after = record.extra.keys().next_back().cloned();
     record.blocks = Some(Box::new(Blocks {
