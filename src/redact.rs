@@ -299,12 +299,13 @@ impl Scrubber {
         if !self.touches_frame(f) {
             return;
         }
-        let old = std::mem::take(Arc::make_mut(f));
-        let f = Arc::make_mut(f);
+        let old = Arc::unwrap_or_clone(std::mem::take(f));
+        let mut scrubbed = FrameRecords::with_capacity(old.len());
         for (id, mut record) in old {
             self.shared_step(&mut record);
-            f.insert(self.line(&id), record);
+            scrubbed.insert(self.line(&id), record);
         }
+        *f = Arc::new(scrubbed);
     }
 
     /// Scrub a map of frames, its keys included (as `extra`'s keys are).

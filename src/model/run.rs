@@ -642,45 +642,46 @@ impl RunState {
         }
         self.step_errors.extend(patch.step_errors.iter().cloned());
         for (k, v) in &patch.extra {
-            self.set_extra(k.clone(), v.clone());
+            self.set_extra(k, v.clone());
         }
         for (k, frame) in &patch.frames {
-            // A frame replaced or removed costs no copy of its key.
-            self.extra.remove(k);
-            match (frame, self.frames.get_mut(k)) {
-                (Some(frame), Some(slot)) => *slot = Arc::clone(frame),
-                (Some(frame), None) => {
-                    self.frames.insert(k.clone(), Arc::clone(frame));
-                }
-                (None, _) => {
-                    self.frames.swap_remove(k);
-                }
-            }
+            self.set_frame(k, frame.clone());
         }
     }
 
-    /// Set (or, with `null`, remove) a run-level `extra` key; a frame of that key goes.
-    fn set_extra(&mut self, key: String, value: Value) {
-        if key.starts_with(FRAME_PREFIX) {
-            self.frames.swap_remove(&key);
+    /// Set (or, with `null`, remove) a run-level `extra` key; a frame of that key goes. The
+    /// key is copied (`into`) only when it is new to the state.
+    fn set_extra<K: AsRef<str> + Into<String>>(&mut self, key: K, value: Value) {
+        let k = key.as_ref();
+        if k.starts_with(FRAME_PREFIX) {
+            self.frames.swap_remove(k);
         }
         if value.is_null() {
-            self.extra.remove(&key);
+            self.extra.remove(k);
+        } else if let Some(slot) = self.extra.get_mut(k) {
+            *slot = value;
         } else {
-            self.extra.insert(key, value);
+            self.extra.insert(key.into(), value);
         }
     }
 
-    /// Set (or, with `None`, remove) a frame; an `extra` key of that name goes.
-    fn set_frame(&mut self, key: String, frame: Option<Arc<FrameRecords>>) {
-        self.extra.remove(&key);
-        match frame {
-            Some(frame) => {
-                self.frames.insert(key, frame);
+    /// Set (or, with `None`, remove) a frame; an `extra` key of that name goes. The key is
+    /// copied (`into`) only when it is new to the state.
+    fn set_frame<K: AsRef<str> + Into<String>>(
+        &mut self,
+        key: K,
+        frame: Option<Arc<FrameRecords>>,
+    ) {
+        let k = key.as_ref();
+        self.extra.remove(k);
+        match (frame, self.frames.get_mut(k)) {
+            (Some(frame), Some(slot)) => *slot = frame,
+            (Some(frame), None) => {
+                self.frames.insert(key.into(), frame);
             }
             // `swap_remove`: a control's end removes every frame it had, O(1) each.
-            None => {
-                self.frames.swap_remove(&key);
+            (None, _) => {
+                self.frames.swap_remove(k);
             }
         }
     }
