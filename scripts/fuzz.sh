@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Fuzz one target for a number of seconds (issue 12 item 8):
-#   scripts/fuzz.sh TARGET SECONDS      TARGET: template | jsonlogic | validate | scenario | eval_line
+#   scripts/fuzz.sh TARGET SECONDS      TARGET: template | jsonlogic | validate | scenario | eval_line | journal
 #   scripts/fuzz.sh all SECONDS          every target, SECONDS each
 # Needs the nightly toolchain and cargo-fuzz (installed here if missing). The committed
 # seeds (fuzz/seeds/TARGET, from the case files: scripts/fuzz-seeds.py) are read only; new
@@ -15,7 +15,7 @@ if ! cargo +nightly fuzz --version >/dev/null 2>&1; then
 fi
 targets=("$target")
 if [ "$target" = all ]; then
-  targets=(template jsonlogic validate scenario eval_line)
+  targets=(template jsonlogic validate scenario eval_line journal)
 fi
 for t in "${targets[@]}"; do
   work="target/fuzz-corpus/$t"
