@@ -44,7 +44,7 @@ WORKFLOW = {
 }
 SCENARIO = {
     "secrets": {"K": "s3cr\"et"},
-    "actions": {"flaky.go": {"outcomes": [
+    "actions": {"c": {"outcomes": [
         {"error": {"code": "timeout", "message": "t", "retryable": True}},
         {"output": {"ok": True}},
     ]}},
