@@ -74,7 +74,7 @@ impl Grown {
             action: "echo".into(),
             connection: None,
             attempt: 1,
-            params: json!({}),
+            params: w6w_sim::sim::world::JsonText::new(&json!({})),
             at_ms: self.world.clock_ms,
             run_id: None,
         });

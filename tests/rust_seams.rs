@@ -239,7 +239,7 @@ mod engine_seam {
         self, Capabilities, EngineAdapter, ReferenceEngineAdapter, RunOptions,
     };
     use w6w_sim::engine::{Engine, EngineError, RunSeed};
-    use w6w_sim::host::WorkflowContext;
+    use w6w_sim::host::{InvokeRequest, OnExecuted, WorkflowContext};
     use w6w_sim::model::Workflow;
     use w6w_sim::sim::{EngineFactory, WorkflowEngine};
 
@@ -348,6 +348,105 @@ mod engine_seam {
             .find(|r| r.clause == "PLAN-5")
             .expect("PLAN-5");
         assert!(plan.failed > 0, "unsupported_op answers fail");
+    }
+
+    /// A candidate that hands a secret to an action without naming its path (SEC-1 makes
+    /// naming it the engine's duty): the simulator's own scrubber still keeps every byte
+    /// of it out of the report's invocation log (when the entry is made, before D-191
+    /// writes its params as text, and again when the report is built), while the action
+    /// itself receives the secret.
+    struct LeakyEngine<'w>(Engine<'w>);
+
+    const SECRET: &str = "hunter2-t0p \"secret\"";
+
+    impl WorkflowEngine for LeakyEngine<'_> {
+        async fn start<C: WorkflowContext>(
+            &self,
+            seed: RunSeed,
+            ctx: &C,
+        ) -> Result<(), EngineError> {
+            let mut params = serde_json::Map::new();
+            params.insert(
+                "token".into(),
+                serde_json::json!(format!("Bearer {SECRET}")),
+            );
+            params.insert("n".into(), serde_json::json!(1));
+            let got = ctx
+                .invoke(InvokeRequest {
+                    app: "http".into(),
+                    action: "get".into(),
+                    connection: None,
+                    params,
+                    step_id: "leak".into(),
+                    attempt: 1,
+                    on_executed: OnExecuted::new(),
+                    secret_paths: Vec::new(),
+                })
+                .await;
+            let echoed = got
+                .ok()
+                .and_then(|v| v["token"].as_str().map(str::to_owned));
+            assert_eq!(
+                echoed,
+                Some(format!("Bearer {SECRET}")),
+                "the action gets the secret"
+            );
+            self.0.run(seed, ctx).await.map(drop)
+        }
+        async fn resume<C: WorkflowContext>(
+            &self,
+            run_id: &str,
+            token: Option<&str>,
+            ctx: &C,
+        ) -> Result<(), EngineError> {
+            self.0.resume_with(run_id, token, ctx).await.map(drop)
+        }
+        async fn replay<C: WorkflowContext>(
+            &self,
+            run_id: &str,
+            from: Option<&str>,
+            ctx: &C,
+        ) -> Result<(), EngineError> {
+            self.0.replay(run_id, from, ctx).await.map(drop)
+        }
+    }
+
+    struct LeakyFactory;
+    impl EngineFactory for LeakyFactory {
+        type Engine<'w> = LeakyEngine<'w>;
+        fn boot<'w>(&'w self, workflow: &'w Workflow) -> Result<LeakyEngine<'w>, EngineError> {
+            Engine::new(workflow).map(LeakyEngine)
+        }
+    }
+
+    #[test]
+    fn a_secret_an_engine_passes_without_its_path_never_reaches_the_invocation_log() {
+        let workflow = w6w_sim::sim::load_workflow(&serde_json::json!({
+            "manifestVersion": "2", "id": "wf_leak", "name": "leak",
+            "steps": [{"id": "a", "uses": {"app": "echo", "action": "echo"}, "with": {"x": 1}}]
+        }))
+        .expect("workflow");
+        let scenario = w6w_sim::sim::load_scenario(&serde_json::json!({"secrets": {"K": SECRET}}))
+            .expect("scenario");
+        let report =
+            w6w_sim::sim::run_engine(&LeakyFactory, &workflow, &scenario, &Default::default())
+                .expect("report");
+        let leak = &report.world.invocations[0];
+        assert_eq!(leak.step_id, "leak");
+        assert_eq!(
+            leak.params.to_value()["n"],
+            1,
+            "the rest of the params is kept"
+        );
+        // The entry itself, as the disk journal writes it, not only the printed report.
+        let entry = serde_json::to_string(leak).expect("json");
+        assert!(!entry.contains("hunter2"), "the secret leaked: {entry}");
+        let text = serde_json::to_string(&report.into_json()).expect("json");
+        for form in [SECRET.to_owned(), serde_json::json!(SECRET).to_string()] {
+            let bare = form.trim_matches('"');
+            assert!(!text.contains(bare), "the secret leaked: {text}");
+        }
+        assert!(text.contains(w6w_sim::expr::REDACTED), "{text}");
     }
 }
 

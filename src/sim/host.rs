@@ -12,7 +12,7 @@ use super::SimOptions;
 use super::exec::Sleep;
 use super::scenario::{OutcomeKind, Scenario};
 use super::store::Store;
-use super::world::{Invocation, World};
+use super::world::{Invocation, JsonText, World};
 use crate::engine::{Engine, EngineError, RunResult, RunSeed};
 use crate::host::{
     CallableRequest, HostError, InvokeError, InvokeRequest, LogLevel, RunInfo, RunTrigger,
@@ -163,8 +163,16 @@ impl WorkflowContext for SimHost<'_> {
             let crash = invoke_fault(self.scenario, &w, &req.step_id, req.attempt);
             (outcome, at_ms, crash)
         };
-        // Recorded before an echo takes the params.
-        let params = Value::Object(req.redacted_params());
+        // Recorded before an echo takes the params: redacted (SEC-1), scrubbed, and held
+        // as text (D-191). With nothing to redact or scrub, the params are written as
+        // they are, without a copy.
+        let params = if req.secret_paths.is_empty() && self.scrub.is_empty() {
+            JsonText::new(&req.params)
+        } else {
+            let mut params = Value::Object(req.redacted_params());
+            self.scrub.value(&mut params);
+            JsonText::new(&params)
+        };
         // META-1: the host reports through onExecuted only, before the call settles.
         let reports = outcome.meta.clone().unwrap_or_else(|| script.meta.clone());
         for r in &reports {
@@ -197,7 +205,7 @@ impl WorkflowContext for SimHost<'_> {
             at_ms,
             run_id: (self.role == Role::Child).then(|| self.info.id.clone()),
         };
-        entry.scrub(self.scrub);
+        entry.scrub_texts(self.scrub);
         if outcome.latency_ms > 0 {
             // The invocation takes virtual time; other strands run meanwhile. If the engine
             // cancels it (a race loser, a fail-fast foreach), the trace says so.

@@ -13,6 +13,7 @@ use std::rc::Rc;
 use crate::redact::Scrubber;
 
 use serde::{Deserialize, Serialize};
+use serde_json::value::{RawValue, to_raw_value};
 use serde_json::{Map, Value, json};
 
 /// The virtual clock starts at 2026-01-01T00:00:00Z.
@@ -97,8 +98,8 @@ pub struct Invocation {
     pub connection: Option<String>,
     pub attempt: u32,
     /// The redacted params (an object; the string `"[redacted]"` if the whole object
-    /// was declared secret-derived).
-    pub params: Value,
+    /// was declared secret-derived), held as compact JSON text (D-191).
+    pub params: JsonText,
     pub at_ms: u64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub run_id: Option<String>,
@@ -116,7 +117,7 @@ impl Invocation {
             self.connection.map_or(Value::Null, Value::String),
         );
         m.insert("attempt".into(), Value::from(self.attempt));
-        m.insert("params".into(), self.params);
+        m.insert("params".into(), self.params.to_value());
         m.insert("atMs".into(), Value::from(self.at_ms));
         if let Some(id) = self.run_id {
             m.insert("runId".into(), Value::String(id));
@@ -128,6 +129,18 @@ impl Invocation {
     /// a JSON value (a declared secret-derived value is replaced wholly). The attempt and
     /// the virtual time are the record's structure, never data.
     pub fn scrub(&mut self, scrub: &Scrubber) {
+        if scrub.is_empty() {
+            return;
+        }
+        self.scrub_texts(scrub);
+        let mut params = self.params.to_value();
+        scrub.value(&mut params);
+        self.params = JsonText::new(&params);
+    }
+
+    /// [`Invocation::scrub`] without the params, for an entry whose params were scrubbed
+    /// before they became text.
+    pub(crate) fn scrub_texts(&mut self, scrub: &Scrubber) {
         if scrub.is_empty() {
             return;
         }
@@ -144,7 +157,65 @@ impl Invocation {
                 other => other.to_string(),
             };
         }
-        scrub.value(&mut self.params);
+    }
+}
+
+/// A recorded JSON value held as its compact text (D-191). The report lists every
+/// invocation's params, so the simulator keeps them all for the run: as a `Value` a
+/// two-key object holds about 370 B of heap, as text the 20-odd bytes of its JSON.
+/// serde_json writes the text verbatim, so the disk journal's bytes are what the `Value`
+/// wrote; it reads from any JSON value; two are equal when their texts are.
+#[derive(Clone)]
+pub struct JsonText(Box<RawValue>);
+
+impl JsonText {
+    /// The compact JSON of `value`.
+    pub fn new<T: Serialize + ?Sized>(value: &T) -> JsonText {
+        // Serializing a `Value` or a `Map<String, Value>` cannot fail (its keys are
+        // strings and its numbers finite); `null` stands in only for a type that can.
+        JsonText(to_raw_value(value).unwrap_or_else(|_| RawValue::NULL.to_owned()))
+    }
+
+    /// The text, compact JSON.
+    pub fn as_str(&self) -> &str {
+        self.0.get()
+    }
+
+    /// The value the text stands for.
+    pub fn to_value(&self) -> Value {
+        // The text came from a value `serde_json` held, at most its read depth deep, so it
+        // parses; were it ever refused, the text itself is kept, as a string, not lost.
+        serde_json::from_str(self.0.get()).unwrap_or_else(|_| Value::String(self.0.get().into()))
+    }
+}
+
+impl PartialEq for JsonText {
+    fn eq(&self, other: &JsonText) -> bool {
+        self.as_str() == other.as_str()
+    }
+}
+
+impl PartialEq<Value> for JsonText {
+    fn eq(&self, other: &Value) -> bool {
+        self.to_value() == *other
+    }
+}
+
+impl std::fmt::Debug for JsonText {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl Serialize for JsonText {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.0.serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for JsonText {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<JsonText, D::Error> {
+        Value::deserialize(d).map(|v| JsonText::new(&v))
     }
 }
 
@@ -356,6 +427,43 @@ impl World {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    fn json_leaf() -> impl Strategy<Value = Value> {
+        prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::from),
+            any::<i64>().prop_map(Value::from),
+            any::<f64>()
+                .prop_filter("finite", |x| x.is_finite())
+                .prop_map(Value::from),
+            "[\\PC\"\\\\\n\u{1}]{0,6}".prop_map(Value::from),
+        ]
+    }
+
+    proptest! {
+        /// D-191: a value held as text writes the very bytes the value wrote (so the disk
+        /// journal is unchanged), reads back from text and from a `Value`, and gives back
+        /// the value, key order included.
+        #[test]
+        fn json_text_writes_and_reads_as_its_value(
+            v in crate::json::arb_tree(json_leaf(), "[a-z\"\\\\]{0,3}")
+        ) {
+            let t = JsonText::new(&v);
+            let by_value = serde_json::to_vec(&v).expect("a value writes");
+            prop_assert_eq!(serde_json::to_vec(&t).expect("text writes"), by_value.clone());
+            prop_assert_eq!(t.as_str().as_bytes(), &by_value[..]);
+            prop_assert_eq!(
+                serde_json::to_string_pretty(&t.to_value()).expect("pretty"),
+                serde_json::to_string_pretty(&v).expect("pretty")
+            );
+            let from_text: JsonText = serde_json::from_slice(&by_value).expect("reads from text");
+            let from_value: JsonText = serde_json::from_value(v.clone()).expect("reads from a value");
+            prop_assert_eq!(&from_text, &t);
+            prop_assert_eq!(&from_value, &t);
+            prop_assert_eq!(serde_json::to_value(&t).expect("to a value"), v);
+        }
+    }
 
     fn entry(connection: Option<&str>, run_id: Option<&str>) -> Invocation {
         Invocation {
@@ -364,7 +472,7 @@ mod tests {
             action: "get".into(),
             connection: connection.map(str::to_owned),
             attempt: 2,
-            params: json!({"url": "https://x.test/s3cr3t-token", "n": 1}),
+            params: JsonText::new(&json!({"url": "https://x.test/s3cr3t-token", "n": 1})),
             at_ms: EPOCH_MS + 5,
             run_id: run_id.map(str::to_owned),
         }
@@ -425,10 +533,10 @@ mod tests {
             assert!(field.contains(crate::expr::REDACTED), "{field}");
         }
         let derived = entry(None, None);
-        scrub.add_derived(&derived.params);
+        scrub.add_derived(&derived.params.to_value());
         let mut d = derived.clone();
         d.scrub(&scrub);
-        assert_eq!(d.params, json!(crate::expr::REDACTED));
+        assert_eq!(d.params.to_value(), json!(crate::expr::REDACTED));
         assert_eq!((d.attempt, d.at_ms), (derived.attempt, derived.at_ms));
     }
 }

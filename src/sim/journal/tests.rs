@@ -56,7 +56,7 @@ fn advance(world: &mut WorldSnapshot, i: usize) -> Vec<String> {
         action: "echo".into(),
         connection: None,
         attempt: 1,
-        params: json!({"i": i}),
+        params: crate::sim::world::JsonText::new(&json!({"i": i})),
         at_ms: world.clock_ms,
         run_id: None,
     });
