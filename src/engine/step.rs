@@ -196,7 +196,8 @@ fn settle_view(record: &StepExecution) -> StepExecution {
         status: record.status,
         attempt: record.attempt,
         input: None,
-        output: record.output.clone(),
+        // The scope keeps this copy for the rest of the run: copied without slack.
+        output: record.output.as_ref().map(crate::json::clone_tight),
         error: record.error.clone(),
         started_at: None,
         finished_at: None,
