@@ -167,7 +167,7 @@ impl WorkflowContext for SimHost<'_> {
         // as text (D-191). With nothing to redact or scrub, the params are written as
         // they are, without a copy.
         let params = if req.secret_paths.is_empty() && self.scrub.is_empty() {
-            JsonText::new(&req.params)
+            JsonText::from_map(&req.params)
         } else {
             let mut params = Value::Object(req.redacted_params());
             self.scrub.value(&mut params);

@@ -170,9 +170,18 @@ pub struct JsonText(Box<RawValue>);
 
 impl JsonText {
     /// The compact JSON of `value`.
-    pub fn new<T: Serialize + ?Sized>(value: &T) -> JsonText {
-        // Serializing a `Value` or a `Map<String, Value>` cannot fail (its keys are
-        // strings and its numbers finite); `null` stands in only for a type that can.
+    pub fn new(value: &Value) -> JsonText {
+        JsonText::of(value)
+    }
+
+    /// The compact JSON of an object's map (without building the object).
+    pub fn from_map(map: &Map<String, Value>) -> JsonText {
+        JsonText::of(map)
+    }
+
+    fn of<T: Serialize + ?Sized>(value: &T) -> JsonText {
+        // Serializing a `Value` or a `Map<String, Value>` (the only callers) cannot fail:
+        // its keys are strings and its numbers finite.
         JsonText(to_raw_value(value).unwrap_or_else(|_| RawValue::NULL.to_owned()))
     }
 
