@@ -250,15 +250,48 @@ mod engine_seam {
             .assert_all_passed();
     }
 
-    /// After a crash this engine does not load anything: it says the run is done.
-    struct NoRecovery<'w>(Engine<'w>);
+    /// The reference engine with one flaw switched on.
+    #[derive(Clone, Copy, PartialEq)]
+    enum Flaw {
+        /// After a crash it loads nothing: it says the run is done.
+        NoRecovery,
+        /// Before the run it hands a secret to an action without naming its path (SEC-1
+        /// makes naming it the engine's duty).
+        LeaksASecret,
+    }
 
-    impl WorkflowEngine for NoRecovery<'_> {
+    struct Flawed<'w>(Engine<'w>, Flaw);
+
+    const SECRET: &str = "hunter2-t0p \"secret\"";
+
+    impl WorkflowEngine for Flawed<'_> {
         async fn start<C: WorkflowContext>(
             &self,
             seed: RunSeed,
             ctx: &C,
         ) -> Result<(), EngineError> {
+            if self.1 == Flaw::LeaksASecret {
+                let mut params = serde_json::Map::new();
+                let token = format!("Bearer {SECRET}");
+                params.insert("token".into(), serde_json::json!(token));
+                params.insert("n".into(), serde_json::json!(1));
+                let got = ctx
+                    .invoke(InvokeRequest {
+                        app: "http".into(),
+                        action: "get".into(),
+                        connection: None,
+                        params,
+                        step_id: "leak".into(),
+                        attempt: 1,
+                        on_executed: OnExecuted::new(),
+                        secret_paths: Vec::new(),
+                    })
+                    .await;
+                let echoed = got
+                    .ok()
+                    .and_then(|v| v["token"].as_str().map(str::to_owned));
+                assert_eq!(echoed, Some(token), "the action gets the secret");
+            }
             self.0.run(seed, ctx).await.map(drop)
         }
         async fn resume<C: WorkflowContext>(
@@ -268,8 +301,8 @@ mod engine_seam {
             ctx: &C,
         ) -> Result<(), EngineError> {
             match token {
-                None => Ok(()),
-                Some(_) => self.0.resume_with(run_id, token, ctx).await.map(drop),
+                None if self.1 == Flaw::NoRecovery => Ok(()),
+                _ => self.0.resume_with(run_id, token, ctx).await.map(drop),
             }
         }
         async fn replay<C: WorkflowContext>(
@@ -282,22 +315,22 @@ mod engine_seam {
         }
     }
 
-    struct NoRecoveryFactory;
-    impl EngineFactory for NoRecoveryFactory {
-        type Engine<'w> = NoRecovery<'w>;
-        fn boot<'w>(&'w self, workflow: &'w Workflow) -> Result<NoRecovery<'w>, EngineError> {
-            Engine::new(workflow).map(NoRecovery)
+    struct FlawedFactory(Flaw);
+    impl EngineFactory for FlawedFactory {
+        type Engine<'w> = Flawed<'w>;
+        fn boot<'w>(&'w self, workflow: &'w Workflow) -> Result<Flawed<'w>, EngineError> {
+            Engine::new(workflow).map(|e| Flawed(e, self.0))
         }
     }
 
     struct Candidate(Capabilities);
     impl EngineAdapter for Candidate {
-        type Factory = NoRecoveryFactory;
+        type Factory = FlawedFactory;
         fn name(&self) -> String {
             "no-recovery".into()
         }
-        fn factory(&self) -> &NoRecoveryFactory {
-            &NoRecoveryFactory
+        fn factory(&self) -> &FlawedFactory {
+            &FlawedFactory(Flaw::NoRecovery)
         }
         fn capabilities(&self) -> Capabilities {
             self.0.clone()
@@ -350,75 +383,10 @@ mod engine_seam {
         assert!(plan.failed > 0, "unsupported_op answers fail");
     }
 
-    /// A candidate that hands a secret to an action without naming its path (SEC-1 makes
-    /// naming it the engine's duty): the simulator's own scrubber still keeps every byte
-    /// of it out of the report's invocation log (when the entry is made, before D-191
-    /// writes its params as text, and again when the report is built), while the action
-    /// itself receives the secret.
-    struct LeakyEngine<'w>(Engine<'w>);
-
-    const SECRET: &str = "hunter2-t0p \"secret\"";
-
-    impl WorkflowEngine for LeakyEngine<'_> {
-        async fn start<C: WorkflowContext>(
-            &self,
-            seed: RunSeed,
-            ctx: &C,
-        ) -> Result<(), EngineError> {
-            let mut params = serde_json::Map::new();
-            params.insert(
-                "token".into(),
-                serde_json::json!(format!("Bearer {SECRET}")),
-            );
-            params.insert("n".into(), serde_json::json!(1));
-            let got = ctx
-                .invoke(InvokeRequest {
-                    app: "http".into(),
-                    action: "get".into(),
-                    connection: None,
-                    params,
-                    step_id: "leak".into(),
-                    attempt: 1,
-                    on_executed: OnExecuted::new(),
-                    secret_paths: Vec::new(),
-                })
-                .await;
-            let echoed = got
-                .ok()
-                .and_then(|v| v["token"].as_str().map(str::to_owned));
-            assert_eq!(
-                echoed,
-                Some(format!("Bearer {SECRET}")),
-                "the action gets the secret"
-            );
-            self.0.run(seed, ctx).await.map(drop)
-        }
-        async fn resume<C: WorkflowContext>(
-            &self,
-            run_id: &str,
-            token: Option<&str>,
-            ctx: &C,
-        ) -> Result<(), EngineError> {
-            self.0.resume_with(run_id, token, ctx).await.map(drop)
-        }
-        async fn replay<C: WorkflowContext>(
-            &self,
-            run_id: &str,
-            from: Option<&str>,
-            ctx: &C,
-        ) -> Result<(), EngineError> {
-            self.0.replay(run_id, from, ctx).await.map(drop)
-        }
-    }
-
-    struct LeakyFactory;
-    impl EngineFactory for LeakyFactory {
-        type Engine<'w> = LeakyEngine<'w>;
-        fn boot<'w>(&'w self, workflow: &'w Workflow) -> Result<LeakyEngine<'w>, EngineError> {
-            Engine::new(workflow).map(LeakyEngine)
-        }
-    }
-
+    /// A candidate that hands a secret to an action without naming its path: the
+    /// simulator's own scrubber still keeps every byte of it out of the report's invocation
+    /// log (when the entry is made, before D-191 writes its params as text, and again when
+    /// the report is built), while the action itself receives the secret.
     #[test]
     fn a_secret_an_engine_passes_without_its_path_never_reaches_the_invocation_log() {
         let workflow = w6w_sim::sim::load_workflow(&serde_json::json!({
@@ -428,9 +396,13 @@ mod engine_seam {
         .expect("workflow");
         let scenario = w6w_sim::sim::load_scenario(&serde_json::json!({"secrets": {"K": SECRET}}))
             .expect("scenario");
-        let report =
-            w6w_sim::sim::run_engine(&LeakyFactory, &workflow, &scenario, &Default::default())
-                .expect("report");
+        let report = w6w_sim::sim::run_engine(
+            &FlawedFactory(Flaw::LeaksASecret),
+            &workflow,
+            &scenario,
+            &Default::default(),
+        )
+        .expect("report");
         let leak = &report.world.invocations[0];
         assert_eq!(leak.step_id, "leak");
         assert_eq!(
