@@ -134,8 +134,12 @@ impl Invocation {
         }
         self.scrub_texts(scrub);
         let mut params = self.params.to_value();
-        scrub.value(&mut params);
-        self.params = JsonText::new(&params);
+        // Rewritten only when there is something to scrub: the report's last pass over
+        // entries already scrubbed when they were made finds nothing, as a rule.
+        if scrub.touches(&params) {
+            scrub.value(&mut params);
+            self.params = JsonText::new(&params);
+        }
     }
 
     /// [`Invocation::scrub`] without the params, for an entry whose params were scrubbed
