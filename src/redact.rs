@@ -25,6 +25,7 @@ use memchr::memmem::Finder;
 use serde_json::{Map, Number, Value};
 
 use crate::expr::REDACTED;
+use crate::json::JsonText;
 use crate::model::{FrameRecords, RunState, RunStatePatch, StepError, StepExecution, StepMeta};
 
 /// A declared secret-derived string shorter than this is not scrubbed as a substring (it
@@ -209,6 +210,20 @@ impl Scrubber {
         !self.is_empty() && self.touches_value(&self.derived.borrow(), v)
     }
 
+    /// Scrub a value held as text (D-191, D-193): read, and written anew only when there
+    /// is something to scrub (a record or entry scrubbed when it was made, as a rule, has
+    /// nothing left).
+    pub fn json_text(&self, t: &mut JsonText) {
+        if self.is_empty() {
+            return;
+        }
+        let mut v = t.to_value();
+        if self.touches(&v) {
+            self.value(&mut v);
+            *t = JsonText::new(&v);
+        }
+    }
+
     fn touches_value(&self, d: &Derived, v: &Value) -> bool {
         if !d.values.is_empty() && d.values.contains(v) {
             return true;
@@ -234,10 +249,12 @@ impl Scrubber {
     fn touches_step(&self, s: &StepExecution) -> bool {
         let d = self.derived.borrow();
         let text = |t: &str| d.search.hits(t);
-        [&s.input, &s.output]
-            .into_iter()
-            .flatten()
-            .any(|v| self.touches_value(&d, v))
+        s.input
+            .iter()
+            .any(|t| self.touches_value(&d, &t.to_value()))
+            || s.output
+                .iter()
+                .any(|t| self.touches_value(&d, &t.to_value()))
             || s.error.as_ref().is_some_and(|e| self.touches_error(&d, e))
             || s.meta.as_ref().is_some_and(|m| {
                 text(&m.app)
@@ -420,8 +437,11 @@ impl Scrubber {
         if self.is_empty() {
             return;
         }
-        for v in [&mut s.input, &mut s.output].into_iter().flatten() {
-            self.value(v);
+        if let Some(t) = &mut s.input {
+            self.json_text(t);
+        }
+        if let Some(t) = &mut s.output {
+            self.json_text(t);
         }
         if let Some(e) = &mut s.error {
             self.error(e);
@@ -609,7 +629,7 @@ mod tests {
     /// connection, an extension's key).
     fn record_with(output: Option<Value>, t: &[String; 8]) -> StepExecution {
         let mut record = StepExecution::new("a", crate::model::StepStatus::Failed, 1);
-        record.output = output;
+        record.output = output.map(Into::into);
         let mut error = StepError::new(t[0].clone(), t[1].clone(), crate::model::Phase::Execute);
         error.step_id = Some(t[2].clone());
         record.error = Some(error);

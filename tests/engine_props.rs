@@ -213,7 +213,7 @@ fn outputs(s: &RunState) -> BTreeMap<String, Option<Value>> {
     s.steps
         .iter()
         .filter(|(_, r)| r.status == w6w_sim::model::StepStatus::Succeeded)
-        .map(|(k, r)| (k.clone(), r.output.clone()))
+        .map(|(k, r)| (k.clone(), r.output.as_ref().map(|t| t.to_value())))
         .collect()
 }
 

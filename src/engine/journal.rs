@@ -13,6 +13,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use super::EngineError;
+use crate::json::JsonText;
 use crate::host::WorkflowContext;
 use crate::model::{FRAME_PREFIX, FrameRecords, RunState, RunStatePatch, StepError, StepExecution};
 
@@ -49,7 +50,7 @@ pub(crate) fn redact_record(record: &mut StepExecution) {
     if let Some(out) = &mut record.output
         && !out.is_null()
     {
-        *out = redacted();
+        *out = JsonText::new(&redacted());
     }
     if let Some(e) = &mut record.error {
         e.message = crate::expr::REDACTED.to_owned();

@@ -13,6 +13,7 @@ use serde_json::{Value, json};
 use super::journal::{Frame, Journal};
 use super::walk::{RunCtx, Walk};
 use super::{EngineError, RunResult, RunSeed, StepKind};
+use crate::json::JsonText;
 use crate::expr::{CompiledWith, Dialect, ResolveError, RunScope};
 use crate::host::{LogLevel, WorkflowContext};
 use crate::model::{RunState, RunStatus, StepStatus, ValidationCode, ValidationError, Workflow};
@@ -437,7 +438,7 @@ impl<'w> Engine<'w> {
             .rev()
             .filter_map(|&i| state.steps.get(&self.workflow.steps[i].id))
             .find(|r| r.status == StepStatus::Succeeded)
-            .and_then(|r| r.output.clone())
+            .and_then(|r| r.output.as_ref().map(JsonText::to_value))
             .unwrap_or(Value::Null)
     }
 

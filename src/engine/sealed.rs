@@ -34,6 +34,7 @@ use sha2::Sha256;
 use super::journal::is_secret_derived;
 use crate::expr::REDACTED;
 use crate::host::SealingKey;
+use crate::json::JsonText;
 use crate::model::StepExecution;
 use crate::redact::Scrubber;
 
@@ -269,11 +270,16 @@ pub(crate) fn seal(
     secrets: &Map<String, Value>,
     sealer: impl FnOnce() -> Option<Sealer>,
 ) {
-    let Some(output) = &record.output else {
+    let Some(text) = &record.output else {
         return;
     };
     let derived = is_secret_derived(record);
     let needles = needles(secrets);
+    if needles.is_empty() && !derived {
+        // Nothing to scan for and nothing to redact: the output stays as recorded.
+        return;
+    }
+    let output = &text.to_value();
     let mut found = Scan::default();
     if !needles.is_empty() {
         scan(output, "", &needles, &mut found);
@@ -288,7 +294,11 @@ pub(crate) fn seal(
     let skeleton = (derived
         && !found.refs.is_empty()
         && !found.with_text
-        && known_to_the_store(output, record.input.as_ref(), &found.refs))
+        && known_to_the_store(
+            output,
+            record.input.as_ref().map(JsonText::to_value).as_ref(),
+            &found.refs,
+        ))
     .then(|| {
         let mut skeleton = output.clone();
         for r in &found.refs {
@@ -374,15 +384,17 @@ pub(crate) fn display(record: &mut StepExecution) {
     let Some(Value::Array(refs)) = record.extra.get(SECRET_REFS) else {
         return;
     };
-    let Some(output) = &mut record.output else {
+    let Some(text) = &mut record.output else {
         return;
     };
     if refs.is_empty() {
-        *output = Value::String(REDACTED.to_owned());
+        *text = JsonText::new(&Value::String(REDACTED.to_owned()));
         return;
     }
     let refs = Value::Array(refs.clone());
-    redact_at(output, &refs);
+    let mut output = text.to_value();
+    redact_at(&mut output, &refs);
+    *text = JsonText::new(&output);
 }
 
 /// The output the engine publishes for a recorded (or live) `record`: its secret
@@ -403,7 +415,10 @@ pub(crate) fn unseal_taking(
         .iter()
         .all(|k| !record.extra.contains_key(*k));
     if plain {
-        return record.output.take().unwrap_or(Value::Null);
+        return record
+            .output
+            .take()
+            .map_or(Value::Null, |t| t.to_value());
     }
     unseal(record, secret, sealer)
 }
@@ -418,15 +433,18 @@ pub(crate) fn unseal(
         .get(SEALED_OUTPUT)
         .filter(|_| is_secret_derived(record));
     if sealed.is_none()
-        && record.output.as_ref().and_then(Value::as_str) == Some(REDACTED)
+        && record
+            .output
+            .as_ref()
+            .is_some_and(|t| t.to_value().as_str() == Some(REDACTED))
         && let Some(Value::String(envelope)) = record.extra.get(ENCRYPTED_OUTPUT)
         && let Some(output) = sealer().and_then(|s| s.open(record, envelope))
     {
         return output;
     }
     let mut out = sealed
-        .or(record.output.as_ref())
         .cloned()
+        .or_else(|| record.output.as_ref().map(JsonText::to_value))
         .unwrap_or(Value::Null);
     let Some(Value::Array(refs)) = record.extra.get(SECRET_REFS) else {
         return out;
@@ -535,8 +553,8 @@ mod tests {
 
     fn record(output: Value, input: Value, derived: bool) -> StepExecution {
         let mut r = StepExecution::new("a", StepStatus::Succeeded, 1);
-        r.output = Some(output);
-        r.input = Some(input);
+        r.output = Some(output.into());
+        r.input = Some(input.into());
         if derived {
             r.extra.insert("secretDerived".into(), Value::Bool(true));
         }
@@ -561,6 +579,7 @@ mod tests {
             Some(
                 json!({"tok": REDACTED, "h": format!("Bearer {REDACTED}!"), "pin": REDACTED,
                         "n": 1, "list": ["x", format!("c{REDACTED}")]})
+                .into()
             )
         );
         let text = serde_json::to_string(&recorded).unwrap_or_default();
@@ -590,7 +609,7 @@ mod tests {
         seal(&mut r, &secrets(), || None);
         assert_eq!(r.extra[SECRET_REFS], json!([]));
         display(&mut r);
-        assert_eq!(r.output, Some(json!(REDACTED)));
+        assert_eq!(r.output, Some(json!(REDACTED).into()));
         assert_eq!(unseal(&r, lookup, || None), json!(REDACTED));
     }
 
@@ -613,7 +632,7 @@ mod tests {
         seal(&mut r, &secrets(), || None);
         assert_eq!(r.extra[SEALED_OUTPUT], json!({"i": 0, "sec": REDACTED}));
         let mut recorded = r.clone();
-        recorded.output = Some(json!(REDACTED)); // the whole-output redaction (journal)
+        recorded.output = Some(json!(REDACTED).into()); // the whole-output redaction (journal)
         assert_eq!(unseal(&recorded, lookup, || None), live);
         // A computed leaf (a length, a transformed secret) or text around the secret: not
         // sealed — the output stays "[redacted]" wholly after a crash.
@@ -626,7 +645,7 @@ mod tests {
             seal(&mut r, &secrets(), || None);
             assert!(!r.extra.contains_key(SEALED_OUTPUT), "{:?}", r.output);
             assert!(carries_secret(&r));
-            r.output = Some(json!(REDACTED));
+            r.output = Some(json!(REDACTED).into());
             assert_eq!(unseal(&r, lookup, || None), json!(REDACTED));
         }
     }
@@ -663,7 +682,7 @@ mod tests {
             seal(&mut r, &secrets(), key);
             assert!(r.extra.contains_key(ENCRYPTED_OUTPUT), "{live}");
             let stored = recorded(&r);
-            assert_eq!(stored.output, Some(json!(REDACTED)));
+            assert_eq!(stored.output, Some(json!(REDACTED).into()));
             let text = serde_json::to_string(&stored).unwrap_or_default();
             assert!(
                 !text.contains("hunter2") && !text.contains("aHVudGVy"),
@@ -697,7 +716,7 @@ mod tests {
         let mut r = record(live.clone(), json!({}), false);
         seal(&mut r, &secrets(), key);
         let stored = recorded(&r);
-        assert_eq!(stored.output, Some(json!(REDACTED)));
+        assert_eq!(stored.output, Some(json!(REDACTED).into()));
         assert_eq!(unseal(&stored, lookup, key), live);
     }
 

@@ -16,7 +16,8 @@ use super::walk::{StepEnd, Walk};
 use super::{EngineCode, EngineError, StepKind};
 use crate::expr::{ResolveError, ResolveMode, Resolved, RunScope};
 use crate::host::{InvokeRequest, LogLevel, OnExecuted, WorkflowContext, iso8601_from_ms};
-use crate::limits::{MAX_NESTING_DEPTH, nests_deeper_than};
+use crate::json::JsonText;
+use crate::limits::MAX_NESTING_DEPTH;
 use crate::model::{
     OnError, Phase, RetryPolicy, Step, StepError, StepExecution, StepMeta, StepStatus,
 };
@@ -69,7 +70,7 @@ impl<'a, C: WorkflowContext> StepCtx<'a, C> {
     /// `record` succeeded with `output`, now.
     pub(crate) fn succeed(&self, mut record: StepExecution, output: Value) -> StepExecution {
         record.status = StepStatus::Succeeded;
-        record.output = Some(output);
+        record.output = Some(JsonText::new(&output));
         record.finished_at = Some(iso8601_from_ms(self.host().now_ms()));
         record
     }
@@ -131,7 +132,7 @@ impl<'a, C: WorkflowContext> StepCtx<'a, C> {
         if record
             .output
             .as_ref()
-            .is_some_and(|o| nests_deeper_than(o, MAX_NESTING_DEPTH))
+            .is_some_and(|o| o.nests_deeper_than(MAX_NESTING_DEPTH))
         {
             // Issue 12 item 5: an output the store could not read back fails its step,
             // never the store (a run that cannot be resumed).
@@ -166,12 +167,15 @@ impl<'a, C: WorkflowContext> StepCtx<'a, C> {
                 .control(self.i)
                 .map(|c| c.kind)
                 == Some(crate::plan::ControlKind::If)
-            && let Some(m) = record.output.as_ref().and_then(|o| o.get("matched"))
+            && let Some(m) = record
+                .output
+                .as_ref()
+                .and_then(|o| o.to_value().get("matched").cloned())
         {
             // D-113: the branch a secret-derived `if` took survives its output's
             // redaction, so a reused record routes as the live one did (the branch is
             // visible anyway in which steps ran).
-            record.extra.insert("matched".into(), m.clone());
+            record.extra.insert("matched".into(), m);
         }
     }
 }
@@ -196,8 +200,7 @@ fn settle_view(record: &StepExecution) -> StepExecution {
         status: record.status,
         attempt: record.attempt,
         input: None,
-        // The scope keeps this copy for the rest of the run: copied without slack.
-        output: record.output.as_ref().map(crate::json::clone_tight),
+        output: record.output.clone(),
         error: record.error.clone(),
         started_at: None,
         finished_at: None,
@@ -278,7 +281,7 @@ impl<'a, C: WorkflowContext> StepCtx<'a, C> {
         record.started_at = Some(iso8601_from_ms(host.now_ms()));
         if let Ok(r) = &resolved {
             // SEC-1: the recorded input is the redacted params.
-            record.input = Some(Value::Object(r.redacted()));
+            record.input = Some(r.redacted_text());
             super::journal::mark_secret_derived(&mut record, r);
         }
         // RUN-2: step start (or, after a pending retry, the retry attempt).
@@ -304,7 +307,7 @@ impl<'a, C: WorkflowContext> StepCtx<'a, C> {
             let mut error = match result {
                 Ok(output) => {
                     record.status = StepStatus::Succeeded;
-                    record.output = Some(output);
+                    record.output = Some(JsonText::new(&output));
                     record.meta = meta;
                     record.finished_at = Some(iso8601_from_ms(host.now_ms()));
                     return Ok(record);

@@ -387,7 +387,11 @@ impl<'a, C: WorkflowContext> Walk<'a, C> {
     fn unmatched_if(&self, i: usize, record: &StepExecution) -> bool {
         self.engine.kinds[i] == StepKind::Control
             && self.engine.plan.controls.control(i).map(|c| c.kind) == Some(ControlKind::If)
-            && (record.output.as_ref().and_then(|o| o.get("matched")) == Some(&Value::Bool(false))
+            && (record
+                .output
+                .as_ref()
+                .and_then(|o| o.to_value().get("matched").cloned())
+                == Some(Value::Bool(false))
                 // D-113: a secret-derived `if` keeps its branch beside its redacted output.
                 || record.extra.get("matched") == Some(&Value::Bool(false)))
     }

@@ -122,6 +122,16 @@ impl Resolved {
     pub fn redacted(&self) -> Map<String, Value> {
         redact_params(&self.params, &self.secret_paths)
     }
+
+    /// [`Resolved::redacted`] as compact JSON text, what a step record keeps as its input
+    /// (D-193); without secret-derived values the params are written as they are, uncopied.
+    pub fn redacted_text(&self) -> crate::json::JsonText {
+        if self.secret_paths.is_empty() {
+            crate::json::JsonText::from_map(&self.params)
+        } else {
+            crate::json::JsonText::from_map(&self.redacted())
+        }
+    }
 }
 
 /// `params` with the value at each of `secret_paths` (JSON Pointers) replaced by

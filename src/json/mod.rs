@@ -8,12 +8,15 @@
 //! crates that add one replace the whole parser; a seed over `serde_json`'s own tokenizer
 //! keeps its line/column errors, number handling and recursion limit (docs/decisions.md
 //! D-47). Invariant: accepts exactly what `serde_json::from_str` accepts, minus duplicates,
-//! and yields the same `Value`. `diff.rs` compares values ([`json_eq`], [`json_diff`]).
+//! and yields the same `Value`. `diff.rs` compares values ([`json_eq`], [`json_diff`]); `text.rs` holds a recorded value as
+//! its compact text ([`JsonText`]).
 //! The bottom of the layer order: it uses only `limits`.
 
 mod diff;
+mod text;
 
 pub use diff::{DiffEntry, json_diff, json_eq, json_same};
+pub use text::JsonText;
 
 /// Property-test documents shared by the crate's tests: trees of up to three levels whose
 /// leaves come from `leaf` and whose object keys match the regex `key`, so each test picks

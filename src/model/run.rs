@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::serde_util::present;
+use crate::json::JsonText;
 
 /// RUN-5: the five run statuses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -147,20 +148,23 @@ pub struct StepExecution {
     pub status: StepStatus,
     /// 1-based; +1 per retry. 0 only for steps that never started (skipped).
     pub attempt: u32,
-    /// Resolved params, with secret-derived values redacted (SEC-1).
+    /// Resolved params, with secret-derived values redacted (SEC-1), held as compact
+    /// JSON text (D-193): a run keeps every step's input to its end, and nothing in the
+    /// run reads it back but the report, a call's retry and the secret scans.
     #[serde(
         default,
         deserialize_with = "present",
         skip_serializing_if = "Option::is_none"
     )]
-    pub input: Option<Value>,
-    /// Present on succeeded (a present `null` is a real null output, BIND-4).
+    pub input: Option<JsonText>,
+    /// Present on succeeded (a present `null` is a real null output, BIND-4). Held as
+    /// compact JSON text like `input` (D-193); the run reads outputs from its scope.
     #[serde(
         default,
         deserialize_with = "present",
         skip_serializing_if = "Option::is_none"
     )]
-    pub output: Option<Value>,
+    pub output: Option<JsonText>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<StepError>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -356,10 +360,10 @@ impl StepExecution {
         m.insert("status".into(), Value::from(self.status.as_str()));
         m.insert("attempt".into(), Value::from(self.attempt));
         if let Some(input) = self.input {
-            m.insert("input".into(), input);
+            m.insert("input".into(), input.to_value());
         }
         if let Some(output) = self.output {
-            m.insert("output".into(), output);
+            m.insert("output".into(), output.to_value());
         }
         if let Some(error) = self.error {
             m.insert("error".into(), to_json(&error));
@@ -822,8 +826,8 @@ mod tests {
     fn into_json_is_what_serde_gives() {
         let bare = StepExecution::new("a", StepStatus::Skipped, 0);
         let mut full = StepExecution::new("b", StepStatus::Failed, 3);
-        full.input = Some(json!({"x": [1, {"y": null}]}));
-        full.output = Some(Value::Null);
+        full.input = Some(json!({"x": [1, {"y": null}]}).into());
+        full.output = Some(Value::Null.into());
         full.error = Some(StepError::new("boom", "it broke", Phase::Execute).for_step("b"));
         full.started_at = Some("2026-01-01T00:00:00.000Z".into());
         full.finished_at = Some("2026-01-01T00:00:01.000Z".into());
@@ -870,8 +874,8 @@ mod tests {
 
     fn record(id: &str, status: StepStatus, output: Value) -> Arc<StepExecution> {
         let mut r = StepExecution::new(id, status, 1);
-        r.input = Some(json!({"k": id}));
-        r.output = Some(output);
+        r.input = Some(json!({"k": id}).into());
+        r.output = Some(output.into());
         Arc::new(r)
     }
 
@@ -953,7 +957,7 @@ mod tests {
         s.apply(&p1);
         s.apply(&p2);
         assert_eq!(s.steps.keys().collect::<Vec<_>>(), ["a", "b", "c"]);
-        assert_eq!(s.steps["a"].output, Some(json!([1])));
+        assert_eq!(s.steps["a"].output, Some(json!([1]).into()));
         assert!(s.step_errors.is_empty() && !s.extra.contains_key("y"));
         assert_eq!(
             s.frames.keys().collect::<Vec<_>>(),
@@ -977,8 +981,8 @@ mod tests {
     #[test]
     fn a_typed_frame_is_the_json_key_it_stands_for() {
         let mut a = StepExecution::new("a", StepStatus::Succeeded, 2);
-        a.input = Some(json!({"item": 3}));
-        a.output = Some(Value::Null);
+        a.input = Some(json!({"item": 3}).into());
+        a.output = Some(Value::Null.into());
         a.error = Some(StepError::new("c", "m", Phase::Execute));
         a.extra.insert("secretDerived".into(), json!(true));
         let b = StepExecution::new("b", StepStatus::Running, 1);
@@ -1069,7 +1073,7 @@ mod tests {
     #[test]
     fn typed_blocks_are_the_json_key_they_stand_for() {
         let mut inner = StepExecution::new("a", StepStatus::Succeeded, 1);
-        inner.output = Some(json!({"x": [1, 2]}));
+        inner.output = Some(json!({"x": [1, 2]}).into());
         let mut nested = StepExecution::new("inner", StepStatus::Succeeded, 1);
         let frame: FrameRecords = [("a".to_owned(), Arc::new(inner.clone()))]
             .into_iter()
@@ -1156,7 +1160,7 @@ mod tests {
                     StepStatus::Skipped,
                 ];
                 let mut r = StepExecution::new("s", statuses[status], attempt);
-                r.output = output.map(|n| json!({"n": n}));
+                r.output = output.map(|n| json!({"n": n}).into());
                 if failed {
                     r.error = Some(StepError::new("c", "m", Phase::Execute));
                 }
@@ -1301,10 +1305,10 @@ mod tests {
         owned.apply_owned(p.clone());
         assert!(Arc::ptr_eq(&owned.steps["a"], &p.steps["a"]));
         if let Some(r) = s.steps.get_mut("a") {
-            Arc::make_mut(r).output = Some(json!(2));
+            Arc::make_mut(r).output = Some(json!(2).into());
         }
-        assert_eq!(p.steps["a"].output, Some(json!(1)));
-        assert_eq!(s.steps["a"].output, Some(json!(2)));
+        assert_eq!(p.steps["a"].output, Some(json!(1).into()));
+        assert_eq!(s.steps["a"].output, Some(json!(2).into()));
         // Serialized, a shared record is the record itself.
         let text = serde_json::to_string(&owned).unwrap_or_default();
         assert!(text.contains(r#""steps":{"a":{"stepId":"a","status":"succeeded""#));

@@ -16,11 +16,12 @@ where
     Option::<T>::deserialize(de).map(Some)
 }
 
-/// `Option<Value>` where a present `null` is kept as `Some(Value::Null)`.
+/// `Option<Value>` (or `Option<JsonText>`) where a present `null` is kept as `Some(null)`.
 /// Use with `#[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]`.
-pub(crate) fn present<'de, D>(de: D) -> Result<Option<serde_json::Value>, D::Error>
+pub(crate) fn present<'de, T, D>(de: D) -> Result<Option<T>, D::Error>
 where
+    T: Deserialize<'de>,
     D: Deserializer<'de>,
 {
-    serde_json::Value::deserialize(de).map(Some)
+    T::deserialize(de).map(Some)
 }

@@ -380,7 +380,7 @@ mod tests {
         assert_eq!(r.status, RunStatus::Succeeded);
         let record = &r.state.steps["loop"];
         assert_eq!(record.status, StepStatus::Succeeded);
-        let out = record.output.as_ref().expect("output");
+        let out = &record.output.as_ref().expect("output").to_value();
         let ns: Vec<Value> = out["items"]
             .as_array()
             .expect("items")

@@ -22,6 +22,7 @@ use super::journal::{Extras, Frame, FrameView};
 use super::step::StepCtx;
 use super::walk::{GraphOutcome, StepEnd};
 use super::{EngineCode, EngineError};
+use crate::json::JsonText;
 use crate::expr::{ResolveError, Resolved};
 use crate::host::WorkflowContext;
 use crate::model::{
@@ -114,7 +115,7 @@ async fn start_with<C: WorkflowContext>(
     }
     record.extra.extend(record_extra);
     if let Ok(r) = &resolved {
-        record.input = Some(Value::Object(r.redacted()));
+        record.input = Some(r.redacted_text());
         super::journal::mark_secret_derived(&mut record, r);
     }
     cx.journal()
@@ -185,7 +186,7 @@ fn block_output(records: Option<&FrameView>, last_id: &str) -> Value {
         Some(FrameView::Typed(r)) => r
             .get(last_id)
             .filter(|r| r.status == StepStatus::Succeeded)
-            .and_then(|r| r.output.clone()),
+            .and_then(|r| r.output.as_ref().map(JsonText::to_value)),
         Some(FrameView::Json(r)) => r
             .get(last_id)
             .filter(|r| r.get("status").and_then(Value::as_str) == Some("succeeded"))

@@ -46,7 +46,7 @@ pub(super) async fn wait<C: WorkflowContext>(
     let mut record = cx.start_record();
     let params = match resolved {
         Ok(r) => {
-            record.input = Some(Value::Object(r.redacted()));
+            record.input = Some(r.redacted_text());
             mark_secret_derived(&mut record, &r);
             if is_secret_derived(&record) {
                 // SEC-1: the host records the wait time redacted.

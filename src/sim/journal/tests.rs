@@ -17,7 +17,7 @@ fn patch(run: &str, i: usize, big: usize) -> RunStatePatch {
         p.status = Some(RunStatus::Running);
     }
     let mut exec = StepExecution::new(&format!("s{i}"), StepStatus::Succeeded, 1);
-    exec.output = Some(json!({"i": i, "pad": "x".repeat(big)}));
+    exec.output = Some(json!({"i": i, "pad": "x".repeat(big)}).into());
     p.steps
         .insert(format!("s{i}"), std::sync::Arc::new(exec.clone()));
     // Running sub-block frames (D-188): set, replaced, removed or kept to the end (so a
@@ -26,7 +26,7 @@ fn patch(run: &str, i: usize, big: usize) -> RunStatePatch {
     match i % 8 {
         1 | 5 | 6 => {
             let mut exec = StepExecution::new(&format!("b{i}"), StepStatus::Succeeded, 1);
-            exec.output = Some(json!({"i": i}));
+            exec.output = Some(json!({"i": i}).into());
             let records = [(exec.step_id.clone(), std::sync::Arc::new(exec))];
             let k = if i % 8 == 6 { i - 1 } else { i };
             p.frames.insert(
