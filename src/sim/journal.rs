@@ -635,6 +635,16 @@ fn sync_dir(dir: &Path) -> Result<(), JournalError> {
     Ok(())
 }
 
+/// How many times [`Inner::lock`] tries again a lock its own process holds (2 ms apart).
+const OWN_LOCK_TRIES: u32 = 100;
+
+/// The pid a lock file names (empty when it names none).
+fn holder(f: &mut File) -> String {
+    let mut pid = String::new();
+    let _ = f.seek(SeekFrom::Start(0)).and_then(|_| f.read_to_string(&mut pid));
+    pid.trim().to_owned()
+}
+
 impl Inner {
     fn journal_path(&self, run_id: &str) -> Result<PathBuf, JournalError> {
         if !run_id_ok(run_id) {
@@ -652,7 +662,23 @@ impl Inner {
             .truncate(false)
             .open(&path)
             .map_err(io_err(&path))?;
-        match f.try_lock() {
+        // A lock this very process holds may be a closed store's, still held for a moment
+        // by a child this process is spawning (between its fork and its exec the child
+        // holds every descriptor): it is tried again for a short while before the run is
+        // called in use. Another process's lock is reported at once.
+        let mut tries = 0;
+        let locked = loop {
+            match f.try_lock() {
+                Err(std::fs::TryLockError::WouldBlock)
+                    if tries < OWN_LOCK_TRIES && holder(&mut f) == std::process::id().to_string() =>
+                {
+                    tries += 1;
+                    std::thread::sleep(std::time::Duration::from_millis(2));
+                }
+                other => break other,
+            }
+        };
+        match locked {
             Ok(()) => {
                 // The pid is informational (the OS lock is the exclusion): no fsync.
                 f.set_len(0)
@@ -662,15 +688,13 @@ impl Inner {
                 Ok(f)
             }
             Err(std::fs::TryLockError::WouldBlock) => {
-                let mut pid = String::new();
-                let _ = f.read_to_string(&mut pid);
-                let pid = pid.trim();
+                let pid = holder(&mut f);
                 Err(JournalError::InUse {
                     run_id: run_id.to_owned(),
                     pid: if pid.is_empty() {
                         "(unknown)".into()
                     } else {
-                        pid.to_owned()
+                        pid
                     },
                     lock: path,
                 })
