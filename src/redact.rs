@@ -632,13 +632,13 @@ mod tests {
         record.output = output.map(Into::into);
         let mut error = StepError::new(t[0].clone(), t[1].clone(), crate::model::Phase::Execute);
         error.step_id = Some(t[2].clone());
-        record.error = Some(error);
-        record.meta = Some(StepMeta {
+        record.error = Some(Box::new(error));
+        record.meta = Some(Box::new(StepMeta {
             app: t[3].clone(),
             version: t[4].clone(),
             action: t[5].clone(),
             connection_id: Some(t[6].clone()),
-        });
+        }));
         record.extra.insert(t[7].clone(), json!(null));
         record
     }

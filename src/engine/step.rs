@@ -144,7 +144,7 @@ impl<'a, C: WorkflowContext> StepCtx<'a, C> {
                 Phase::Execute,
             );
             e.retryable = false;
-            record.error = Some(e);
+            record.error = Some(Box::new(e));
         }
         if super::journal::is_secret_derived(record)
             && let Some(e) = &mut record.error
@@ -308,7 +308,7 @@ impl<'a, C: WorkflowContext> StepCtx<'a, C> {
                 Ok(output) => {
                     record.status = StepStatus::Succeeded;
                     record.output = Some(JsonText::new(&output));
-                    record.meta = meta;
+                    record.meta = meta.map(Box::new);
                     record.finished_at = Some(iso8601_from_ms(host.now_ms()));
                     return Ok(record);
                 }
@@ -478,9 +478,9 @@ pub(crate) fn finish_failed<C: WorkflowContext>(
     meta: Option<StepMeta>,
 ) -> StepExecution {
     record.status = StepStatus::Failed;
-    record.error = Some(error);
+    record.error = Some(Box::new(error));
     // META-4: a failed step MAY record its last attempt's meta (never published to scope).
-    record.meta = meta;
+    record.meta = meta.map(Box::new);
     record.finished_at = Some(iso8601_from_ms(ctx.now_ms()));
     record
 }

@@ -342,7 +342,7 @@ impl<'a, C: WorkflowContext> Walk<'a, C> {
             }
             StepStatus::Failed if step.on_error() == OnError::Fail => {
                 // ERR-1 / ERR-12.
-                let error = record.error.clone().unwrap_or_else(|| {
+                let error = record.error.as_deref().cloned().unwrap_or_else(|| {
                     StepError::new(EngineCode::StepFailed, "the step failed", Phase::Execute)
                 });
                 return Some(error.for_step(&step.id));

@@ -166,14 +166,14 @@ pub struct StepExecution {
     )]
     pub output: Option<JsonText>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub error: Option<StepError>,
+    pub error: Option<Box<StepError>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub started_at: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub finished_at: Option<String>,
     /// META-5: persisted with the record it belongs to.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub meta: Option<StepMeta>,
+    pub meta: Option<Box<StepMeta>>,
     /// Engine extensions (e.g. a step's `secretDerived`), kept verbatim. Holds no key that
     /// `blocks` holds (see there).
     #[serde(flatten, deserialize_with = "extra_of_record")]
@@ -828,15 +828,17 @@ mod tests {
         let mut full = StepExecution::new("b", StepStatus::Failed, 3);
         full.input = Some(json!({"x": [1, {"y": null}]}).into());
         full.output = Some(Value::Null.into());
-        full.error = Some(StepError::new("boom", "it broke", Phase::Execute).for_step("b"));
+        full.error = Some(Box::new(
+            StepError::new("boom", "it broke", Phase::Execute).for_step("b"),
+        ));
         full.started_at = Some("2026-01-01T00:00:00.000Z".into());
         full.finished_at = Some("2026-01-01T00:00:01.000Z".into());
-        full.meta = Some(StepMeta {
+        full.meta = Some(Box::new(StepMeta {
             app: "app".into(),
             version: "1".into(),
             action: "act".into(),
             connection_id: None,
-        });
+        }));
         full.extra.insert("iterations".into(), json!([1, 2]));
         full.extra.insert("attempt".into(), json!("ext"));
         // `to_value`'s document (where an extension named like a field replaces it; a
@@ -860,7 +862,7 @@ mod tests {
         state.status = RunStatus::Failed;
         state.variables.insert("v".into(), json!(1));
         state.output = Some(Value::Null);
-        state.error = shared.error.clone();
+        state.error = shared.error.as_deref().cloned();
         state.step_errors = vec![StepError::new("e", "m", Phase::Resolution)];
         state.extra.insert("resumeToken".into(), json!("t"));
         state.extra.insert("status".into(), json!("ext"));
@@ -983,7 +985,7 @@ mod tests {
         let mut a = StepExecution::new("a", StepStatus::Succeeded, 2);
         a.input = Some(json!({"item": 3}).into());
         a.output = Some(Value::Null.into());
-        a.error = Some(StepError::new("c", "m", Phase::Execute));
+        a.error = Some(Box::new(StepError::new("c", "m", Phase::Execute)));
         a.extra.insert("secretDerived".into(), json!(true));
         let b = StepExecution::new("b", StepStatus::Running, 1);
         let key = "frame:/loop.iterations[3]";
@@ -1162,7 +1164,7 @@ mod tests {
                 let mut r = StepExecution::new("s", statuses[status], attempt);
                 r.output = output.map(|n| json!({"n": n}).into());
                 if failed {
-                    r.error = Some(StepError::new("c", "m", Phase::Execute));
+                    r.error = Some(Box::new(StepError::new("c", "m", Phase::Execute)));
                 }
                 serde_json::to_value(&r).unwrap()
             });
