@@ -404,6 +404,14 @@ pub(crate) fn display(record: &mut StepExecution) {
 ///
 /// A recorded output that is `"[redacted]"` wholly and has an envelope is opened with
 /// `sealer` (built only then); an envelope that does not open leaves it as recorded.
+/// Whether `record`'s output is published as recorded: nothing sealed, no secret
+/// references to re-materialise.
+pub(crate) fn is_plain(record: &StepExecution) -> bool {
+    [SEALED_OUTPUT, ENCRYPTED_OUTPUT, SECRET_REFS]
+        .iter()
+        .all(|k| !record.extra.contains_key(*k))
+}
+
 /// [`unseal`] of a record the caller is done with: a plain output (nothing sealed, no
 /// secret references) moves out of the record instead of being copied.
 pub(crate) fn unseal_taking(
@@ -411,10 +419,7 @@ pub(crate) fn unseal_taking(
     secret: impl Fn(&str) -> Option<Value>,
     sealer: impl FnOnce() -> Option<Sealer>,
 ) -> Value {
-    let plain = [SEALED_OUTPUT, ENCRYPTED_OUTPUT, SECRET_REFS]
-        .iter()
-        .all(|k| !record.extra.contains_key(*k));
-    if plain {
+    if is_plain(record) {
         return record
             .output
             .take()

@@ -37,6 +37,9 @@ pub(crate) struct StepCtx<'a, C> {
     pub(crate) existing: Option<std::sync::Arc<StepExecution>>,
     /// ERR-4: the step declares an outgoing error edge.
     pub(crate) error_edge: bool,
+    /// The output this step succeeded with, as the value its record's text was written
+    /// from (D-193): settling publishes it into the scope instead of reading the text back.
+    pub(crate) live: std::cell::Cell<Option<Value>>,
 }
 
 impl<'a, C: WorkflowContext> StepCtx<'a, C> {
@@ -71,6 +74,7 @@ impl<'a, C: WorkflowContext> StepCtx<'a, C> {
     pub(crate) fn succeed(&self, mut record: StepExecution, output: Value) -> StepExecution {
         record.status = StepStatus::Succeeded;
         record.output = Some(JsonText::new(&output));
+        self.live.set(Some(output));
         record.finished_at = Some(iso8601_from_ms(self.host().now_ms()));
         record
     }
@@ -82,6 +86,7 @@ impl<'a, C: WorkflowContext> StepCtx<'a, C> {
 
     /// Run the step (not skipped, not already terminal) and commit its end.
     pub(crate) async fn run(self) -> Result<StepEnd, EngineError> {
+        self.live.set(None);
         let mut extras = Extras::default();
         let mut end = match self.kind {
             StepKind::App | StepKind::Internal => {
@@ -124,7 +129,19 @@ impl<'a, C: WorkflowContext> StepCtx<'a, C> {
                 .commit_step(self.host(), self.frame(), committed, extras)
                 .await?;
         }
-        Ok(end)
+        // The value a plain succeeded output was written from is what the scope would
+        // read back from its text (nothing sealed, nothing to re-materialise).
+        let live = self.live.take();
+        Ok(match (end, live) {
+            (StepEnd::Done(view), Some(output))
+                if view.status == StepStatus::Succeeded
+                    && view.output.is_some()
+                    && super::sealed::is_plain(&view) =>
+            {
+                StepEnd::Settled { view, output }
+            }
+            (end, _) => end,
+        })
     }
 
     /// The last word on a terminal record before it is committed: limits and SEC-1.
@@ -308,6 +325,7 @@ impl<'a, C: WorkflowContext> StepCtx<'a, C> {
                 Ok(output) => {
                     record.status = StepStatus::Succeeded;
                     record.output = Some(JsonText::new(&output));
+                    self.live.set(Some(output));
                     record.meta = meta.map(Box::new);
                     record.finished_at = Some(iso8601_from_ms(host.now_ms()));
                     return Ok(record);

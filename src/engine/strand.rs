@@ -178,7 +178,10 @@ impl Strands {
         let strand = self.strand_of[pos].unwrap_or(0);
         self.set_busy(strand, false);
         match end {
-            StepEnd::Done(record) => self.complete(walk, pos, strand, record, reached),
+            StepEnd::Done(record) => self.complete(walk, pos, strand, record, None, reached),
+            StepEnd::Settled { view, output } => {
+                self.complete(walk, pos, strand, view, Some(output), reached)
+            }
             StepEnd::Suspended(sus) => {
                 self.suspensions.push((pos, sus));
                 self.stopping = true;
@@ -198,12 +201,13 @@ impl Strands {
         pos: usize,
         strand: usize,
         mut record: StepExecution,
+        live: Option<serde_json::Value>,
         reached: &mut Reached,
     ) {
         let graph = walk.graph;
         let order = graph.order();
         let i = order[pos];
-        if let Some(error) = walk.settle(i, &mut record, reached) {
+        if let Some(error) = walk.settle(i, &mut record, live, reached) {
             self.failures.push((pos, error));
             self.stopping = true;
         }

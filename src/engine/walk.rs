@@ -50,6 +50,9 @@ pub(crate) enum StepEnd {
     /// Terminal; the record is committed by [`StepCtx::run`], which then answers what
     /// settling reads of it (no recorded input or timestamps).
     Done(StepExecution),
+    /// [`StepEnd::Done`] of a plain succeeded step, from [`StepCtx::run`]: what settling
+    /// reads, and the output as the value its recorded text was written from (D-193).
+    Settled { view: StepExecution, output: Value },
     /// A `wait` (here or inside a sub-block) suspended; the record stays `running`.
     Suspended(Suspension),
     /// The run's signal stopped a control's sub-blocks; the record stays `running`.
@@ -143,6 +146,7 @@ impl<'a, C: WorkflowContext> Walk<'a, C> {
     async fn sequential(self, mut reached: Reached) -> Result<GraphOutcome, EngineError> {
         for &i in self.graph.order() {
             let step = &self.engine.workflow.steps[i];
+            let mut live = None;
             let mut record = match self.journal.lookup(self.frame, &step.id) {
                 // RUN-4 / REPLAY-1: a terminal record is reused, never re-invoked — when
                 // this walk's routing reaches the step (`reusable`).
@@ -170,13 +174,17 @@ impl<'a, C: WorkflowContext> Walk<'a, C> {
                             .await?
                         {
                             StepEnd::Done(r) => r,
+                            StepEnd::Settled { view, output } => {
+                                live = Some(output);
+                                view
+                            }
                             StepEnd::Suspended(s) => return Ok(GraphOutcome::Suspended(s)),
                             StepEnd::Canceled => return Ok(GraphOutcome::Canceled),
                         }
                     }
                 }
             };
-            if let Some(error) = self.settle(i, &mut record, &mut reached) {
+            if let Some(error) = self.settle(i, &mut record, live, &mut reached) {
                 return Ok(GraphOutcome::Failed(error));
             }
         }
@@ -228,12 +236,12 @@ impl<'a, C: WorkflowContext> Walk<'a, C> {
             match self.journal.lookup(self.frame, &step.id) {
                 Some(r) if reusable(&r, &reached.skips, self.graph, i) => {
                     let r = std::sync::Arc::unwrap_or_clone(r);
-                    s.complete(self, pos, strand, r, reached);
+                    s.complete(self, pos, strand, r, None, reached);
                 }
                 existing => {
                     if reached.skips.step_skipped(self.graph, i) {
                         let r = self.record_skipped(i).await?;
-                        s.complete(self, pos, strand, r, reached);
+                        s.complete(self, pos, strand, r, None, reached);
                     } else {
                         s.set_busy(strand, true);
                         let inbound = self.join_inputs(&reached.skips, i);
@@ -271,6 +279,7 @@ impl<'a, C: WorkflowContext> Walk<'a, C> {
             inbound,
             existing,
             error_edge: has_error_edge(self.graph, i),
+            live: std::cell::Cell::new(None),
         }
     }
 
@@ -321,13 +330,14 @@ impl<'a, C: WorkflowContext> Walk<'a, C> {
         &self,
         i: usize,
         record: &mut StepExecution,
+        live: Option<Value>,
         reached: &mut Reached,
     ) -> Option<StepError> {
         let step = &self.engine.workflow.steps[i];
         let routed = match record.status {
             StepStatus::Succeeded => {
                 let unmatched = self.unmatched_if(i, record);
-                self.publish(i, record, &mut reached.scope);
+                self.publish(i, record, live, &mut reached.scope);
                 if unmatched {
                     // CTRL-2: an unmatched `if` skips every outgoing edge, error edges
                     // included, while the `if` itself succeeded.
@@ -359,7 +369,13 @@ impl<'a, C: WorkflowContext> Walk<'a, C> {
     }
 
     /// A succeeded step's output (and, META-4, meta for app steps only) in the scope.
-    fn publish(&self, i: usize, record: &mut StepExecution, scope: &mut RunScope) {
+    fn publish(
+        &self,
+        i: usize,
+        record: &mut StepExecution,
+        live: Option<Value>,
+        scope: &mut RunScope,
+    ) {
         let id = &self.engine.workflow.steps[i].id;
         let meta = if self.engine.kinds[i].carries_meta() {
             record
@@ -371,11 +387,14 @@ impl<'a, C: WorkflowContext> Walk<'a, C> {
         };
         // D-112: a recorded output's secret references re-materialised (inside the engine
         // only), so a resumed or replayed run reads what the crash-free run read.
-        let output = super::sealed::unseal_taking(
-            record,
-            |n| scope.secrets().get(n).cloned(),
-            || super::sealed::Sealer::of(self.host),
-        );
+        let output = match live {
+            Some(output) => output,
+            None => super::sealed::unseal_taking(
+                record,
+                |n| scope.secrets().get(n).cloned(),
+                || super::sealed::Sealer::of(self.host),
+            ),
+        };
         scope.publish_step(id, output, meta);
         if super::sealed::carries_secret(record) {
             // SEC-1: whatever reads this output is secret-derived too.

@@ -1,8 +1,6 @@
 //! [`JsonText`]: a JSON value held as its compact text (D-191, D-193).
 
-use serde::de::{DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Serialize};
-use smallvec::SmallVec;
 use serde_json::value::{RawValue, to_raw_value};
 use serde_json::{Map, Value};
 
@@ -71,79 +69,11 @@ impl JsonText {
         false
     }
 
-    /// The value the text stands for, every object and array sized exactly for its members
-    /// (D-193: a run's scope keeps what it reads from a record to the run's end, and
-    /// serde's own parse leaves a two-key object room for three).
+    /// The value the text stands for.
     pub fn to_value(&self) -> Value {
         // The text came from a value `serde_json` held, at most its read depth deep, so it
         // parses; were it ever refused, the text itself is kept, as a string, not lost.
-        let mut de = serde_json::Deserializer::from_str(self.0.get());
-        Tight
-            .deserialize(&mut de)
-            .and_then(|v| de.end().map(|()| v))
-            .unwrap_or_else(|_| Value::String(self.0.get().into()))
-    }
-}
-
-/// Reads a JSON value as serde_json's `Value` does, into exactly sized maps and vectors.
-struct Tight;
-
-impl<'de> DeserializeSeed<'de> for Tight {
-    type Value = Value;
-
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
-        d.deserialize_any(self)
-    }
-}
-
-impl<'de> Visitor<'de> for Tight {
-    type Value = Value;
-
-    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("any JSON value")
-    }
-
-    fn visit_bool<E>(self, v: bool) -> Result<Value, E> {
-        Ok(Value::Bool(v))
-    }
-    fn visit_i64<E>(self, v: i64) -> Result<Value, E> {
-        Ok(Value::from(v))
-    }
-    fn visit_u64<E>(self, v: u64) -> Result<Value, E> {
-        Ok(Value::from(v))
-    }
-    fn visit_f64<E>(self, v: f64) -> Result<Value, E> {
-        Ok(serde_json::Number::from_f64(v).map_or(Value::Null, Value::Number))
-    }
-    fn visit_str<E>(self, v: &str) -> Result<Value, E> {
-        Ok(Value::String(v.to_owned()))
-    }
-    fn visit_string<E>(self, v: String) -> Result<Value, E> {
-        Ok(Value::String(v))
-    }
-    fn visit_unit<E>(self) -> Result<Value, E> {
-        Ok(Value::Null)
-    }
-
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
-        let mut items: SmallVec<[Value; 8]> = SmallVec::new();
-        while let Some(v) = seq.next_element_seed(Tight)? {
-            items.push(v);
-        }
-        let mut out = Vec::with_capacity(items.len());
-        out.extend(items);
-        Ok(Value::Array(out))
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
-        let mut members: SmallVec<[(String, Value); 8]> = SmallVec::new();
-        while let Some(key) = map.next_key::<String>()? {
-            members.push((key, map.next_value_seed(Tight)?));
-        }
-        let mut out = Map::with_capacity(members.len());
-        // A repeated key keeps its first place and its last value, as serde's parse does.
-        out.extend(members);
-        Ok(Value::Object(out))
+        serde_json::from_str(self.0.get()).unwrap_or_else(|_| Value::String(self.0.get().into()))
     }
 }
 
