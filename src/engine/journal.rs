@@ -13,8 +13,8 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use super::EngineError;
-use crate::json::JsonText;
 use crate::host::WorkflowContext;
+use crate::json::JsonText;
 use crate::model::{FRAME_PREFIX, FrameRecords, RunState, RunStatePatch, StepError, StepExecution};
 
 /// SEC-1 taint: a step record whose params read a secret or a secret-derived value carries

@@ -13,9 +13,9 @@ use serde_json::{Value, json};
 use super::journal::{Frame, Journal};
 use super::walk::{RunCtx, Walk};
 use super::{EngineError, RunResult, RunSeed, StepKind};
-use crate::json::JsonText;
 use crate::expr::{CompiledWith, Dialect, ResolveError, RunScope};
 use crate::host::{LogLevel, WorkflowContext};
+use crate::json::JsonText;
 use crate::model::{RunState, RunStatus, StepStatus, ValidationCode, ValidationError, Workflow};
 use crate::plan::{ControlKind, Plan};
 

@@ -420,10 +420,7 @@ pub(crate) fn unseal_taking(
     sealer: impl FnOnce() -> Option<Sealer>,
 ) -> Value {
     if is_plain(record) {
-        return record
-            .output
-            .take()
-            .map_or(Value::Null, |t| t.to_value());
+        return record.output.take().map_or(Value::Null, |t| t.to_value());
     }
     unseal(record, secret, sealer)
 }

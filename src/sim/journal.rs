@@ -641,7 +641,9 @@ const OWN_LOCK_TRIES: u32 = 100;
 /// The pid a lock file names (empty when it names none).
 fn holder(f: &mut File) -> String {
     let mut pid = String::new();
-    let _ = f.seek(SeekFrom::Start(0)).and_then(|_| f.read_to_string(&mut pid));
+    let _ = f
+        .seek(SeekFrom::Start(0))
+        .and_then(|_| f.read_to_string(&mut pid));
     pid.trim().to_owned()
 }
 
@@ -670,7 +672,8 @@ impl Inner {
         let locked = loop {
             match f.try_lock() {
                 Err(std::fs::TryLockError::WouldBlock)
-                    if tries < OWN_LOCK_TRIES && holder(&mut f) == std::process::id().to_string() =>
+                    if tries < OWN_LOCK_TRIES
+                        && holder(&mut f) == std::process::id().to_string() =>
                 {
                     tries += 1;
                     std::thread::sleep(std::time::Duration::from_millis(2));

@@ -204,8 +204,8 @@ mod tests {
 
     use super::{CALL_DEPTH_MAX, Dispatch, declare_secret_derived, dispatch, input_secret_paths};
     use crate::engine::testing::{TestHost, block_on, run, workflow};
-    use crate::model::RunStatus;
     use crate::json::JsonText;
+    use crate::model::RunStatus;
 
     fn params(v: Value) -> Map<String, Value> {
         v.as_object().cloned().unwrap_or_default()

@@ -22,9 +22,9 @@ use super::journal::{Extras, Frame, FrameView};
 use super::step::StepCtx;
 use super::walk::{GraphOutcome, StepEnd};
 use super::{EngineCode, EngineError};
-use crate::json::JsonText;
 use crate::expr::{ResolveError, Resolved};
 use crate::host::WorkflowContext;
+use crate::json::JsonText;
 use crate::model::{
     BlockKind, Blocks, FrameRecords, Phase, StepError, StepExecution, StepStatus, records_json,
 };

@@ -224,7 +224,11 @@ mod tests {
         let host = TestHost::new();
         let r = run(&branches("race", [ok(5), ok(1), ok(3)]), &host);
         assert_eq!(r.status, RunStatus::Succeeded);
-        let out = r.state.steps["par"].output.as_ref().expect("output").to_value();
+        let out = r.state.steps["par"]
+            .output
+            .as_ref()
+            .expect("output")
+            .to_value();
         assert_eq!(out["winner"], 1);
         assert_eq!(out["output"], json!({"yields": 1}));
         for (b, id) in [(0, "a"), (2, "c")] {
@@ -259,7 +263,11 @@ mod tests {
         let host = TestHost::new();
         let r = run(&branches("any", [ok(6), ok(4), failing(1)]), &host);
         assert_eq!(r.status, RunStatus::Succeeded);
-        let out = r.state.steps["par"].output.as_ref().expect("output").to_value();
+        let out = r.state.steps["par"]
+            .output
+            .as_ref()
+            .expect("output")
+            .to_value();
         assert_eq!(out["winner"], 1);
         assert_eq!(branch_status(&r, 0, "a"), "skipped");
         assert_eq!(branch_status(&r, 2, "c"), "failed");
@@ -293,7 +301,11 @@ mod tests {
             ["a", "b", "c"],
             "launched in declared order"
         );
-        let out = r.state.steps["par"].output.as_ref().expect("output").to_value();
+        let out = r.state.steps["par"]
+            .output
+            .as_ref()
+            .expect("output")
+            .to_value();
         assert_eq!(
             out,
             json!({"branches": [{"yields": 3}, {"yields": 1}, {"yields": 2}]})
