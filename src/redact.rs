@@ -63,6 +63,9 @@ struct Search {
     finders: Vec<Finder<'static>>,
     /// No text shorter than this holds a needle.
     shortest: usize,
+    /// No needle holds a character JSON escapes (`"`, `\\`, a control character): a string
+    /// holding a needle then holds it verbatim in its JSON text too (D-193).
+    verbatim: bool,
 }
 
 impl Search {
@@ -72,10 +75,14 @@ impl Search {
             .map(|n| Finder::new(n.as_bytes()).into_owned())
             .collect();
         let shortest = all.iter().map(String::len).min().unwrap_or(0);
+        let verbatim = all
+            .iter()
+            .all(|n| !n.bytes().any(|b| b == b'"' || b == b'\\' || b < 0x20));
         Search {
             all,
             finders,
             shortest,
+            verbatim,
         }
     }
 
@@ -217,11 +224,12 @@ impl Scrubber {
         if self.is_empty() {
             return;
         }
-        let mut v = t.to_value();
-        if self.touches(&v) {
-            self.value(&mut v);
-            *t = JsonText::new(&v);
+        if !self.touches_text(&self.derived.borrow(), t) {
+            return;
         }
+        let mut v = t.to_value();
+        self.value(&mut v);
+        *t = JsonText::new(&v);
     }
 
     fn touches_value(&self, d: &Derived, v: &Value) -> bool {
@@ -239,6 +247,20 @@ impl Scrubber {
         }
     }
 
+    /// [`Scrubber::touches_value`] of a value held as text (D-193). Read off the text when
+    /// only needles can touch it and none is in the text (no string of it can hold one);
+    /// parsed otherwise.
+    fn touches_text(&self, d: &Derived, t: &JsonText) -> bool {
+        if d.values.is_empty()
+            && self.numbers.is_empty()
+            && d.search.verbatim
+            && !d.search.hits(t.as_str())
+        {
+            return false;
+        }
+        self.touches_value(d, &t.to_value())
+    }
+
     fn is_secret_number(&self, n: &Number) -> bool {
         self.numbers
             .iter()
@@ -249,12 +271,8 @@ impl Scrubber {
     fn touches_step(&self, s: &StepExecution) -> bool {
         let d = self.derived.borrow();
         let text = |t: &str| d.search.hits(t);
-        s.input
-            .iter()
-            .any(|t| self.touches_value(&d, &t.to_value()))
-            || s.output
-                .iter()
-                .any(|t| self.touches_value(&d, &t.to_value()))
+        s.input.iter().any(|t| self.touches_text(&d, t))
+            || s.output.iter().any(|t| self.touches_text(&d, t))
             || s.error.as_ref().is_some_and(|e| self.touches_error(&d, e))
             || s.meta.as_ref().is_some_and(|m| {
                 text(&m.app)
@@ -537,6 +555,41 @@ mod tests {
     proptest! {
         // Case count comes from PROPTEST_CASES (proptest default 256; CI sets 64).
         #![proptest_config(ProptestConfig::default())]
+
+        /// D-193: a value held as text is touched exactly when the value is, whether the
+        /// text decides it (needles JSON writes verbatim, the text searched as it is) or the
+        /// value must be read: needles with quotes, backslashes and control characters,
+        /// needles spanning a member's punctuation, secret numbers, derived values.
+        #[test]
+        fn a_text_is_touched_exactly_when_its_value_is(
+            v in crate::json::arb_tree(
+                prop_oneof![
+                    (0i64..4).prop_map(|n| json!(n)),
+                    "[xy1\",:\\\u{1}]{0,4}".prop_map(Value::String),
+                ],
+                "[xy1\",]{1,2}",
+            ),
+            secrets in prop::collection::vec(
+                prop_oneof![
+                    "[xy1\",:\\\u{1}]{1,3}".prop_map(Value::String),
+                    (1i64..4).prop_map(|n| json!(n)),
+                ],
+                0..3,
+            ),
+            derived in prop::option::of(value()),
+        ) {
+            let s = Scrubber::new(secrets.iter());
+            if let Some(d) = &derived {
+                s.add_derived(d);
+            }
+            let text = JsonText::new(&v);
+            let d = s.derived.borrow();
+            prop_assert_eq!(s.touches_text(&d, &text), s.touches_value(&d, &v), "{}", v);
+            drop(d);
+            let mut scrubbed = text.clone();
+            s.json_text(&mut scrubbed);
+            prop_assert_eq!(scrubbed.to_value(), s.scrubbed(v.clone()));
+        }
 
         /// The read-only predicate is exact: a value is touched if and only if scrubbing
         /// changes it — so a shared record is copied exactly when it must be, and one
