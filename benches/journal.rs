@@ -69,7 +69,7 @@ impl Grown {
         self.world.total_invocations += 1;
         self.world.invocation_counts.insert(id.clone(), 1);
         self.world.invocations.push(Invocation {
-            step_id: id.clone(),
+            step_id: id.as_str().into(),
             app: "echo".into(),
             action: "echo".into(),
             connection: None,

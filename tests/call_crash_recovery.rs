@@ -127,7 +127,8 @@ fn invocations(r: &Report) -> BTreeMap<(String, String), u64> {
     let mut out = BTreeMap::new();
     for i in &r.world.invocations {
         let run = i.run_id.as_deref().unwrap_or("top");
-        *out.entry((run.to_owned(), i.step_id.clone())).or_insert(0) += 1;
+        *out.entry((run.to_owned(), i.step_id.to_string()))
+            .or_insert(0) += 1;
     }
     out
 }

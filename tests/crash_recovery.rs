@@ -170,7 +170,7 @@ fn semantic(r: &Report) -> Value {
 fn invocations(r: &Report) -> std::collections::BTreeMap<String, u64> {
     let mut out = std::collections::BTreeMap::new();
     for i in &r.world.invocations {
-        let id = i.step_id.clone();
+        let id = i.step_id.to_string();
         *out.entry(id).or_insert(0) += 1;
     }
     out

@@ -404,7 +404,7 @@ mod engine_seam {
         )
         .expect("report");
         let leak = &report.world.invocations[0];
-        assert_eq!(leak.step_id, "leak");
+        assert_eq!(&*leak.step_id, "leak");
         assert_eq!(
             leak.params.to_value()["n"],
             1,

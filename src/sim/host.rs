@@ -196,14 +196,14 @@ impl WorkflowContext for SimHost<'_> {
         // Typed (D-186): the report's JSON object is built only when a report is. The
         // request's texts move into it; nothing reads them from the request after this.
         let mut entry = Invocation {
-            step_id: req.step_id,
-            app: req.app,
-            action: req.action,
-            connection: req.connection,
+            step_id: req.step_id.into(),
+            app: req.app.into(),
+            action: req.action.into(),
+            connection: req.connection.map(Into::into),
             attempt: req.attempt,
             params,
             at_ms,
-            run_id: (self.role == Role::Child).then(|| self.info.id.clone()),
+            run_id: (self.role == Role::Child).then(|| self.info.id.as_str().into()),
         };
         entry.scrub_texts(self.scrub);
         if outcome.latency_ms > 0 {
@@ -586,7 +586,7 @@ impl Drop for CancelGuard<'_, '_> {
         let mut fields = json!({"stepId": self.entry.step_id, "attempt": self.entry.attempt,
                "note": "canceled by the engine before the action settled"});
         if let (Some(id), Value::Object(m)) = (&self.entry.run_id, &mut fields) {
-            m.insert("runId".into(), Value::String(id.clone()));
+            m.insert("runId".into(), Value::String(id.to_string()));
         }
         self.host
             .world

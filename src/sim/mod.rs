@@ -536,6 +536,11 @@ impl<'a> Sim<'a> {
             // Only faults and scripts name steps that may not exist.
             check_reachable_typed(workflow, scenario)?;
         }
+        let mut snap = snap;
+        // Most steps invoke once: the log is sized for that, not grown by doubling to as
+        // much as twice what a long run needs (D-195).
+        let expected = usize::try_from(options.limits.invocations).unwrap_or(usize::MAX);
+        snap.invocations.reserve(workflow.steps.len().min(expected));
         Ok(Sim::with_driver(
             driver,
             workflow.id.clone(),

@@ -89,37 +89,41 @@ impl Default for WorldSnapshot {
 /// child run's invocation (D-125).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+///
+/// A long run keeps one per invocation to its end, so its texts are exactly sized boxes,
+/// not growable strings (D-195).
 pub struct Invocation {
-    pub step_id: String,
-    pub app: String,
-    pub action: String,
+    pub step_id: Box<str>,
+    pub app: Box<str>,
+    pub action: Box<str>,
     /// `null` when the step names no connection.
-    pub connection: Option<String>,
+    pub connection: Option<Box<str>>,
     pub attempt: u32,
     /// The redacted params (an object; the string `"[redacted]"` if the whole object
     /// was declared secret-derived), held as compact JSON text (D-191).
     pub params: JsonText,
     pub at_ms: u64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub run_id: Option<String>,
+    pub run_id: Option<Box<str>>,
 }
 
 impl Invocation {
     /// The report's JSON object, keys in the order serde writes them.
     pub fn into_json(self) -> Value {
         let mut m = Map::with_capacity(8);
-        m.insert("stepId".into(), Value::String(self.step_id));
-        m.insert("app".into(), Value::String(self.app));
-        m.insert("action".into(), Value::String(self.action));
+        let text = |t: Box<str>| Value::String(t.into());
+        m.insert("stepId".into(), text(self.step_id));
+        m.insert("app".into(), text(self.app));
+        m.insert("action".into(), text(self.action));
         m.insert(
             "connection".into(),
-            self.connection.map_or(Value::Null, Value::String),
+            self.connection.map_or(Value::Null, text),
         );
         m.insert("attempt".into(), Value::from(self.attempt));
         m.insert("params".into(), self.params.to_value());
         m.insert("atMs".into(), Value::from(self.at_ms));
         if let Some(id) = self.run_id {
-            m.insert("runId".into(), Value::String(id));
+            m.insert("runId".into(), text(id));
         }
         Value::Object(m)
     }
@@ -147,11 +151,11 @@ impl Invocation {
             .chain(self.connection.as_mut())
             .chain(self.run_id.as_mut())
         {
-            let mut v = Value::String(std::mem::take(t));
+            let mut v = Value::String(std::mem::take(t).into());
             scrub.value(&mut v);
             *t = match v {
-                Value::String(s) => s,
-                other => other.to_string(),
+                Value::String(s) => s.into(),
+                other => other.to_string().into(),
             };
         }
     }
@@ -373,11 +377,11 @@ mod tests {
             step_id: "fetch".into(),
             app: "http".into(),
             action: "get".into(),
-            connection: connection.map(str::to_owned),
+            connection: connection.map(Into::into),
             attempt: 2,
             params: JsonText::new(&json!({"url": "https://x.test/s3cr3t-token", "n": 1})),
             at_ms: EPOCH_MS + 5,
-            run_id: run_id.map(str::to_owned),
+            run_id: run_id.map(Into::into),
         }
     }
 

@@ -51,7 +51,7 @@ fn advance(world: &mut WorldSnapshot, i: usize) -> Vec<String> {
     let key = format!("s{}", i % 3);
     *world.invocation_counts.entry(key.clone()).or_insert(0) += 1;
     world.invocations.push(crate::sim::world::Invocation {
-        step_id: format!("s{i}"),
+        step_id: format!("s{i}").into(),
         app: "echo".into(),
         action: "echo".into(),
         connection: None,
