@@ -143,7 +143,7 @@ fn invocations(r: &Report, step: &str) -> u64 {
     r.world
         .invocations
         .iter()
-        .filter(|i| i.step_id == step)
+        .filter(|i| &*i.step_id == step)
         .count() as u64
 }
 
@@ -427,5 +427,60 @@ proptest! {
             prop_assert_eq!(statuses(&replayed.run), statuses(&plain.run), "replay from {:?}{}", from, ctx);
             assert_no_secret_piece(&replayed, &secret, "replay");
         }
+    }
+}
+
+/// D-195: a late step reads an entry published long before it — whose parse the scope
+/// dropped long ago — meta included, and the whole `steps` root, exactly as a two-step run
+/// reads the same entry.
+#[test]
+fn a_late_step_reads_an_early_entry_as_a_short_run_does() {
+    fn chain(n: usize) -> Value {
+        let mut steps: Vec<Value> = (0..n - 1)
+            .map(|i| {
+                let with = if i == 0 {
+                    json!({"seed": 1, "text": "a \"quoted\" \\ line\n", "x": 0.1})
+                } else {
+                    json!({"prev": {"$": format!("steps.s{}.output.i", i - 1)}, "i": i})
+                };
+                json!({"id": format!("s{i}"), "uses": {"app": "echo", "action": "echo"}, "with": with})
+            })
+            .collect();
+        steps.push(
+            json!({"id": "last", "uses": {"app": "echo", "action": "echo"},
+            "with": {"first": {"$": "steps.s0"}, "text": "{{ steps.s0.output.text }}",
+                     "whole": {"$": "steps"}}}),
+        );
+        json!({"manifestVersion": "2", "id": "wf_late", "name": "late", "steps": steps})
+    }
+    let scenario = sim::load_scenario(&json!({"actions": {"s0": {
+        "meta": {"app": "echo", "version": "1.2.3", "action": "echo"}}}}))
+    .expect("scenario");
+    let options = SimOptions {
+        keep_trace: false,
+        ..SimOptions::default()
+    };
+    let last = |n: usize| -> Value {
+        let wf = sim::load_workflow(&chain(n)).expect("workflow");
+        let r = sim::run(&wf, &scenario, &options, None).expect("report");
+        assert_eq!(r.run.status.as_str(), "succeeded", "{n} steps");
+        r.run.steps["last"]
+            .output
+            .as_ref()
+            .map(|t| t.to_value())
+            .expect("output")
+    };
+    let short = last(2);
+    assert!(short["first"]["meta"].is_object(), "{short}");
+    for n in [300, 1_000] {
+        let long = last(n);
+        assert_eq!(long["first"], short["first"], "{n} steps");
+        assert_eq!(long["text"], short["text"], "{n} steps");
+        let whole = long["whole"].as_object().expect("the steps root");
+        assert_eq!(whole.len(), n - 1);
+        assert_eq!(whole["s0"], short["first"]);
+        assert_eq!(whole["s150"], json!({"output": {"prev": 149, "i": 150}}));
+        let order: Vec<&String> = whole.keys().take(3).collect();
+        assert_eq!(order, ["s0", "s1", "s2"]);
     }
 }

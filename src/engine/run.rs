@@ -56,10 +56,34 @@ pub struct Engine<'w> {
     pub(crate) workflow: &'w Workflow,
     pub(crate) plan: Plan,
     pub(crate) kinds: Vec<StepKind>,
-    /// Each step's `with` block, compiled once per workflow (issue 3 "compile once"): a
-    /// static problem (unknown operator, bad `=` payload) is kept and fails that step at
+    /// The expression dialect the workflow asked for (D-6).
+    pub(crate) dialect: Dialect,
+    /// Each sub-block step's `with` block, compiled once per workflow (issue 3 "compile
+    /// once"); `None` for a main-graph step, compiled by [`Engine::compile`] when it runs
+    /// (D-195; boxed, as a long run's steps are mostly main-graph ones). A static problem (unknown operator, bad `=` payload) fails that step at
     /// run time with phase `resolution`, exactly where an author would look for it.
-    pub(crate) compiled: Vec<Result<CompiledWith, ResolveError>>,
+    pub(crate) compiled: Vec<Option<Box<Result<CompiledWith, ResolveError>>>>,
+}
+
+/// Step `i`'s `with` block, compiled. Companion §1.10: a merge entry made of one marker
+/// keeps its type (D-71).
+fn compile_step(
+    workflow: &Workflow,
+    plan: &Plan,
+    i: usize,
+    dialect: Dialect,
+) -> Result<CompiledWith, ResolveError> {
+    let empty = serde_json::Map::new();
+    let with = workflow
+        .steps
+        .get(i)
+        .and_then(|s| s.with.as_ref())
+        .unwrap_or(&empty);
+    let compiled = CompiledWith::compile_with(with, dialect);
+    match plan.controls.control(i).map(|c| c.kind) {
+        Some(ControlKind::Merge) => compiled.map(|c| c.with_single_reference_entries(with)),
+        _ => compiled,
+    }
 }
 
 /// The workflow-level extension key that opts a workflow into the extended JSONLogic
@@ -115,29 +139,35 @@ impl<'w> Engine<'w> {
         if !problems.is_empty() {
             return Err(EngineError::InvalidWorkflow(problems));
         }
-        let empty = serde_json::Map::new();
-        let compiled = workflow
-            .steps
-            .iter()
-            .enumerate()
-            .map(|(i, s)| {
-                let with = s.with.as_ref().unwrap_or(&empty);
-                let compiled = CompiledWith::compile_with(with, dialect);
-                // Companion §1.10: a merge entry made of one marker keeps its type (D-71).
-                match plan.controls.control(i).map(|c| c.kind) {
-                    Some(ControlKind::Merge) => {
-                        compiled.map(|c| c.with_single_reference_entries(with))
-                    }
-                    _ => compiled,
-                }
+        // A sub-block step (a foreach body, a parallel branch) may run once per instance,
+        // so its with block is compiled once, here. A main-graph step runs once per pass:
+        // it is compiled when it runs and dropped after, so a long run does not keep every
+        // step's compiled block alive to its end (D-195).
+        let compiled = (0..workflow.steps.len())
+            .map(|i| {
+                (plan.rank.get(i) == Some(&crate::plan::NOT_ON_MAIN_GRAPH))
+                    .then(|| Box::new(compile_step(workflow, &plan, i, dialect)))
             })
             .collect();
         Ok(Engine {
             workflow,
             plan,
             kinds,
+            dialect,
             compiled,
         })
+    }
+
+    /// Step `i`'s compiled `with` block: the one compiled up front for a sub-block step,
+    /// else compiled now (D-195).
+    pub(crate) fn compile(
+        &self,
+        i: usize,
+    ) -> std::borrow::Cow<'_, Result<CompiledWith, ResolveError>> {
+        match self.compiled.get(i) {
+            Some(Some(c)) => std::borrow::Cow::Borrowed(&**c),
+            _ => std::borrow::Cow::Owned(compile_step(self.workflow, &self.plan, i, self.dialect)),
+        }
     }
 
     /// The deterministic plan order, as step ids.
@@ -406,9 +436,7 @@ impl<'w> Engine<'w> {
     fn scope<C: WorkflowContext>(&self, ctx: &C, journal: &Journal) -> RunScope {
         let mut scope = RunScope::new().with_secrets(ctx.secrets());
         // `steps` fills in as the walk publishes: sized once for every step.
-        scope.steps = Arc::new(Value::Object(serde_json::Map::with_capacity(
-            self.workflow.steps.len(),
-        )));
+        scope.reserve_steps(self.workflow.steps.len());
         scope.vars = Arc::new(self.variables(journal, &scope));
         taint_pointers(&mut scope, "vars", &secret_variables(journal));
         scope.trigger = Arc::new(

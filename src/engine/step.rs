@@ -55,12 +55,12 @@ impl<'a, C: WorkflowContext> StepCtx<'a, C> {
         self.walk.frame
     }
 
-    /// The step's `with` block resolved against its scope (compiled once per workflow).
+    /// The step's `with` block resolved against its scope (see [`Engine::compile`]).
     pub(crate) fn resolve(&self) -> Result<Resolved, ResolveError> {
-        self.walk.engine.compiled[self.i]
-            .as_ref()
-            .map_err(Clone::clone)
-            .and_then(|c| c.resolve(self.scope, ResolveMode::Run))
+        match &*self.walk.engine.compile(self.i) {
+            Ok(c) => c.resolve(self.scope, ResolveMode::Run),
+            Err(e) => Err(e.clone()),
+        }
     }
 
     /// A fresh `running` record, started now.
@@ -75,6 +75,15 @@ impl<'a, C: WorkflowContext> StepCtx<'a, C> {
         record.status = StepStatus::Succeeded;
         record.output = Some(JsonText::new(&output));
         self.live.set(Some(output));
+        record.finished_at = Some(iso8601_from_ms(self.host().now_ms()));
+        record
+    }
+
+    /// `record` succeeded with the output `text`, now: a control's output written from
+    /// its instances' texts (D-195); the scope parses it when read.
+    pub(crate) fn succeed_text(&self, mut record: StepExecution, text: JsonText) -> StepExecution {
+        record.status = StepStatus::Succeeded;
+        record.output = Some(text);
         record.finished_at = Some(iso8601_from_ms(self.host().now_ms()));
         record
     }

@@ -20,6 +20,7 @@ use super::strand::{InFlight, LocalFuture, Strands};
 use super::{EngineCode, EngineError, StepKind};
 use crate::expr::RunScope;
 use crate::host::{LogLevel, WorkflowContext};
+use crate::json::JsonText;
 use crate::model::{FanOut, OnError, Phase, StepError, StepExecution, StepStatus};
 use crate::plan::ControlKind;
 
@@ -378,24 +379,32 @@ impl<'a, C: WorkflowContext> Walk<'a, C> {
     ) {
         let id = &self.engine.workflow.steps[i].id;
         let meta = if self.engine.kinds[i].carries_meta() {
-            record
-                .meta
-                .as_ref()
-                .and_then(|m| serde_json::to_value(m).ok())
+            record.meta.as_deref().map(JsonText::of)
         } else {
             None
         };
-        // D-112: a recorded output's secret references re-materialised (inside the engine
-        // only), so a resumed or replayed run reads what the crash-free run read.
-        let output = match live {
-            Some(output) => output,
-            None => super::sealed::unseal_taking(
-                record,
-                |n| scope.secrets().get(n).cloned(),
-                || super::sealed::Sealer::of(self.host),
-            ),
-        };
-        scope.publish_step(id, output, meta);
+        let text = record.output.take();
+        match (live, text) {
+            // D-195: a plain output (nothing sealed, no secret references: the value is
+            // its text's) is kept as its record's text, parsed while in use.
+            (live, Some(text)) if live.is_some() || super::sealed::is_plain(record) => {
+                scope.publish_step_texts(id, live, text, meta);
+            }
+            (live, text) => {
+                record.output = text;
+                // D-112: a recorded output's secret references re-materialised (inside
+                // the engine only), so a resumed or replayed run reads what the
+                // crash-free run read.
+                let output = live.unwrap_or_else(|| {
+                    super::sealed::unseal_taking(
+                        record,
+                        |n| scope.secrets().get(n).cloned(),
+                        || super::sealed::Sealer::of(self.host),
+                    )
+                });
+                scope.publish_step(id, output, meta.map(|m| m.to_value()));
+            }
+        }
         if super::sealed::carries_secret(record) {
             // SEC-1: whatever reads this output is secret-derived too.
             scope.taint(&["steps", id]);

@@ -592,20 +592,21 @@ fn walk<'a, S: Segment>(data: &Data<'a, '_>, segments: &[S]) -> Option<At<'a>> {
     let mut rest = rest;
     let mut current = match data {
         Data::Json(v) => At::Json(v).step(first)?,
-        Data::Root(r) if first.as_ref() == "steps" && r.steps_layered() => {
-            // D-187: a sub-walk's `steps` is layered: an entry is read through every
-            // layer, the whole root is materialised.
+        Data::Root(r) if first.as_ref() == "steps" => {
+            // D-187, D-195: an entry is read through every layer of `steps`; the whole
+            // root is built (one layer's once per write, layers merged per read).
             r.note_read(segments); // SEC-1 taint tracking
             match rest.split_first() {
                 Some((id, after)) => {
                     rest = after;
                     At::Json(r.step_entry(id.as_ref())?)
                 }
-                None => {
-                    return Some(At::Computed(Val::Owned(Rc::new(
-                        r.steps_value().into_owned(),
-                    ))));
-                }
+                None => match r.steps_value() {
+                    std::borrow::Cow::Borrowed(whole) => At::Json(whole),
+                    std::borrow::Cow::Owned(whole) => {
+                        return Some(At::Computed(Val::Owned(Rc::new(whole))));
+                    }
+                },
             }
         }
         Data::Root(r) => {
@@ -678,7 +679,7 @@ fn static_var<'a>(
             let Some((first, rest)) = segs.split_first() else {
                 return Err(()); // the whole root is materialised
             };
-            if first.as_ref() == "steps" && r.steps_layered() {
+            if first.as_ref() == "steps" {
                 return Err(()); // D-187: read through the layers by the general walk
             }
             r.note_read(segs); // SEC-1 taint tracking

@@ -21,6 +21,7 @@ mod limits;
 pub(crate) mod number;
 mod resolve;
 mod scope;
+mod steps;
 mod template;
 mod value;
 

@@ -39,6 +39,9 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
+use super::steps::StepsLayer;
+use crate::json::JsonText;
+
 /// The eight closed run-scope root names (TPL-7), in the RFC's order.
 pub const ROOTS: [&str; 8] = [
     "vars",
@@ -103,15 +106,16 @@ pub struct DataScope {
     /// Writing one (`Arc::make_mut`, as [`DataScope::publish_step`] does) copies it only
     /// while another scope still shares it.
     pub vars: Arc<Value>,
-    /// `steps.<id>` = `{ output, meta? }` for steps that published into scope (an object):
-    /// this walk's own entries. The engine starts a sub-walk's scope (a foreach iteration,
-    /// a parallel branch) with an empty layer of its own over its parent's, so publishing
-    /// there never copies the enclosing run's entries (D-187); every read sees all layers
-    /// ([`DataScope::step_entry`], [`DataScope::steps_value`]). A scope built outside the
-    /// crate has one layer: this one.
-    pub steps: Arc<Value>,
+    /// `steps.<id>` = `{ output, meta? }` for steps that published into scope: this
+    /// walk's own entries. The engine starts a sub-walk's scope (a foreach iteration, a
+    /// parallel branch) with an empty layer of its own over its parent's, so publishing
+    /// there never copies the enclosing run's entries (D-187). An entry the engine
+    /// published from a step record keeps that record's texts and is parsed only while in
+    /// use (D-195). Read entries with [`DataScope::step_entry`] and the whole root with
+    /// [`DataScope::steps_value`]; both see every layer.
+    steps: Arc<StepsLayer>,
     /// The enclosing walks' `steps` layers, outermost first (empty outside a sub-walk).
-    outer_steps: Vec<Arc<Value>>,
+    outer_steps: Vec<Arc<StepsLayer>>,
     /// `{ type, event? }`.
     pub trigger: Arc<Value>,
     /// `documents.<key>` (an object).
@@ -142,7 +146,7 @@ impl DataScope {
     pub fn new() -> DataScope {
         DataScope {
             vars: Arc::new(Value::Object(Map::new())),
-            steps: Arc::new(Value::Object(Map::new())),
+            steps: Arc::new(StepsLayer::default()),
             trigger: Arc::new(Value::Null),
             documents: Arc::new(Value::Object(Map::new())),
             outer_steps: Vec::new(),
@@ -168,7 +172,11 @@ impl DataScope {
         for (k, v) in obj {
             match k.as_str() {
                 "vars" => scope.vars = Arc::new(object_or_empty(v)),
-                "steps" => scope.steps = Arc::new(object_or_empty(v)),
+                "steps" => {
+                    let empty = Map::new();
+                    let object = v.as_object().unwrap_or(&empty);
+                    scope.steps = Arc::new(StepsLayer::from_object(object));
+                }
                 "trigger" => scope.trigger = Arc::new(v.clone()),
                 "secrets" => {}
                 "documents" => scope.documents = Arc::new(object_or_empty(v)),
@@ -220,12 +228,35 @@ impl DataScope {
         if let Some(meta) = meta {
             entry.insert("meta".into(), meta);
         }
-        let steps = Arc::make_mut(&mut self.steps);
-        if !steps.is_object() {
-            *steps = Value::Object(Map::new());
-        }
-        if let Value::Object(steps) = steps {
-            steps.insert(step_id.to_owned(), Value::Object(entry));
+        Arc::make_mut(&mut self.steps).insert_value(step_id, Value::Object(entry));
+    }
+
+    /// D-195: publish `steps.<id> = { output, meta? }` from the compact JSON texts a step
+    /// record holds; `output`, when given, is the value the output text was written from
+    /// (else the text is parsed when first read). The scope keeps the texts and drops the
+    /// parsed value when it is no longer in use.
+    pub(crate) fn publish_step_texts(
+        &mut self,
+        step_id: &str,
+        output: Option<Value>,
+        output_text: JsonText,
+        meta: Option<JsonText>,
+    ) {
+        let live = output.map(|output| {
+            let mut entry = Map::with_capacity(1 + usize::from(meta.is_some()));
+            entry.insert("output".into(), output);
+            if let Some(meta) = &meta {
+                entry.insert("meta".into(), meta.to_value());
+            }
+            Value::Object(entry)
+        });
+        Arc::make_mut(&mut self.steps).insert_texts(step_id, output_text, meta, live);
+    }
+
+    /// Room for `n` entries in this walk's `steps` layer (a run publishes one per step).
+    pub(crate) fn reserve_steps(&mut self, n: usize) {
+        if self.steps.is_empty() {
+            self.steps = Arc::new(StepsLayer::with_capacity(n));
         }
     }
 
@@ -233,8 +264,8 @@ impl DataScope {
     /// sub-walk publishes never copies the enclosing walk's entries (a foreach after a long
     /// run once copied the whole run's outputs per iteration).
     pub(crate) fn nest_steps(&mut self) {
-        if self.steps.as_object().is_some_and(|m| !m.is_empty()) {
-            let own = std::mem::replace(&mut self.steps, Arc::new(Value::Object(Map::new())));
+        if !self.steps.is_empty() {
+            let own = std::mem::replace(&mut self.steps, Arc::new(StepsLayer::default()));
             self.outer_steps.push(own);
         }
     }
@@ -248,15 +279,15 @@ impl DataScope {
 
     /// The whole `steps` root: the one layer as it is, or every layer merged — outer
     /// entries first in their order, an inner entry replacing an outer one in place, as
-    /// publishing into a copy of the outer entries would have placed it.
+    /// publishing into a copy of the outer entries would have placed it. O(scope).
     pub fn steps_value(&self) -> std::borrow::Cow<'_, Value> {
         if self.outer_steps.is_empty() {
-            return std::borrow::Cow::Borrowed(&*self.steps);
+            return std::borrow::Cow::Borrowed(self.steps.whole());
         }
         let mut merged = Map::new();
         for layer in self.outer_steps.iter().chain(std::iter::once(&self.steps)) {
-            for (k, v) in layer.as_object().into_iter().flatten() {
-                merged.insert(k.clone(), v.clone());
+            for (k, v) in layer.to_entries() {
+                merged.insert(k.to_owned(), v);
             }
         }
         std::borrow::Cow::Owned(Value::Object(merged))
@@ -269,15 +300,14 @@ impl DataScope {
 
     /// Remove a step's scope entry (a run-level retry starts the graph again).
     pub fn unpublish_step(&mut self, step_id: &str) {
-        if self.outer_steps.iter().any(|l| l.get(step_id).is_some()) {
+        if self.outer_steps.iter().any(|l| l.contains(step_id)) {
             // An enclosing layer holds it: one layer again, then remove it there.
-            self.steps = Arc::new(self.steps_value().into_owned());
+            let layers = self.outer_steps.iter().chain(std::iter::once(&self.steps));
+            self.steps = Arc::new(StepsLayer::merged(layers.map(|l| &**l)));
             self.outer_steps.clear();
         }
-        if self.steps.get(step_id).is_some()
-            && let Value::Object(steps) = Arc::make_mut(&mut self.steps)
-        {
-            steps.shift_remove(step_id);
+        if self.steps.contains(step_id) {
+            Arc::make_mut(&mut self.steps).remove(step_id);
         }
         self.tainted
             .retain(|t| !(t.len() == 2 && t[0] == "steps" && t[1] == step_id));
@@ -400,15 +430,15 @@ impl<'a> DataRoot<'a> {
         self.data.take_touched()
     }
 
-    /// The value of a top-level key of the data root, `None` when absent. For `steps` in a
-    /// sub-walk's scope (more than one layer, D-187) this is the walk's own layer only:
-    /// read entries with [`DataRoot::step_entry`] and the whole root with
-    /// [`DataRoot::to_value`] (every reader in this crate does).
+    /// The value of a top-level key of the data root, `None` when absent. For `steps` this
+    /// is the walk's own layer only (a sub-walk's scope has more than one, D-187), built
+    /// whole (O(layer)): read entries with [`DataRoot::step_entry`] and the whole root
+    /// with [`DataRoot::to_value`] (every reader in this crate does).
     pub fn root(&self, name: &str) -> Option<&'a Value> {
         let s = self.data;
         match name {
             "vars" => Some(&*s.vars),
-            "steps" => Some(&*s.steps),
+            "steps" => Some(s.steps.whole()),
             "trigger" => Some(&*s.trigger),
             "documents" => Some(&*s.documents),
             "inputs" => s.inputs.as_ref(),
@@ -422,11 +452,6 @@ impl<'a> DataRoot<'a> {
     /// The entry `steps.<id>` through every layer of the scope (D-187).
     pub fn step_entry(&self, id: &str) -> Option<&'a Value> {
         self.data.step_entry(id)
-    }
-
-    /// Whether the `steps` root has more than one layer (a sub-walk's scope, D-187).
-    pub(crate) fn steps_layered(&self) -> bool {
-        self.data.steps_layered()
     }
 
     /// The whole `steps` root through every layer (see [`DataScope::steps_value`]).
@@ -444,10 +469,14 @@ impl<'a> DataRoot<'a> {
         self.note_read(&path.split('.').collect::<Vec<_>>());
         let mut segments = path.split('.');
         let first = segments.next()?;
-        let mut current = if first == "steps" && self.data.steps_layered() {
+        let mut current = if first == "steps" {
             // D-187: the entry through every layer; the whole layered root is no one
             // value to borrow (`to_value` materialises it).
-            self.step_entry(segments.next()?)?
+            match segments.next() {
+                Some(id) => self.step_entry(id)?,
+                None if self.data.steps_layered() => return None,
+                None => self.data.steps.whole(),
+            }
         } else {
             self.root(first)?
         };
@@ -528,6 +557,7 @@ mod tests {
         }
         nested.nest_steps();
         assert!(nested.steps_layered() && nested.steps.get("a").is_none());
+        assert!(nested.step_entry("a").is_some(), "read through the layers");
         for (id, v) in [("d", 4), ("b", 5)] {
             flat.publish_step(id, serde_json::json!({"n": v}), None);
             nested.publish_step(id, serde_json::json!({"n": v}), None);
@@ -591,7 +621,6 @@ mod tests {
         let snapshot = scope.clone();
         for (mine, theirs) in [
             (&scope.vars, &snapshot.vars),
-            (&scope.steps, &snapshot.steps),
             (&scope.trigger, &snapshot.trigger),
             (&scope.documents, &snapshot.documents),
         ] {
@@ -600,16 +629,23 @@ mod tests {
                 "a copy shares every growing root"
             );
         }
+        assert!(
+            Arc::ptr_eq(&scope.steps, &snapshot.steps),
+            "a copy shares its steps"
+        );
         scope.publish_step("b", Value::from(2), None);
         assert!(
-            snapshot.steps.get("b").is_none(),
+            snapshot.step_entry("b").is_none(),
             "the snapshot never sees a later step"
         );
-        assert_eq!(scope.steps["b"]["output"], 2);
+        assert_eq!(
+            scope.step_entry("b").map(|e| &e["output"]),
+            Some(&Value::from(2))
+        );
         let mut child = snapshot.clone();
         child.unpublish_step("a");
-        assert!(snapshot.steps.get("a").is_some() && scope.steps.get("a").is_some());
-        assert!(child.steps.get("a").is_none());
+        assert!(snapshot.step_entry("a").is_some() && scope.step_entry("a").is_some());
+        assert!(child.step_entry("a").is_none());
         // Unshared, a write goes in place: the run's own scope is not copied per step.
         let before = Arc::as_ptr(&scope.steps);
         scope.publish_step("c", Value::from(3), None);
@@ -636,6 +672,6 @@ mod tests {
             scope.is_tainted(&["vars", "a"]),
             "only a step entry is forgotten"
         );
-        assert!(scope.steps.get("a").is_none() && scope.steps.get("b").is_some());
+        assert!(scope.step_entry("a").is_none() && scope.step_entry("b").is_some());
     }
 }

@@ -23,10 +23,17 @@ impl JsonText {
         JsonText::of(map)
     }
 
-    fn of<T: Serialize + ?Sized>(value: &T) -> JsonText {
-        // Serializing a `Value` or a `Map<String, Value>` (the only callers) cannot fail:
-        // its keys are strings and its numbers finite.
+    /// The compact JSON of a value whose serialization cannot fail (string keys, finite
+    /// numbers): a `Value`, a map of them, a record's typed parts.
+    pub(crate) fn of<T: Serialize + ?Sized>(value: &T) -> JsonText {
+        // Serializing a `Value`, a `Map<String, Value>` or a typed record part (the only
+        // callers) cannot fail: its keys are strings and its numbers finite.
         JsonText(to_raw_value(value).unwrap_or_else(|_| RawValue::NULL.to_owned()))
+    }
+
+    /// The text `null`.
+    pub fn null() -> JsonText {
+        JsonText(RawValue::NULL.to_owned())
     }
 
     /// The text, compact JSON.

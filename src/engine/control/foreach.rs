@@ -7,7 +7,7 @@
 
 use serde_json::{Map, Value, json};
 
-use super::{fold_frames, param_invalid, stopped, sub_error};
+use super::{OutputText, fold_frames, param_invalid, stopped, sub_error};
 use crate::engine::EngineError;
 use crate::engine::graph::Block;
 use crate::engine::journal::Frame;
@@ -87,8 +87,8 @@ pub(super) async fn foreach<C: WorkflowContext>(
             json!(failures.iter().map(|(k, _)| k).collect::<Vec<_>>()),
         );
     }
-    let out = json!({"items": items_out});
-    Ok((StepEnd::Done(cx.succeed(record, out)), kept))
+    let out = OutputText::Items(&items_out).write();
+    Ok((StepEnd::Done(cx.succeed_text(record, out)), kept))
 }
 
 /// The failed iterations, by index.

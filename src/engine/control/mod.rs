@@ -179,20 +179,61 @@ fn closed_json(records: Option<FrameView>, canceled: bool) -> Value {
     }
 }
 
-/// The output of a sub-block instance: its last step's output when it succeeded.
-fn block_output(records: Option<&FrameView>, last_id: &str) -> Value {
+/// The output of a sub-block instance: its last step's output when it succeeded, as the
+/// text its record holds (a control writes the texts into its own output without parsing
+/// them, D-195).
+fn block_output(records: Option<&FrameView>, last_id: &str) -> JsonText {
     match records {
         None => None,
         Some(FrameView::Typed(r)) => r
             .get(last_id)
             .filter(|r| r.status == StepStatus::Succeeded)
-            .and_then(|r| r.output.as_ref().map(JsonText::to_value)),
+            .and_then(|r| r.output.clone()),
         Some(FrameView::Json(r)) => r
             .get(last_id)
             .filter(|r| r.get("status").and_then(Value::as_str) == Some("succeeded"))
-            .and_then(|r| r.get("output").cloned()),
+            .and_then(|r| r.get("output").map(JsonText::new)),
     }
-    .unwrap_or(Value::Null)
+    .unwrap_or_else(JsonText::null)
+}
+
+/// A foreach's or a parallel's output, written from its instances' output texts as they
+/// are, without parsing them (D-195): the bytes `serde_json` writes for the same value.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum OutputText<'a> {
+    /// CTRL-4 `{"items": [...]}`.
+    Items(&'a [JsonText]),
+    /// CTRL-6 `{"branches": [...]}`.
+    Branches(&'a [JsonText]),
+    /// CTRL-6 `race` / `any`: `{"winner": w, "output": ...}` (`null` for no output).
+    Winner(usize, Option<&'a JsonText>),
+}
+
+impl OutputText<'_> {
+    pub(super) fn write(self) -> JsonText {
+        #[derive(serde::Serialize)]
+        struct Items<'a> {
+            items: &'a [JsonText],
+        }
+        #[derive(serde::Serialize)]
+        struct Branches<'a> {
+            branches: &'a [JsonText],
+        }
+        #[derive(serde::Serialize)]
+        struct Winner<'a> {
+            winner: usize,
+            output: &'a JsonText,
+        }
+        match self {
+            OutputText::Items(items) => JsonText::of(&Items { items }),
+            OutputText::Branches(branches) => JsonText::of(&Branches { branches }),
+            OutputText::Winner(winner, output) => {
+                let null = JsonText::null();
+                let output = output.unwrap_or(&null);
+                JsonText::of(&Winner { winner, output })
+            }
+        }
+    }
 }
 
 /// A sub-block step's error as its control reports it: `what` (the instance) and the
@@ -223,7 +264,7 @@ fn stopped(outcomes: &[Option<GraphOutcome>]) -> Option<StepEnd> {
 
 /// Every instance's records, closed (`canceled` instances' in-flight steps marked) and
 /// set on the control's `record` under `kind` — typed and shared when every frame is
-/// (D-189), else as JSON — and each instance's output (its last step's, when it
+/// (D-189), else as JSON — and each instance's output text (its last step's, when it
 /// succeeded).
 fn fold_frames<C: WorkflowContext>(
     cx: &StepCtx<'_, C>,
@@ -232,7 +273,7 @@ fn fold_frames<C: WorkflowContext>(
     frames: &[Frame],
     last_ids: impl Fn(usize) -> usize,
     canceled: &[usize],
-) -> Vec<Value> {
+) -> Vec<JsonText> {
     let steps = &cx.walk.engine.workflow.steps;
     let views: Vec<Option<FrameView>> = frames
         .iter()
@@ -272,4 +313,56 @@ fn fold_frames<C: WorkflowContext>(
         after,
     }));
     outputs
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use serde_json::json;
+
+    fn json_value() -> impl Strategy<Value = Value> {
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::from),
+            any::<i64>().prop_map(Value::from),
+            any::<f64>()
+                .prop_filter("finite", |x| x.is_finite())
+                .prop_map(Value::from),
+            "[\\PC\"\\\\\n\u{1}]{0,6}".prop_map(Value::from),
+        ];
+        leaf.prop_recursive(3, 24, 4, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+                prop::collection::vec(("[a-z\"]{0,3}", inner), 0..4)
+                    .prop_map(|kv| Value::Object(kv.into_iter().collect())),
+            ]
+        })
+    }
+
+    proptest! {
+        /// D-195: a control's output written from its instances' texts is, byte for byte,
+        /// what serde_json writes for the value built from their values (CTRL-4, CTRL-6).
+        #[test]
+        fn an_output_written_from_texts_is_the_values_json(
+            values in prop::collection::vec(json_value(), 0..5),
+            winner in 0usize..6,
+        ) {
+            let texts: Vec<JsonText> = values.iter().map(JsonText::new).collect();
+            let cases = [
+                (OutputText::Items(&texts), json!({"items": values})),
+                (OutputText::Branches(&texts), json!({"branches": values})),
+                (
+                    OutputText::Winner(winner, texts.get(winner)),
+                    json!({"winner": winner, "output": values.get(winner)}),
+                ),
+            ];
+            for (out, want) in cases {
+                let text = out.write();
+                let expected = JsonText::new(&want);
+                prop_assert_eq!(text.as_str(), expected.as_str());
+                prop_assert_eq!(text.to_value(), want);
+            }
+        }
+    }
 }

@@ -7,7 +7,7 @@
 
 use serde_json::{Map, Value, json};
 
-use super::{fold_frames, param_invalid, stopped, sub_error};
+use super::{OutputText, fold_frames, param_invalid, stopped, sub_error};
 use crate::engine::EngineError;
 use crate::engine::graph::Block;
 use crate::engine::journal::Frame;
@@ -64,8 +64,8 @@ pub(super) async fn parallel<C: WorkflowContext>(
             let what = format!("branch {w} won the race by failing");
             return failed(record, sub_error(&what, e));
         }
-        let out = json!({"winner": w, "output": outputs[w]});
-        return Ok(StepEnd::Done(cx.succeed(record, out)));
+        let out = OutputText::Winner(w, outputs.get(w)).write();
+        return Ok(StepEnd::Done(cx.succeed_text(record, out)));
     }
     let first_failure = decided
         .outcomes
@@ -83,8 +83,8 @@ pub(super) async fn parallel<C: WorkflowContext>(
         };
         return failed(record, sub_error(&what, e));
     }
-    let out = json!({"branches": outputs});
-    Ok(StepEnd::Done(cx.succeed(record, out)))
+    let out = OutputText::Branches(&outputs).write();
+    Ok(StepEnd::Done(cx.succeed_text(record, out)))
 }
 
 /// The strategy: planned, or resolved at run time (`all` when absent).
