@@ -438,7 +438,7 @@ pub(crate) fn unseal(
         && record
             .output
             .as_ref()
-            .is_some_and(|t| t.to_value().as_str() == Some(REDACTED))
+            .is_some_and(|t| *t == JsonText::new(&Value::String(REDACTED.into())))
         && let Some(Value::String(envelope)) = record.extra.get(ENCRYPTED_OUTPUT)
         && let Some(output) = sealer().and_then(|s| s.open(record, envelope))
     {

@@ -95,7 +95,6 @@ impl<'a, C: WorkflowContext> StepCtx<'a, C> {
 
     /// Run the step (not skipped, not already terminal) and commit its end.
     pub(crate) async fn run(self) -> Result<StepEnd, EngineError> {
-        self.live.set(None);
         let mut extras = Extras::default();
         let mut end = match self.kind {
             StepKind::App | StepKind::Internal => {

@@ -137,8 +137,8 @@ impl Resolved {
 /// `params` with the value at each of `secret_paths` (JSON Pointers) replaced by
 /// [`REDACTED`]: one copy of the params.
 pub fn redact_params(params: &Map<String, Value>, secret_paths: &[String]) -> Map<String, Value> {
-    // Held as the step's recorded input for the rest of the run: copied without slack.
-    let mut root = Value::Object(crate::json::clone_map_tight(params));
+    // Short-lived: the recorded input is this copy's text (D-193).
+    let mut root = Value::Object(params.clone());
     for p in secret_paths {
         if let Some(v) = root.pointer_mut(p) {
             *v = Value::String(REDACTED.to_owned());

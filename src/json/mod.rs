@@ -100,27 +100,6 @@ pub fn parse_bytes(bytes: &[u8]) -> Result<Value, JsonError> {
     parse(text)
 }
 
-/// A deep copy of `value` whose objects hold exactly their members. `Map::clone` rounds
-/// each object's entry storage up to its hash table's capacity — three entries' room
-/// (312 B) for a two-key object — and a copy kept for the rest of a run (a record's
-/// input, a scope's output) holds that slack to the end. Same members, same order.
-pub fn clone_tight(value: &Value) -> Value {
-    match value {
-        Value::Object(m) => Value::Object(clone_map_tight(m)),
-        Value::Array(items) => Value::Array(items.iter().map(clone_tight).collect()),
-        other => other.clone(),
-    }
-}
-
-/// [`clone_tight`] for an object's map.
-pub fn clone_map_tight(map: &Map<String, Value>) -> Map<String, Value> {
-    let mut out = Map::with_capacity(map.len());
-    for (k, v) in map {
-        out.insert(k.clone(), clone_tight(v));
-    }
-    out
-}
-
 fn escape(token: &str) -> String {
     token.replace('~', "~0").replace('/', "~1")
 }
@@ -199,24 +178,7 @@ impl<'de> Visitor<'de> for Seed {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use proptest::prelude::*;
     use serde_json::json;
-
-    proptest! {
-        /// A tight copy is the value, member order included (serde's `Map` equality
-        /// ignores order, so the texts are compared too).
-        #[test]
-        fn a_tight_clone_is_the_value_in_order(
-            v in arb_tree(
-                prop_oneof![Just(Value::Null), any::<i64>().prop_map(Value::from), "[a-z]{0,3}".prop_map(Value::from)],
-                "[a-e]{1,2}",
-            )
-        ) {
-            let tight = clone_tight(&v);
-            prop_assert_eq!(&tight, &v);
-            prop_assert_eq!(tight.to_string(), v.to_string());
-        }
-    }
 
     #[test]
     fn same_value_as_serde_json() {
