@@ -18,6 +18,22 @@ mod text;
 pub use diff::{DiffEntry, json_diff, json_eq, json_same};
 pub use text::JsonText;
 
+/// Property-test JSON leaves that stress a writer: finite floats, big integers, and
+/// strings with quotes, backslashes, newlines and control characters.
+#[cfg(test)]
+pub(crate) fn arb_leaf() -> impl proptest::strategy::Strategy<Value = Value> {
+    use proptest::prelude::*;
+    prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::from),
+        any::<i64>().prop_map(Value::from),
+        any::<f64>()
+            .prop_filter("finite", |x| x.is_finite())
+            .prop_map(Value::from),
+        "[\\PC\"\\\\\n\u{1}]{0,6}".prop_map(Value::from),
+    ]
+}
+
 /// Property-test documents shared by the crate's tests: trees of up to three levels whose
 /// leaves come from `leaf` and whose object keys match the regex `key`, so each test picks
 /// the alphabet its property needs (secrets that occur often, keys that collide, …).

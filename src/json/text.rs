@@ -132,15 +132,7 @@ mod tests {
     use proptest::prelude::*;
 
     fn json_leaf() -> impl Strategy<Value = Value> {
-        prop_oneof![
-            Just(Value::Null),
-            any::<bool>().prop_map(Value::from),
-            any::<i64>().prop_map(Value::from),
-            any::<f64>()
-                .prop_filter("finite", |x| x.is_finite())
-                .prop_map(Value::from),
-            "[\\PC\"\\\\\n\u{1}]{0,6}".prop_map(Value::from),
-        ]
+        crate::json::arb_leaf()
     }
 
     proptest! {

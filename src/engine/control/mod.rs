@@ -322,22 +322,7 @@ mod tests {
     use serde_json::json;
 
     fn json_value() -> impl Strategy<Value = Value> {
-        let leaf = prop_oneof![
-            Just(Value::Null),
-            any::<bool>().prop_map(Value::from),
-            any::<i64>().prop_map(Value::from),
-            any::<f64>()
-                .prop_filter("finite", |x| x.is_finite())
-                .prop_map(Value::from),
-            "[\\PC\"\\\\\n\u{1}]{0,6}".prop_map(Value::from),
-        ];
-        leaf.prop_recursive(3, 24, 4, |inner| {
-            prop_oneof![
-                prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
-                prop::collection::vec(("[a-z\"]{0,3}", inner), 0..4)
-                    .prop_map(|kv| Value::Object(kv.into_iter().collect())),
-            ]
-        })
+        crate::json::arb_tree(crate::json::arb_leaf(), "[a-z\"]{0,3}")
     }
 
     proptest! {
