@@ -60,8 +60,9 @@ pub struct Engine<'w> {
     pub(crate) dialect: Dialect,
     /// Each sub-block step's `with` block, compiled once per workflow (issue 3 "compile
     /// once"); `None` for a main-graph step, compiled by [`Engine::compile`] when it runs
-    /// (D-195; boxed, as a long run's steps are mostly main-graph ones). A static problem (unknown operator, bad `=` payload) fails that step at
-    /// run time with phase `resolution`, exactly where an author would look for it.
+    /// (D-195; boxed, as a long run's steps are mostly main-graph ones). A static problem
+    /// (unknown operator, bad `=` payload) fails that step at run time with phase
+    /// `resolution`, exactly where an author would look for it.
     pub(crate) compiled: Vec<Option<Box<Result<CompiledWith, ResolveError>>>>,
 }
 

@@ -39,7 +39,7 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
-use super::steps::StepsLayer;
+use super::steps::{StepsLayer, entry_value};
 use crate::json::JsonText;
 
 /// The eight closed run-scope root names (TPL-7), in the RFC's order.
@@ -222,13 +222,7 @@ impl DataScope {
     /// Publish a step's scope entry `steps.<id> = { output, meta? }` (META-4: callers
     /// pass `meta` only for succeeded app steps).
     pub fn publish_step(&mut self, step_id: &str, output: Value, meta: Option<Value>) {
-        // Sized for what it holds: a scope keeps one entry per step of the run.
-        let mut entry = Map::with_capacity(1 + usize::from(meta.is_some()));
-        entry.insert("output".into(), output);
-        if let Some(meta) = meta {
-            entry.insert("meta".into(), meta);
-        }
-        Arc::make_mut(&mut self.steps).insert_value(step_id, Value::Object(entry));
+        Arc::make_mut(&mut self.steps).insert_value(step_id, entry_value(output, meta));
     }
 
     /// D-195: publish `steps.<id> = { output, meta? }` from the compact JSON texts a step
@@ -242,14 +236,7 @@ impl DataScope {
         output_text: JsonText,
         meta: Option<JsonText>,
     ) {
-        let live = output.map(|output| {
-            let mut entry = Map::with_capacity(1 + usize::from(meta.is_some()));
-            entry.insert("output".into(), output);
-            if let Some(meta) = &meta {
-                entry.insert("meta".into(), meta.to_value());
-            }
-            Value::Object(entry)
-        });
+        let live = output.map(|o| entry_value(o, meta.as_ref().map(JsonText::to_value)));
         Arc::make_mut(&mut self.steps).insert_texts(step_id, output_text, meta, live);
     }
 

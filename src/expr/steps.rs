@@ -35,17 +35,22 @@ struct Entry {
     value: OnceLock<Box<Value>>,
 }
 
+/// A step's scope entry `{ output, meta? }` (META-4: meta only for succeeded app steps),
+/// sized for what it holds: a scope keeps one per step of the run.
+pub(crate) fn entry_value(output: Value, meta: Option<Value>) -> Value {
+    let mut entry = Map::with_capacity(1 + usize::from(meta.is_some()));
+    entry.insert("output".into(), output);
+    if let Some(meta) = meta {
+        entry.insert("meta".into(), meta);
+    }
+    Value::Object(entry)
+}
+
 impl Entry {
-    /// The entry's value as it was published: kept, or rebuilt from its texts.
+    /// The entry's value as it was published, rebuilt from its texts.
     fn rebuild(&self) -> Value {
-        let mut entry = Map::with_capacity(1 + usize::from(self.meta.is_some()));
-        if let Some(output) = &self.output {
-            entry.insert("output".into(), output.to_value());
-        }
-        if let Some(meta) = &self.meta {
-            entry.insert("meta".into(), meta.to_value());
-        }
-        Value::Object(entry)
+        let output = self.output.as_ref().map_or(Value::Null, JsonText::to_value);
+        entry_value(output, self.meta.as_ref().map(JsonText::to_value))
     }
 
     /// A copy of the entry's value, without keeping a parse of it.
