@@ -110,7 +110,7 @@ impl Engine<'_> {
         let mut carried = Carried::default();
         for &i in &self.plan.order {
             let id = &self.workflow.steps[i].id;
-            let Some(record) = original.steps.get(id) else {
+            let Some(record) = original.steps.get(id.as_str()) else {
                 continue;
             };
             let reuse = if fresh[i] {
@@ -139,7 +139,7 @@ impl Engine<'_> {
                 _ => reuse,
             };
             if reuse {
-                carried.records.insert(id.clone(), record.clone());
+                carried.records.insert(id.to_string(), record.clone());
             }
         }
         carried.step_errors = original

@@ -465,7 +465,7 @@ impl<'w> Engine<'w> {
             .order
             .iter()
             .rev()
-            .filter_map(|&i| state.steps.get(&self.workflow.steps[i].id))
+            .filter_map(|&i| state.steps.get(self.workflow.steps[i].id.as_str()))
             .find(|r| r.status == StepStatus::Succeeded)
             .and_then(|r| r.output.as_ref().map(JsonText::to_value))
             .unwrap_or(Value::Null)

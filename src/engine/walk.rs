@@ -318,7 +318,7 @@ impl<'a, C: WorkflowContext> Walk<'a, C> {
                         |n| secrets.get(n).cloned(),
                         || super::sealed::Sealer::of(self.host),
                     );
-                    (id.clone(), output)
+                    (id.to_string(), output)
                 })
             })
             .collect()

@@ -8,7 +8,14 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Number, Value};
 
-use super::serde_util::{double_option, present};
+use super::serde_util::{double_option, present, sized_vec, sized_vec_option};
+
+/// A step id, an edge end, or a `uses` name: a string kept inline when it is at most 24
+/// bytes (D-196). Nearly every id is that short, so a typed workflow holds no heap string
+/// per id, and reading one (the planner hashes every step id and edge end) reads memory
+/// that lies beside its step or edge. It derefs to `str`, compares with `str` and
+/// `String`, and serializes as a JSON string.
+pub type Id = compact_str::CompactString;
 
 /// A workflow definition (RFC § Field reference › Workflow).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -37,8 +44,13 @@ pub struct Workflow {
     pub trigger: Option<Value>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub variables: Option<Vec<WorkflowVariable>>,
+    #[serde(deserialize_with = "sized_vec")]
     pub steps: Vec<Step>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "sized_vec_option",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub edges: Option<Vec<Edge>>,
     /// MODEL-1/MODEL-2: authoring presentation; never read by the engine.
     #[serde(
@@ -107,7 +119,7 @@ impl Workflow {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Step {
-    pub id: String,
+    pub id: Id,
     /// Required for a runnable step; a stored draft may leave parts of it unset (PLAN-9).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub uses: Option<Uses>,
@@ -119,7 +131,7 @@ pub struct Step {
         deserialize_with = "double_option",
         skip_serializing_if = "Option::is_none"
     )]
-    pub retry: Option<Option<RetryPolicy>>,
+    pub retry: Option<Option<Box<RetryPolicy>>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub on_error: Option<OnError>,
     /// CTRL-10: never read by the engine.
@@ -128,21 +140,21 @@ pub struct Step {
         deserialize_with = "present",
         skip_serializing_if = "Option::is_none"
     )]
-    pub ports: Option<Value>,
+    pub ports: Option<Box<Value>>,
     /// MODEL-2: never read by the engine.
     #[serde(
         default,
         deserialize_with = "present",
         skip_serializing_if = "Option::is_none"
     )]
-    pub notes: Option<Value>,
+    pub notes: Option<Box<Value>>,
     /// MODEL-2: never read by the engine.
     #[serde(
         default,
         deserialize_with = "present",
         skip_serializing_if = "Option::is_none"
     )]
-    pub position: Option<Value>,
+    pub position: Option<Box<Value>>,
     /// MODEL-8 / FAN-*: absent means sequential.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fan_out: Option<FanOut>,
@@ -153,7 +165,7 @@ pub struct Step {
 impl Step {
     /// The step's retry policy, `None` when absent or `null`.
     pub fn retry_policy(&self) -> Option<&RetryPolicy> {
-        self.retry.as_ref().and_then(Option::as_ref)
+        self.retry.as_ref().and_then(Option::as_deref)
     }
 
     /// ERR-1: `onError` defaults to `fail`.
@@ -189,16 +201,16 @@ impl Step {
 #[serde(rename_all = "camelCase")]
 pub struct Uses {
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub app: Option<String>,
+    pub app: Option<Id>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub action: Option<String>,
+    pub action: Option<Id>,
     /// `string | null`; `null` and absent both mean "no connection".
     #[serde(
         default,
         deserialize_with = "double_option",
         skip_serializing_if = "Option::is_none"
     )]
-    pub connection: Option<Option<String>>,
+    pub connection: Option<Option<Id>>,
     #[serde(flatten)]
     pub extra: Map<String, Value>,
 }
@@ -214,8 +226,8 @@ impl Uses {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Edge {
-    pub from: String,
-    pub to: String,
+    pub from: Id,
+    pub to: Id,
     /// PLAN-6: omitted means `success`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub when: Option<When>,

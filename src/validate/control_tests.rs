@@ -66,7 +66,7 @@ fn planned(d: &Value) -> (Workflow, Plan) {
 }
 
 fn ids(w: &Workflow, order: &[usize]) -> Vec<String> {
-    order.iter().map(|&i| w.steps[i].id.clone()).collect()
+    order.iter().map(|&i| w.steps[i].id.to_string()).collect()
 }
 
 fn foreach_doc() -> Value {
@@ -545,7 +545,7 @@ fn ctrl_4_controls_nest() {
         .controls
         .blocks
         .iter()
-        .map(|b| (w.steps[b.control].id.clone(), b.level))
+        .map(|b| (w.steps[b.control].id.to_string(), b.level))
         .collect();
     assert_eq!(
         levels,
