@@ -28,8 +28,8 @@ pub use run::{
     RunStatus, StepError, StepExecution, StepMeta, StepStatus, records_json,
 };
 pub use validate::MAX_NESTING_DEPTH;
-pub(crate) use validate::{KeyGate, nesting_problem, storage_problems};
+pub(crate) use validate::{KeyGate, storage_problems};
 pub use workflow::{
-    Backoff, CallableOnError, EXT_MAX_DELAY_MS, EXT_RETRY_ON, Edge, ErrorReroute, FanOut, OnError,
-    RetryPolicy, Step, Uses, When, Workflow, WorkflowVariable,
+    Backoff, CallableOnError, EXT_MAX_DELAY_MS, EXT_RETRY_ON, Edge, ErrorReroute, FanOut, Id,
+    OnError, RetryPolicy, Step, Uses, When, Workflow, WorkflowVariable,
 };

@@ -36,18 +36,52 @@ pub(crate) enum KeyGate {
     Skip,
 }
 
-/// Every storage-rule problem of `doc`, in the order the walk finds them. `runnable`
-/// applies the PLAN-9 gate. Call [`nesting_problem`] first: the walk assumes a document
-/// within the depth bound.
-pub(crate) fn storage_problems(doc: &Value, gate: KeyGate, runnable: bool) -> Vec<ValidationError> {
+/// Every storage-rule problem of `doc`, in the order the walk finds them, or the one
+/// SEC-2 depth problem ([`nesting_problem`]'s) when the document nests deeper than
+/// [`MAX_NESTING_DEPTH`]. `runnable` applies the PLAN-9 gate.
+///
+/// The depth bound is checked as the walk goes (D-196): the root's members before any of
+/// them is walked, and each step and edge just before its own checks, while its members
+/// are in cache. The walk never reads a value it has not checked, and on the first
+/// value too deep it stops; the problem then comes from [`nesting_problem`], so its path
+/// is the first too-deep place in document order, exactly as a separate pass reports it.
+pub(crate) fn storage_problems(
+    doc: &Value,
+    gate: KeyGate,
+    runnable: bool,
+) -> Result<Vec<ValidationError>, ValidationError> {
     let mut walk = Walk {
         errors: Vec::new(),
         gate,
         runnable,
         uses_path: String::new(),
+        too_deep: false,
     };
     walk.workflow(doc);
-    walk.errors
+    if walk.too_deep {
+        return Err(nesting_problem(doc).unwrap_or_else(|| {
+            // `nests_within` and `nesting_problem` measure the same levels; this is a bug.
+            ValidationError::new(
+                Code::NestingTooDeep,
+                "",
+                format!("the document nests arrays/objects more than {MAX_NESTING_DEPTH} levels deep; flatten it"),
+            )
+        }));
+    }
+    Ok(walk.errors)
+}
+
+/// Whether `v` nests at most `levels` containers deep (a scalar is 0 levels, `[]` one,
+/// `[[1]]` two): [`nesting_problem`]'s measure, which allows a document
+/// [`MAX_NESTING_DEPTH`] levels. Recursion is bounded by `levels`.
+fn nests_within(v: &Value, levels: usize) -> bool {
+    match v {
+        Value::Array(items) => levels > 0 && items.iter().all(|x| nests_within(x, levels - 1)),
+        Value::Object(members) => {
+            levels > 0 && members.values().all(|x| nests_within(x, levels - 1))
+        }
+        _ => true,
+    }
 }
 
 /// `obj[name]`. The objects walked here are small (a step or an edge has a handful of
@@ -85,6 +119,8 @@ struct Walk {
     runnable: bool,
     /// A reused buffer for `/steps/<i>/uses` (a path is only copied out with a problem).
     uses_path: String,
+    /// Some value nests deeper than the bound: the walk stopped before reading it.
+    too_deep: bool,
 }
 
 impl Walk {
@@ -207,6 +243,10 @@ impl Walk {
 
     fn workflow(&mut self, doc: &Value) {
         let Some(root) = doc.as_object() else {
+            if !nests_within(doc, MAX_NESTING_DEPTH) {
+                self.too_deep = true;
+                return;
+            }
             self.push(
                 Code::InvalidType,
                 "",
@@ -217,6 +257,16 @@ impl Walk {
             );
             return;
         };
+        // SEC-2: every root member but the step and edge arrays, whose elements are each
+        // checked before they are walked (the root is level 1, an array's elements level 3).
+        let within = |(name, v): (&String, &Value)| match (name.as_str(), v) {
+            ("steps" | "edges", Value::Array(_)) => true,
+            (_, v) => nests_within(v, MAX_NESTING_DEPTH - 1),
+        };
+        if !root.iter().all(within) {
+            self.too_deep = true;
+            return;
+        }
         match field(root, "manifestVersion") {
             None => self.missing("", "manifestVersion", "the workflow model version, \"2\""),
             Some(Value::String(s)) if s == "2" => {}
@@ -242,7 +292,13 @@ impl Walk {
         self.optional_object(root, "", "trigger");
         self.variables(root);
         self.steps(root);
+        if self.too_deep {
+            return;
+        }
         self.edges(root);
+        if self.too_deep {
+            return;
+        }
         // `settings` is declarative only (MODEL-1/2): never inspected.
         self.retry_field(root, "");
         self.workflow_on_error(root);
@@ -327,6 +383,10 @@ impl Walk {
         // One path buffer for every step: a path is only copied out with a problem.
         let mut path = String::new();
         for (i, s) in steps.iter().enumerate() {
+            if !nests_within(s, MAX_NESTING_DEPTH - 2) {
+                self.too_deep = true;
+                return;
+            }
             set_item(&mut path, "/steps", i);
             self.step(s, &path);
         }
@@ -631,6 +691,10 @@ impl Walk {
         };
         let mut path = String::new();
         for (i, edge) in edges.iter().enumerate() {
+            if !nests_within(edge, MAX_NESTING_DEPTH - 2) {
+                self.too_deep = true;
+                return;
+            }
             set_item(&mut path, "/edges", i);
             self.edge(edge, &path);
         }
@@ -670,8 +734,10 @@ fn is_integer_at_least_one(n: &Number) -> bool {
         .is_some_and(|f| f.is_finite() && f >= 1.0 && f.fract() == 0.0)
 }
 
-/// SEC-2: refuse documents nested deeper than [`MAX_NESTING_DEPTH`] before anything
-/// recursive (serde's `from_value`, `Clone`, `Display`) touches them. Iterative.
+/// SEC-2: the first place, in document order, where `doc` nests deeper than
+/// [`MAX_NESTING_DEPTH`]; documents that do are refused before anything recursive (serde's
+/// `from_value`, `Clone`, `Display`) touches them. Iterative. [`storage_problems`] checks
+/// the same bound as it walks and calls this only for a document that breaks it.
 pub(crate) fn nesting_problem(doc: &Value) -> Option<ValidationError> {
     enum Token<'a> {
         Index(usize),
@@ -722,4 +788,104 @@ pub(crate) fn nesting_problem(doc: &Value) -> Option<ValidationError> {
         }
     }
     None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use serde_json::json;
+
+    /// `levels` containers, alternating arrays and objects, around a scalar.
+    fn nest(levels: usize) -> Value {
+        let mut v = json!(1);
+        for k in 0..levels {
+            v = if k % 2 == 0 {
+                Value::Array(vec![v])
+            } else {
+                json!({ "k": v })
+            };
+        }
+        v
+    }
+
+    /// A small valid workflow with `value` placed at `place` (0..6: a root member before
+    /// the steps, a step's `with`, a step member, an edge member, a root member after the
+    /// edges, the whole `steps`), nested `levels` deep.
+    fn doc_with(place: u8, levels: usize) -> Value {
+        let mut doc = json!({
+            "manifestVersion": "2", "id": "wf", "name": "wf",
+            "steps": [
+                {"id": "a", "uses": {"app": "x", "action": "y"}},
+                {"id": "b", "uses": {"app": "x", "action": "y"}}
+            ],
+            "edges": [{"from": "a", "to": "b"}],
+            "settings": {}
+        });
+        let v = nest(levels);
+        match place {
+            0 => doc["trigger"] = v,
+            1 => doc["steps"][1]["with"] = json!({ "x": v }),
+            2 => doc["steps"][0]["notes"] = v,
+            3 => doc["edges"][0]["x"] = v,
+            4 => doc["settings"] = json!({ "x": v }),
+            _ => doc["steps"] = v,
+        }
+        doc
+    }
+
+    fn walk(doc: &Value) -> Result<Vec<ValidationError>, ValidationError> {
+        storage_problems(doc, KeyGate::Check, false)
+    }
+
+    proptest! {
+        /// The walk's own depth check refuses exactly the documents the separate pass
+        /// does, with that pass's problem (its first too-deep place in document order).
+        #[test]
+        fn the_walk_refuses_exactly_what_nesting_problem_refuses(
+            place in 0u8..6,
+            levels in (MAX_NESTING_DEPTH - 6)..(MAX_NESTING_DEPTH + 3),
+            second in proptest::option::of((0u8..6, (MAX_NESTING_DEPTH - 3)..(MAX_NESTING_DEPTH + 3))),
+        ) {
+            let mut doc = doc_with(place, levels);
+            if let Some((p, l)) = second {
+                // Two deep places: the problem must name the first in document order.
+                let other = doc_with(p, l);
+                if let (Value::Object(d), Value::Object(o)) = (&mut doc, other) {
+                    for (k, v) in o {
+                        if !d.contains_key(&k) || k != "steps" || p == 5 {
+                            d.insert(k, v);
+                        }
+                    }
+                }
+            }
+            let separate = nesting_problem(&doc);
+            match walk(&doc) {
+                Err(problem) => prop_assert_eq!(Some(problem), separate),
+                Ok(_) => prop_assert!(separate.is_none(), "walk accepted {:?}", separate),
+            }
+        }
+    }
+
+    #[test]
+    fn a_root_that_is_not_an_object_is_checked_for_depth_too() {
+        let deep = nest(MAX_NESTING_DEPTH + 1);
+        assert_eq!(walk(&deep).err(), nesting_problem(&deep));
+        assert!(walk(&deep).is_err());
+        // Exactly at the bound, with an array at the root.
+        let shallow = Value::Array(vec![nest(MAX_NESTING_DEPTH - 1)]);
+        let problems = walk(&shallow).expect("within the bound");
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        assert_eq!(problems[0].code, Code::InvalidType);
+    }
+
+    #[test]
+    fn nests_within_counts_containers() {
+        assert!(nests_within(&json!(1), 0));
+        assert!(!nests_within(&json!([]), 0));
+        assert!(nests_within(&json!([]), 1));
+        assert!(nests_within(&json!({"a": [1]}), 2));
+        assert!(!nests_within(&json!({"a": [1]}), 1));
+        assert!(!nests_within(&json!([1, {"b": {}}]), 2));
+    }
 }

@@ -25,7 +25,7 @@ use serde_json::Value;
 
 use crate::model::{
     KeyGate, ValidationCode as Code, ValidationError, Workflow, is_first_key_assignment,
-    nesting_problem, storage_problems,
+    storage_problems,
 };
 
 /// What a validation call checks beyond storage rules.
@@ -68,12 +68,11 @@ fn validate_document(
     gate: KeyGate,
     opts: ValidateOptions,
 ) -> Result<Workflow, Vec<ValidationError>> {
-    if let Some(too_deep) = nesting_problem(doc) {
-        return Err(vec![too_deep]);
-    }
-    // The storage rules, then the graph rules (they fail planning, so they are save-time
-    // problems too, reported with everything else).
-    let mut errors = storage_problems(doc, gate, opts.runnable);
+    // The storage rules (a document nested too deep is refused with that one problem,
+    // SEC-2), then the graph rules (they fail planning, so they are save-time problems
+    // too, reported with everything else).
+    let mut errors =
+        storage_problems(doc, gate, opts.runnable).map_err(|too_deep| vec![too_deep])?;
     if !errors.is_empty() {
         // The graph rules over whatever the raw document makes usable.
         errors.extend(crate::plan::document_problems(doc));
