@@ -232,6 +232,7 @@ pub fn plan_with(workflow: &Workflow, options: &PlanOptions) -> Result<Plan, Vec
         order,
         endpoints,
         whens,
+        outgoing: resolved,
         controls,
     } = check(workflow, options);
     let (Some(full_order), Some(controls), true) = (order, controls, errors.is_empty()) else {
@@ -265,7 +266,13 @@ pub fn plan_with(workflow: &Workflow, options: &PlanOptions) -> Result<Plan, Vec
                     when,
                 })
             });
-    let outgoing = Adjacency::group(n, main_edges.clone(), |e| e.from);
+    // Without sub-blocks the main graph is every edge, which the analysis already grouped
+    // by `from` (with no error, every edge resolved).
+    let outgoing = if controls.blocks.is_empty() {
+        resolved
+    } else {
+        Adjacency::group(n, main_edges.clone(), |e| e.from)
+    };
     let incoming = Adjacency::group(n, main_edges, |e| e.to);
     drop((endpoints, whens));
     let mut rank = vec![NOT_ON_MAIN_GRAPH; n];
@@ -309,6 +316,8 @@ struct Checked {
     endpoints: Vec<[u32; 2]>,
     /// Per declared edge, its `when`.
     whens: Vec<When>,
+    /// Every resolved edge, grouped by `from` (see [`Analysis::outgoing`]).
+    outgoing: Adjacency,
     /// The control plan, `Some` when the controls are sound.
     controls: Option<ControlPlan>,
 }
@@ -370,6 +379,7 @@ fn check(workflow: &Workflow, options: &PlanOptions) -> Checked {
         order,
         endpoints,
         whens,
+        outgoing,
         ..
     } = analysis;
     Checked {
@@ -377,6 +387,7 @@ fn check(workflow: &Workflow, options: &PlanOptions) -> Checked {
         order,
         endpoints,
         whens,
+        outgoing,
         controls: controls.plan,
     }
 }
@@ -397,6 +408,8 @@ pub(crate) struct Analysis {
     pub(crate) whens: Vec<When>,
     /// The plan order; `Some` exactly when `errors` is empty.
     pub(crate) order: Option<Vec<usize>>,
+    /// Every resolved edge, grouped by `from` in declared order.
+    pub(crate) outgoing: Adjacency,
     /// Each usable id → the index of its first declaration.
     pub(crate) index: IdMap,
 }
@@ -604,6 +617,7 @@ pub(crate) fn analyse<'a, 'e>(
             endpoints: Vec::new(),
             whens: Vec::new(),
             order: None,
+            outgoing: Adjacency::default(),
             index: IdMap::default(),
         };
     }
@@ -674,7 +688,7 @@ pub(crate) fn analyse<'a, 'e>(
             break;
         }
     }
-    let (graph, indegree) = Csr::new(n, &endpoints);
+    let (graph, indegree) = resolved_graph(n, &endpoints, &whens);
     // PLAN-4: no edges → the declared order, without touching the heap.
     let order = if m == 0 {
         (0..n).collect()
@@ -697,65 +711,52 @@ pub(crate) fn analyse<'a, 'e>(
         endpoints,
         whens,
         order,
+        outgoing: graph,
         index,
     }
 }
 
-/// Compressed adjacency, the analysis's one copy of the edges: the out-neighbours of `v`
-/// are `targets[start[v]..start[v + 1]]`, in declared edge order. `u32` throughout, like
-/// the floor in `benches/planner.rs` (`analyse` checked that every index fits).
-struct Csr {
-    start: Vec<u32>,
-    targets: Vec<u32>,
+/// The analysis's one copy of the edges (D-196): every resolved edge as a [`PlanEdge`],
+/// grouped by `from` in declared order — the main graph's `outgoing` when the workflow has
+/// no sub-block, so a plan builds it once — and each step's in-degree.
+fn resolved_graph(n: usize, endpoints: &[[u32; 2]], whens: &[When]) -> (Adjacency, Vec<u32>) {
+    let resolved =
+        endpoints
+            .iter()
+            .zip(whens)
+            .enumerate()
+            .filter_map(|(index, (&[from, to], &when))| {
+                (from != UNRESOLVED && to != UNRESOLVED).then_some(PlanEdge {
+                    // `analyse` checked that every index fits a `u32`.
+                    index: index as u32,
+                    from,
+                    to,
+                    when,
+                })
+            });
+    let graph = Adjacency::group(n, resolved, |e| e.from);
+    let mut indegree = vec![0u32; n];
+    for edge in &graph.edges {
+        indegree[edge.to as usize] += 1;
+    }
+    (graph, indegree)
 }
 
-impl Csr {
-    /// The adjacency of the resolved `endpoints` over `n` nodes, and each node's in-degree.
-    fn new(n: usize, endpoints: &[[u32; 2]]) -> (Self, Vec<u32>) {
-        let resolved = || {
-            endpoints
-                .iter()
-                .filter(|&&[from, to]| from != UNRESOLVED && to != UNRESOLVED)
-        };
-        // Count into `start[from]` and prefix-sum, so `start[v]` is the end of `v`'s range;
-        // filling backwards then moves it to the range's start and keeps declared order.
-        let mut start = vec![0u32; n + 1];
-        let mut indegree = vec![0u32; n];
-        let mut m = 0usize;
-        for &[from, to] in resolved() {
-            start[from as usize] += 1;
-            indegree[to as usize] += 1;
-            m += 1;
-        }
-        for v in 1..=n {
-            start[v] += start[v - 1];
-        }
-        let mut targets = vec![0u32; m];
-        for &[from, to] in resolved().rev() {
-            let at = &mut start[from as usize];
-            *at -= 1;
-            targets[*at as usize] = to;
-        }
-        (Csr { start, targets }, indegree)
-    }
-
-    fn len(&self) -> usize {
-        self.start.len() - 1
-    }
-
-    /// `v`'s range in `targets`.
+impl Adjacency {
+    /// `v`'s range in `edges`.
     fn range(&self, v: usize) -> std::ops::Range<usize> {
         self.start[v] as usize..self.start[v + 1] as usize
     }
 
-    fn out(&self, v: usize) -> &[u32] {
-        &self.targets[self.range(v)]
+    /// The steps `v`'s edges enter, in declared edge order.
+    fn targets(&self, v: usize) -> impl Iterator<Item = u32> + '_ {
+        self.edges[self.range(v)].iter().map(|e| e.to)
     }
 }
 
 /// PLAN-5: Kahn's algorithm; among ready steps the earliest-declared goes first, which
 /// makes the result the smallest topological order by declared index.
-fn kahn(graph: &Csr, mut indegree: Vec<u32>) -> Vec<usize> {
+fn kahn(graph: &Adjacency, mut indegree: Vec<u32>) -> Vec<usize> {
     let mut ready: BinaryHeap<Reverse<u32>> = (0..graph.len() as u32)
         .filter(|&i| indegree[i as usize] == 0)
         .map(Reverse)
@@ -777,7 +778,7 @@ fn kahn(graph: &Csr, mut indegree: Vec<u32>) -> Vec<usize> {
             v
         };
         order.push(v as usize);
-        for &w in graph.out(v as usize) {
+        for w in graph.targets(v as usize) {
             let d = &mut indegree[w as usize];
             *d -= 1;
             if *d == 0 {
@@ -791,7 +792,7 @@ fn kahn(graph: &Csr, mut indegree: Vec<u32>) -> Vec<usize> {
 /// One actual cycle per cyclic strongly connected component among the unconsumed nodes,
 /// ordered by each component's earliest-declared step. Each cycle starts at that step and
 /// lists the steps in edge order (the closing edge back to the first step is implied).
-fn cycles(graph: &Csr, consumed: &[bool]) -> Vec<Vec<usize>> {
+fn cycles(graph: &Adjacency, consumed: &[bool]) -> Vec<Vec<usize>> {
     const UNSEEN: usize = usize::MAX;
     let n = graph.len();
     let mut order_of = vec![UNSEEN; n];
@@ -818,7 +819,7 @@ fn cycles(graph: &Csr, consumed: &[bool]) -> Vec<Vec<usize>> {
                 if let Some(frame) = frames.last_mut() {
                     frame.1 += 1;
                 }
-                let w = graph.targets[pos] as usize;
+                let w = graph.edges[pos].to as usize;
                 if consumed[w] {
                     continue;
                 }
@@ -859,7 +860,7 @@ fn cycles(graph: &Csr, consumed: &[bool]) -> Vec<Vec<usize>> {
         let Some(&first) = members.iter().min() else {
             continue;
         };
-        let self_loop = graph.out(first).contains(&(first as u32));
+        let self_loop = graph.targets(first).any(|w| w as usize == first);
         if members.len() == 1 && !self_loop {
             continue; // behind a cycle, not on one
         }
@@ -879,7 +880,7 @@ fn cycles(graph: &Csr, consumed: &[bool]) -> Vec<Vec<usize>> {
 /// Breadth-first search from `start` inside the component (`inside`), returning the
 /// shortest cycle through `start`. `parent` is scratch space, all `usize::MAX` on entry.
 fn shortest_cycle_through(
-    graph: &Csr,
+    graph: &Adjacency,
     start: usize,
     inside: impl Fn(usize) -> bool,
     parent: &mut [usize],
@@ -887,7 +888,7 @@ fn shortest_cycle_through(
     let mut queue = VecDeque::from([start]);
     parent[start] = start;
     while let Some(v) = queue.pop_front() {
-        for &w in graph.out(v) {
+        for w in graph.targets(v) {
             let w = w as usize;
             if w == start {
                 let mut cycle = vec![v];
@@ -1198,13 +1199,34 @@ mod tests {
     fn the_adjacency_keeps_declared_edge_order_and_counts_in_degrees() {
         // Edges 0..4 in declared order; unresolved ones (None) are not edges.
         let endpoints = [[2, 0], [UNRESOLVED; 2], [0, 1], [2, 2], [0, 2], [2, 1]];
-        let (graph, indegree) = Csr::new(3, &endpoints);
+        let whens = [
+            When::Success,
+            When::Error,
+            When::Error,
+            When::Success,
+            When::Success,
+            When::Error,
+        ];
+        let (graph, indegree) = resolved_graph(3, &endpoints, &whens);
         assert_eq!(graph.len(), 3);
-        assert_eq!(graph.out(0), [1, 2]);
-        assert!(graph.out(1).is_empty());
-        assert_eq!(graph.out(2), [0, 2, 1]);
+        let targets = |v| graph.targets(v).collect::<Vec<_>>();
+        assert_eq!(targets(0), [1, 2]);
+        assert!(targets(1).is_empty());
+        assert_eq!(targets(2), [0, 2, 1]);
+        // Each edge keeps its declared index and its `when`.
+        let indices: Vec<(u32, When)> = graph.edges().iter().map(|e| (e.index, e.when)).collect();
+        assert_eq!(
+            indices,
+            [
+                (2, When::Error),
+                (4, When::Success),
+                (0, When::Success),
+                (3, When::Success),
+                (5, When::Error)
+            ]
+        );
         assert_eq!(indegree, [1, 2, 2]);
-        let (empty, none) = Csr::new(0, &[]);
+        let (empty, none) = resolved_graph(0, &[], &[]);
         assert_eq!((empty.len(), none.len()), (0, 0));
     }
 }
