@@ -42,6 +42,9 @@ pub const MAX_TIME_TEXT_LEN: usize = 64;
 pub const MAX_CYCLE_IDS_IN_MESSAGE: usize = 100;
 /// Most steps, and most edges, one workflow may declare (the planner's indices are `u32`).
 pub const MAX_GRAPH_SIZE: usize = u32::MAX as usize - 1;
+/// Most bytes of steps (or edges) reserved up front on a sequence's announced length when a
+/// workflow is deserialized (D-196); past it the vector grows as usual.
+pub const MAX_RESERVED_BYTES: usize = 256 << 20;
 /// Largest WOML / YAML source document a front-end reads: 8 MiB.
 pub const SOURCE_BYTES_MAX: usize = 8 * 1024 * 1024;
 /// Most nodes a WOML / YAML document may hold, alias expansion included.

@@ -26,10 +26,10 @@ where
     T::deserialize(de).map(Some)
 }
 
-/// At most this many bytes of elements are reserved up front on a sequence's own word
-/// (`size_hint`); past it the vector grows as usual. serde_json's hints are exact (a
-/// `Value` array's length, none from text), so this only bounds a dishonest deserializer.
-const MAX_RESERVED_BYTES: usize = 256 << 20;
+// At most this many bytes of elements are reserved up front on a sequence's own word
+// (`size_hint`). serde_json's hints are exact (a `Value` array's length, none from text),
+// so this only bounds a dishonest deserializer.
+use crate::limits::MAX_RESERVED_BYTES;
 
 /// A `Vec<T>` reserved once for the length the input announces (D-196). serde's own
 /// `Vec` impl reserves at most 1 MiB up front and doubles from there, so a 100,000-step

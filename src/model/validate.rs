@@ -89,10 +89,17 @@ fn nests_within(v: &Value, levels: usize) -> bool {
 /// SipHash; a large object still takes the map's own look-up.
 fn field<'v>(obj: &'v Map<String, Value>, name: &str) -> Option<&'v Value> {
     if obj.len() <= 8 {
-        obj.iter().find_map(|(k, v)| (k == name).then_some(v))
+        obj.iter()
+            .find_map(|(k, v)| same_short(k.as_bytes(), name.as_bytes()).then_some(v))
     } else {
         obj.get(name)
     }
+}
+
+/// `a == b` for a member name against a field name, as a byte loop: both are a few bytes
+/// long, and `==` on slices calls `memcmp` for every pair of equal length (D-196).
+fn same_short(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x == y)
 }
 
 fn child(path: &str, name: &str) -> String {
@@ -103,13 +110,13 @@ fn item(path: &str, index: usize) -> String {
     format!("{path}/{index}")
 }
 
-/// `buffer` becomes `{path}/{index}`, reusing its allocation.
+/// `buffer` becomes `{path}/{index}`, reusing its allocation (the walk sets one per step
+/// and per edge: `itoa`, not `fmt`, D-196).
 fn set_item(buffer: &mut String, path: &str, index: usize) {
-    use std::fmt::Write as _;
     buffer.clear();
     buffer.push_str(path);
-    // Writing into a String cannot fail.
-    let _ = write!(buffer, "/{index}");
+    buffer.push('/');
+    buffer.push_str(itoa::Buffer::new().format(index));
 }
 
 /// The one-pass collector.
@@ -877,6 +884,28 @@ mod tests {
         let problems = walk(&shallow).expect("within the bound");
         assert_eq!(problems.len(), 1, "{problems:?}");
         assert_eq!(problems[0].code, Code::InvalidType);
+    }
+
+    #[test]
+    fn set_item_and_same_short_agree_with_fmt_and_eq() {
+        let mut buffer = String::from("stale");
+        for index in [0, 7, 10, 99_999, usize::MAX] {
+            set_item(&mut buffer, "/steps", index);
+            assert_eq!(buffer, format!("/steps/{index}"));
+        }
+        for (a, b) in [
+            ("id", "id"),
+            ("id", "in"),
+            ("to", "toe"),
+            ("", ""),
+            ("é", "e\u{301}"),
+        ] {
+            assert_eq!(
+                same_short(a.as_bytes(), b.as_bytes()),
+                a == b,
+                "{a:?} {b:?}"
+            );
+        }
     }
 
     #[test]
