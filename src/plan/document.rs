@@ -26,13 +26,15 @@ pub(crate) fn document_problems(doc: &Value) -> Vec<ValidationError> {
         Some(Value::Array(edges)) => edges,
         _ => &[],
     };
+    let has_controls = views.iter().any(|v| v.control.is_some());
     let mut graph = analyse(
         views.len(),
         |i| views.get(i).and_then(|v| v.id),
         edges.iter().map(edge_ends),
+        has_controls,
     );
     let mut errors = std::mem::take(&mut graph.errors);
-    if views.iter().any(|v| v.control.is_some()) {
+    if has_controls {
         errors.extend(analyse_controls(&views, &graph).errors);
     }
     errors

@@ -325,20 +325,22 @@ struct Checked {
 fn check(workflow: &Workflow, options: &PlanOptions) -> Checked {
     let n = workflow.steps.len();
     let edges = workflow.edges();
+    // Most workflows have no control: then no step views are built at all, and the id
+    // map is not kept for the control analysis.
+    let is_control = |s: &crate::model::Step| s.app() == Some(control::CONTROL_APP);
+    let has_controls = workflow
+        .steps
+        .iter()
+        .any(|s| is_control(s) && s.action().is_some());
     let mut analysis = analyse(
         n,
         |i| workflow.steps.get(i).map(|s| s.id.as_str()),
         edges
             .iter()
             .map(|e| (Some(e.from.as_str()), Some(e.to.as_str()), e.when())),
+        has_controls,
     );
-    // Most workflows have no control: then no step views are built at all.
-    let is_control = |s: &crate::model::Step| s.app() == Some(control::CONTROL_APP);
-    let controls = if workflow
-        .steps
-        .iter()
-        .any(|s| is_control(s) && s.action().is_some())
-    {
+    let controls = if has_controls {
         let views: Vec<StepView<'_>> = workflow
             .steps
             .iter()
@@ -410,7 +412,8 @@ pub(crate) struct Analysis {
     pub(crate) order: Option<Vec<usize>>,
     /// Every resolved edge, grouped by `from` in declared order.
     pub(crate) outgoing: Adjacency,
-    /// Each usable id → the index of its first declaration.
+    /// Each usable id → the index of its first declaration (empty unless `analyse` was
+    /// asked to keep it).
     pub(crate) index: IdMap,
 }
 
@@ -591,13 +594,17 @@ impl IdMap {
 /// There are `n` steps; `id_of(i)` is step `i`'s id (`None` when the document has no
 /// usable id for it; such a step is still a node, just one no edge can name). `edges`
 /// yields each declared edge's `(from, to)` names (`None` where the document holds no
-/// usable string: that problem is the caller's, not a dangling edge) and its `when`. Ids resolve to their
+/// usable string: that problem is the caller's, not a dangling edge) and its `when`.
+/// `keep_index` keeps the id map in [`Analysis::index`] for the control analysis; without
+/// it the map is dropped once the edges are resolved, before the graph is grouped, so the
+/// two are never held together. Ids resolve to their
 /// first declaration, so with duplicate ids the graph is the graph of *names* the edges
 /// describe: a cycle in it survives whichever twin is renamed, and is reported too.
 pub(crate) fn analyse<'a, 'e>(
     n: usize,
     id_of: impl Fn(usize) -> Option<&'a str>,
     edges: impl ExactSizeIterator<Item = (Option<&'e str>, Option<&'e str>, When)>,
+    keep_index: bool,
 ) -> Analysis {
     let m = edges.len();
     let mut errors = Vec::new();
@@ -687,6 +694,9 @@ pub(crate) fn analyse<'a, 'e>(
         if len < ID_BATCH {
             break;
         }
+    }
+    if !keep_index {
+        index = IdMap::default();
     }
     let (graph, indegree) = resolved_graph(n, &endpoints, &whens);
     // PLAN-4: no edges → the declared order, without touching the heap.
