@@ -10,6 +10,7 @@
 //! JSON value.
 
 mod error;
+mod extra;
 mod key;
 mod run;
 mod serde_util;
@@ -19,6 +20,7 @@ mod workflow;
 pub use error::{
     ValidationCode, ValidationError, errors_to_json, json_kind, pointer_token, show_value,
 };
+pub use extra::Extra;
 pub use key::{
     KEY_LEN_MAX, KEY_LEN_MIN, is_first_key_assignment, is_valid_key, key_grammar_problems,
     stored_key,

@@ -8,6 +8,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Number, Value};
 
+use super::extra::Extra;
 use super::serde_util::{double_option, present, sized_vec, sized_vec_option};
 
 /// A step id, an edge end, or a `uses` name: a string kept inline when it is at most 24
@@ -159,7 +160,7 @@ pub struct Step {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fan_out: Option<FanOut>,
     #[serde(flatten)]
-    pub extra: Map<String, Value>,
+    pub extra: Extra,
 }
 
 impl Step {
@@ -212,7 +213,7 @@ pub struct Uses {
     )]
     pub connection: Option<Option<Id>>,
     #[serde(flatten)]
-    pub extra: Map<String, Value>,
+    pub extra: Extra,
 }
 
 impl Uses {
@@ -232,7 +233,7 @@ pub struct Edge {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub when: Option<When>,
     #[serde(flatten)]
-    pub extra: Map<String, Value>,
+    pub extra: Extra,
 }
 
 impl Edge {
