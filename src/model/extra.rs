@@ -6,9 +6,9 @@ use std::sync::LazyLock;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value};
 
-/// The unknown members of a step, its `uses` or an edge: a map behind a box, and no box at
-/// all when there are none (D-196). Nearly every document has none, so a step or an edge
-/// carries 8 bytes here instead of an inline 72-byte map.
+/// The unknown members of a step, its `uses`, an edge or a step record: a map behind a
+/// box, and no box at all when there are none (D-196). Nearly every document and record
+/// has none, so each carries 8 bytes here instead of an inline 72-byte map.
 ///
 /// It reads as a [`Map`] (`Deref`), empty when absent, and a mutable borrow makes the map
 /// on first use (`DerefMut`). With `#[serde(flatten)]` it (de)serializes exactly as the
@@ -30,6 +30,33 @@ impl Extra {
         self.0.as_deref()
     }
 
+    /// Member `key`, mutably, without making a map when there is none (a `DerefMut`
+    /// borrow would).
+    pub fn get_mut(&mut self, key: &str) -> Option<&mut Value> {
+        self.0.as_mut()?.get_mut(key)
+    }
+
+    /// Remove member `key`, keeping the others' order, without making a map when there
+    /// is none.
+    pub fn shift_remove(&mut self, key: &str) -> Option<Value> {
+        self.0.as_mut()?.shift_remove(key)
+    }
+
+    /// `Map::remove` (which swaps the last member into the gap), without making a map
+    /// when there is none.
+    pub fn remove(&mut self, key: &str) -> Option<Value> {
+        self.0.as_mut()?.remove(key)
+    }
+
+    /// Add `members` (a later one replaces an earlier one's value), making the map only
+    /// when there is one.
+    pub fn extend<I: IntoIterator<Item = (String, Value)>>(&mut self, members: I) {
+        let mut members = members.into_iter().peekable();
+        if members.peek().is_some() {
+            Map::extend(&mut **self, members);
+        }
+    }
+
     /// The members as a map of their own.
     pub fn into_map(self) -> Map<String, Value> {
         self.0.map(|m| *m).unwrap_or_default()
@@ -46,6 +73,30 @@ impl From<Map<String, Value>> for Extra {
 impl From<Extra> for Map<String, Value> {
     fn from(extra: Extra) -> Map<String, Value> {
         extra.into_map()
+    }
+}
+
+impl FromIterator<(String, Value)> for Extra {
+    fn from_iter<I: IntoIterator<Item = (String, Value)>>(members: I) -> Extra {
+        Extra::from(members.into_iter().collect::<Map<String, Value>>())
+    }
+}
+
+impl IntoIterator for Extra {
+    type Item = (String, Value);
+    type IntoIter = serde_json::map::IntoIter;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.into_map().into_iter()
+    }
+}
+
+impl<'a> IntoIterator for &'a Extra {
+    type Item = (&'a String, &'a Value);
+    type IntoIter = serde_json::map::Iter<'a>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        (**self).iter()
     }
 }
 
@@ -114,8 +165,18 @@ mod tests {
         assert_eq!(extra.get("k"), Some(&json!(1)));
         assert_eq!(Map::from(extra.clone()).len(), 1);
         assert_eq!(Extra::from(Map::new()), Extra::new());
+        let mut untouched = Extra::new();
+        assert!(untouched.remove("absent").is_none() && untouched.get_mut("absent").is_none());
+        assert!(untouched.as_map().is_none(), "a look-up makes no map");
+        untouched.extend(Map::new());
+        assert!(
+            untouched.as_map().is_none(),
+            "extending by nothing makes no map"
+        );
+        untouched.extend([("a".to_owned(), json!(2))]);
+        assert_eq!(untouched.get("a"), Some(&json!(2)));
         let mut emptied = Extra::new();
-        assert!(emptied.remove("absent").is_none());
+        assert!(emptied.iter_mut().next().is_none());
         assert_eq!(emptied, Extra::new(), "an emptied map equals none");
     }
 }

@@ -11,6 +11,7 @@ use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use super::extra::Extra;
 use super::serde_util::present;
 use crate::json::JsonText;
 
@@ -177,7 +178,7 @@ pub struct StepExecution {
     /// Engine extensions (e.g. a step's `secretDerived`), kept verbatim. Holds no key that
     /// `blocks` holds (see there).
     #[serde(flatten, deserialize_with = "extra_of_record")]
-    pub extra: Map<String, Value>,
+    pub extra: Extra,
     /// A foreach's `iterations` or a parallel's `branches`: every sub-block instance's
     /// records, typed and shared (D-189). In JSON, the one record-level key they always
     /// were, in the same place among `extra`'s keys; reading JSON types it only when every
@@ -300,15 +301,13 @@ fn typed_blocks(all: &Map<String, Value>) -> Option<Blocks> {
 }
 
 /// A record's unknown keys but the one its typed blocks took.
-fn extra_of_record<'de, D: serde::Deserializer<'de>>(
-    de: D,
-) -> Result<Map<String, Value>, D::Error> {
+fn extra_of_record<'de, D: serde::Deserializer<'de>>(de: D) -> Result<Extra, D::Error> {
     let mut all = Map::deserialize(de)?;
     if let Some(b) = typed_blocks(&all) {
         // `shift_remove`: the keys after it keep their order.
         all.shift_remove(b.kind.key());
     }
-    Ok(all)
+    Ok(Extra::from(all))
 }
 
 /// A record's typed blocks, among its unknown keys.
@@ -332,7 +331,7 @@ impl StepExecution {
             started_at: None,
             finished_at: None,
             meta: None,
-            extra: Map::new(),
+            extra: Extra::new(),
             blocks: None,
         }
     }
