@@ -139,7 +139,7 @@ impl Engine<'_> {
                 _ => reuse,
             };
             if reuse {
-                carried.records.insert(id.to_string(), record.clone());
+                carried.records.insert(String::from(id.as_str()), record.clone());
             }
         }
         carried.step_errors = original

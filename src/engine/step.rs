@@ -436,7 +436,7 @@ impl<'a, C: WorkflowContext> StepCtx<'a, C> {
             action: give(&mut inv.action, last),
             connection: give(&mut inv.connection, last),
             params: give(&mut inv.resolved.params, last),
-            step_id: self.step.id.to_string(),
+            step_id: String::from(self.step.id.as_str()),
             attempt,
             on_executed: on_executed.clone(),
             secret_paths: give(&mut inv.resolved.secret_paths, last),

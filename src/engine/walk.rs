@@ -318,7 +318,7 @@ impl<'a, C: WorkflowContext> Walk<'a, C> {
                         |n| secrets.get(n).cloned(),
                         || super::sealed::Sealer::of(self.host),
                     );
-                    (id.to_string(), output)
+                    (String::from(id.as_str()), output)
                 })
             })
             .collect()

@@ -75,7 +75,7 @@ pub(crate) async fn call<C: WorkflowContext>(
         input: dispatch.input,
         wait: dispatch.wait,
         depth: dispatch.depth,
-        step_id: cx.step.id.to_string(),
+        step_id: String::from(cx.step.id.as_str()),
         dispatch_id: key,
         secret_paths: input_secret_paths(&resolved.secret_paths),
     };

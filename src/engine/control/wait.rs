@@ -152,7 +152,7 @@ async fn suspend<C: WorkflowContext>(
     );
     Ok(StepEnd::Suspended(Suspension {
         token,
-        step_id: cx.step.id.to_string(),
+        step_id: String::from(cx.step.id.as_str()),
     }))
 }
 
@@ -184,7 +184,7 @@ async fn still_suspended<C: WorkflowContext>(
     );
     StepEnd::Suspended(Suspension {
         token: token.to_owned(),
-        step_id: cx.step.id.to_string(),
+        step_id: String::from(cx.step.id.as_str()),
     })
 }
 
