@@ -139,7 +139,9 @@ impl Engine<'_> {
                 _ => reuse,
             };
             if reuse {
-                carried.records.insert(String::from(id.as_str()), record.clone());
+                carried
+                    .records
+                    .insert(String::from(id.as_str()), record.clone());
             }
         }
         carried.step_errors = original
