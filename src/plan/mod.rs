@@ -594,12 +594,12 @@ impl IdMap {
 /// There are `n` steps; `id_of(i)` is step `i`'s id (`None` when the document has no
 /// usable id for it; such a step is still a node, just one no edge can name). `edges`
 /// yields each declared edge's `(from, to)` names (`None` where the document holds no
-/// usable string: that problem is the caller's, not a dangling edge) and its `when`.
-/// `keep_index` keeps the id map in [`Analysis::index`] for the control analysis; without
-/// it the map is dropped once the edges are resolved, before the graph is grouped, so the
-/// two are never held together. Ids resolve to their
-/// first declaration, so with duplicate ids the graph is the graph of *names* the edges
-/// describe: a cycle in it survives whichever twin is renamed, and is reported too.
+/// usable string: that problem is the caller's, not a dangling edge) and its `when`. Ids
+/// resolve to their first declaration, so with duplicate ids the graph is the graph of
+/// *names* the edges describe: a cycle in it survives whichever twin is renamed, and is
+/// reported too. `keep_index` keeps the id map in [`Analysis::index`] for the control
+/// analysis; without it the map is dropped once the edges are resolved, before the graph
+/// is grouped, so the two are never held together.
 pub(crate) fn analyse<'a, 'e>(
     n: usize,
     id_of: impl Fn(usize) -> Option<&'a str>,
