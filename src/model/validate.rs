@@ -59,14 +59,9 @@ pub(crate) fn storage_problems(
     };
     walk.workflow(doc);
     if walk.too_deep {
-        return Err(nesting_problem(doc).unwrap_or_else(|| {
-            // `nests_within` and `nesting_problem` measure the same levels; this is a bug.
-            ValidationError::new(
-                Code::NestingTooDeep,
-                "",
-                format!("the document nests arrays/objects more than {MAX_NESTING_DEPTH} levels deep; flatten it"),
-            )
-        }));
+        // `nests_within` and `nesting_problem` measure the same levels: a `None` here is a
+        // bug, still reported as the document's depth problem, never as success.
+        return Err(nesting_problem(doc).unwrap_or_else(|| too_deep(String::new())));
     }
     Ok(walk.errors)
 }
@@ -741,6 +736,17 @@ fn is_integer_at_least_one(n: &Number) -> bool {
         .is_some_and(|f| f.is_finite() && f >= 1.0 && f.fract() == 0.0)
 }
 
+/// SEC-2's one problem: the document nests too deep at `path`.
+fn too_deep(path: String) -> ValidationError {
+    ValidationError::new(
+        Code::NestingTooDeep,
+        path,
+        format!(
+            "the document nests arrays/objects more than {MAX_NESTING_DEPTH} levels deep here; flatten it"
+        ),
+    )
+}
+
 /// SEC-2: the first place, in document order, where `doc` nests deeper than
 /// [`MAX_NESTING_DEPTH`]; documents that do are refused before anything recursive (serde's
 /// `from_value`, `Clone`, `Display`) touches them. Iterative. [`storage_problems`] checks
@@ -783,13 +789,7 @@ pub(crate) fn nesting_problem(doc: &Value) -> Option<ValidationError> {
                         Token::Key(k) => format!("/{}", pointer_token(k)),
                     })
                     .collect();
-                return Some(ValidationError::new(
-                    Code::NestingTooDeep,
-                    path,
-                    format!(
-                        "the document nests arrays/objects more than {MAX_NESTING_DEPTH} levels deep here; flatten it"
-                    ),
-                ));
+                return Some(too_deep(path));
             }
             frames.push((c, Token::Index(0)));
         }
