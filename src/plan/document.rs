@@ -11,8 +11,8 @@
 
 use serde_json::Value;
 
-use super::analyse;
 use super::control::{CONTROL_APP, StepView, analyse_controls};
+use super::{Needs, analyse};
 use crate::model::{ValidationError, When};
 
 /// Every graph problem of the raw workflow document `doc`, in the order the analysis
@@ -31,7 +31,10 @@ pub(crate) fn document_problems(doc: &Value) -> Vec<ValidationError> {
         views.len(),
         |i| views.get(i).and_then(|v| v.id),
         edges.iter().map(edge_ends),
-        has_controls,
+        Needs {
+            index: has_controls,
+            order: false,
+        },
     );
     let mut errors = std::mem::take(&mut graph.errors);
     if has_controls {

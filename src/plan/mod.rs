@@ -76,17 +76,27 @@ impl Adjacency {
     where
         I: DoubleEndedIterator<Item = PlanEdge> + Clone,
     {
-        // Count into `start[key]` and prefix-sum, so `start[v]` is the end of `v`'s range;
-        // filling backwards then moves it to the range's start and keeps declared order.
-        let mut start = vec![0u32; n + 1];
-        let mut m = 0usize;
+        let mut counts = vec![0u32; n + 1];
         for edge in edges.clone() {
-            start[key(&edge) as usize] += 1;
-            m += 1;
+            counts[key(&edge) as usize] += 1;
         }
-        for v in 1..=n {
+        Adjacency::fill(counts, edges, key)
+    }
+
+    /// Group `edges` (in declared order) by `key`, given how many have each key:
+    /// `counts[v]` for each of the `n` steps, then a 0 (`n + 1` entries). Every key is
+    /// `< n`, `edges` yields exactly the edges counted, and there are at most
+    /// [`MAX_GRAPH_SIZE`] of them.
+    fn fill<I>(mut start: Vec<u32>, edges: I, key: impl Fn(&PlanEdge) -> u32) -> Adjacency
+    where
+        I: DoubleEndedIterator<Item = PlanEdge>,
+    {
+        // Prefix-sum the counts, so `start[v]` is the end of `v`'s range; filling
+        // backwards then moves it to the range's start and keeps declared order.
+        for v in 1..start.len() {
             start[v] += start[v - 1];
         }
+        let m = start.last().map_or(0, |&m| m as usize);
         let blank = PlanEdge {
             index: 0,
             from: 0,
@@ -233,8 +243,10 @@ pub fn plan_with(workflow: &Workflow, options: &PlanOptions) -> Result<Plan, Vec
         endpoints,
         whens,
         outgoing: resolved,
+        in_start,
         controls,
-    } = check(workflow, options);
+        fan_out_parallel,
+    } = check(workflow, options, true);
     let (Some(full_order), Some(controls), true) = (order, controls, errors.is_empty()) else {
         return Err(errors);
     };
@@ -267,13 +279,17 @@ pub fn plan_with(workflow: &Workflow, options: &PlanOptions) -> Result<Plan, Vec
                 })
             });
     // Without sub-blocks the main graph is every edge, which the analysis already grouped
-    // by `from` (with no error, every edge resolved).
-    let outgoing = if controls.blocks.is_empty() {
-        resolved
+    // by `from` and counted by `to` (with no error, every edge resolved).
+    let (outgoing, incoming) = if controls.blocks.is_empty() {
+        let incoming = Adjacency::fill(in_start, resolved_edges(&endpoints, &whens), |e| e.to);
+        (resolved, incoming)
     } else {
-        Adjacency::group(n, main_edges.clone(), |e| e.from)
+        drop(in_start);
+        (
+            Adjacency::group(n, main_edges.clone(), |e| e.from),
+            Adjacency::group(n, main_edges, |e| e.to),
+        )
     };
-    let incoming = Adjacency::group(n, main_edges, |e| e.to);
     drop((endpoints, whens));
     let mut rank = vec![NOT_ON_MAIN_GRAPH; n];
     for (pos, &i) in order.iter().enumerate() {
@@ -291,10 +307,7 @@ pub fn plan_with(workflow: &Workflow, options: &PlanOptions) -> Result<Plan, Vec
         outgoing,
         incoming,
         controls,
-        fan_out_parallel: workflow
-            .steps
-            .iter()
-            .any(|s| s.fan_out() == FanOut::Parallel),
+        fan_out_parallel,
     })
 }
 
@@ -303,7 +316,7 @@ pub fn plan_with(workflow: &Workflow, options: &PlanOptions) -> Result<Plan, Vec
 /// plan. Save-time validation calls it once the document has passed the storage rules
 /// (then the typed workflow reads exactly what the raw document holds).
 pub(crate) fn workflow_problems(workflow: &Workflow) -> Vec<ValidationError> {
-    check(workflow, &PlanOptions::default()).errors
+    check(workflow, &PlanOptions::default(), false).errors
 }
 
 /// What the checks of [`plan_with`] found.
@@ -318,27 +331,36 @@ struct Checked {
     whens: Vec<When>,
     /// Every resolved edge, grouped by `from` (see [`Analysis::outgoing`]).
     outgoing: Adjacency,
+    /// In-degrees (see [`Analysis::in_start`]).
+    in_start: Vec<u32>,
     /// The control plan, `Some` when the controls are sound.
     controls: Option<ControlPlan>,
+    /// FAN-1: some step declares `fanOut: "parallel"`.
+    fan_out_parallel: bool,
 }
 
-fn check(workflow: &Workflow, options: &PlanOptions) -> Checked {
+fn check(workflow: &Workflow, options: &PlanOptions, ordered: bool) -> Checked {
     let n = workflow.steps.len();
     let edges = workflow.edges();
     // Most workflows have no control: then no step views are built at all, and the id
     // map is not kept for the control analysis.
     let is_control = |s: &crate::model::Step| s.app() == Some(control::CONTROL_APP);
-    let has_controls = workflow
-        .steps
-        .iter()
-        .any(|s| is_control(s) && s.action().is_some());
+    // One pass over the steps for both flags (D-197).
+    let (mut has_controls, mut fan_out_parallel) = (false, false);
+    for s in &workflow.steps {
+        has_controls |= is_control(s) && s.action().is_some();
+        fan_out_parallel |= s.fan_out() == FanOut::Parallel;
+    }
     let mut analysis = analyse(
         n,
         |i| workflow.steps.get(i).map(|s| s.id.as_str()),
         edges
             .iter()
             .map(|e| (Some(e.from.as_str()), Some(e.to.as_str()), e.when())),
-        has_controls,
+        Needs {
+            index: has_controls,
+            order: ordered,
+        },
     );
     let controls = if has_controls {
         let views: Vec<StepView<'_>> = workflow
@@ -382,6 +404,7 @@ fn check(workflow: &Workflow, options: &PlanOptions) -> Checked {
         endpoints,
         whens,
         outgoing,
+        in_start,
         ..
     } = analysis;
     Checked {
@@ -390,12 +413,24 @@ fn check(workflow: &Workflow, options: &PlanOptions) -> Checked {
         endpoints,
         whens,
         outgoing,
+        in_start,
         controls: controls.plan,
+        fan_out_parallel,
     }
 }
 
 /// An end of [`Analysis::endpoints`] that names no step.
 pub(crate) const UNRESOLVED: u32 = u32::MAX;
+
+/// What an [`analyse`] caller needs beyond the problems.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Needs {
+    /// Keep the id map ([`Analysis::index`]) for the control analysis.
+    pub(crate) index: bool,
+    /// The PLAN-5 order ([`Analysis::order`]); without it only the problems are found,
+    /// and cycles without ordering the ready steps.
+    pub(crate) order: bool,
+}
 
 /// What the graph checks found.
 #[derive(Debug, Clone)]
@@ -408,10 +443,14 @@ pub(crate) struct Analysis {
     pub(crate) endpoints: Vec<[u32; 2]>,
     /// Per declared edge: its `when` (an edge the document spells oddly is `Success`).
     pub(crate) whens: Vec<When>,
-    /// The plan order; `Some` exactly when `errors` is empty.
+    /// The plan order; `Some` exactly when `errors` is empty and it was asked for
+    /// ([`Needs::order`]).
     pub(crate) order: Option<Vec<usize>>,
     /// Every resolved edge, grouped by `from` in declared order.
     pub(crate) outgoing: Adjacency,
+    /// Each step's in-degree over the resolved edges, and a trailing 0 (`n + 1`
+    /// entries): the counts [`Adjacency::fill`] groups the same edges by `to` with.
+    pub(crate) in_start: Vec<u32>,
     /// Each usable id → the index of its first declaration (empty unless `analyse` was
     /// asked to keep it).
     pub(crate) index: IdMap,
@@ -434,12 +473,14 @@ impl Analysis {
 /// depend on the seed).
 ///
 /// Open addressing with linear probing over a power-of-two table at most three quarters
-/// full, sized once for the step count (it never grows). Each slot keeps a hash tag, the
-/// id's length and its first [`ID_PREFIX`] bytes beside the index, so a probe confirms a
-/// short id without reading the step's string; a longer id is confirmed against the
-/// step's own string (`id_of`). Look-ups come in batches ([`IdMap::touch`]): the first
-/// slot of every look-up in the batch is loaded before any is probed, so their cache
-/// misses overlap instead of queuing one behind another.
+/// full, sized once for the step count (it never grows). Each 32-byte slot holds the
+/// id's first [`ID_PREFIX`] bytes (zero-padded) beside its index and a tag of hash bits
+/// and length, so a probe confirms an id of up to [`ID_PREFIX`] bytes with one tag and
+/// one fixed-size comparison, without reading the step's string; a longer id is
+/// confirmed against the step's own string (`id_of`). A name is turned into its
+/// [`IdKey`] once and probed with that (D-197). Look-ups come in batches
+/// ([`IdMap::touch`]): the first slot of every look-up in the batch is loaded before any
+/// is probed, so their cache misses overlap instead of queuing one behind another.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct IdMap {
     hasher: foldhash::fast::RandomState,
@@ -448,7 +489,7 @@ pub(crate) struct IdMap {
 }
 
 /// How many bytes of an id a map slot holds inline.
-const ID_PREFIX: usize = 20;
+const ID_PREFIX: usize = 24;
 
 /// How many look-ups [`analyse`] hashes and touches before probing them.
 const ID_BATCH: usize = 32;
@@ -457,26 +498,73 @@ const ID_BATCH: usize = 32;
 #[derive(Debug, Clone, Copy, Default)]
 #[repr(C, align(32))]
 struct IdSlot {
-    /// Hash bits of the id, never 0 (0 marks an empty slot).
+    /// [`IdKey::tag`] of the id held; 0 marks an empty slot.
     tag: u32,
     index: u32,
-    /// The id's length (saturated at `u32::MAX`; such an id is compared in full anyway).
-    len: u32,
-    /// The id's first bytes, zero-padded.
-    prefix: [u8; ID_PREFIX],
+    /// [`IdKey::prefix`] of the id held.
+    prefix: [u64; ID_WORDS],
 }
 
-impl IdSlot {
-    /// Whether this occupied slot holds `name`; `full` reads the slot's whole id when the
-    /// prefix cannot decide.
-    fn holds<'a>(&self, name: &str, full: impl FnOnce(usize) -> Option<&'a str>) -> bool {
-        let bytes = name.as_bytes();
-        if self.len != u32::try_from(bytes.len()).unwrap_or(u32::MAX) {
-            return false;
-        }
-        // A byte loop, not a `memcmp` call: ids are short and the slot is in cache.
-        self.prefix.iter().zip(bytes).all(|(a, b)| a == b)
-            && (bytes.len() <= ID_PREFIX || full(self.index as usize) == Some(name))
+/// The first [`ID_PREFIX`] bytes of `bytes`, zero-padded, as little-endian words: equal
+/// words mean equal padded prefixes. Whole words are read as they are; the last, partial
+/// word is read as the 8 bytes ending where it ends, shifted down (or, in a name shorter
+/// than a word, from two overlapping halves, or byte by byte), so no byte is copied twice.
+#[inline]
+fn padded_words(bytes: &[u8]) -> [u64; ID_WORDS] {
+    let mut words = [0u64; ID_WORDS];
+    let head = &bytes[..bytes.len().min(ID_PREFIX)];
+    let mut rest = head;
+    let mut i = 0;
+    while let Some((chunk, tail)) = rest.split_first_chunk::<8>() {
+        words[i] = u64::from_le_bytes(*chunk);
+        rest = tail;
+        i += 1;
+    }
+    let k = rest.len();
+    if k == 0 {
+        return words;
+    }
+    let shift = |w: u64, by: usize| w >> (8 * by);
+    words[i] = if let Some(window) = head.last_chunk::<8>() {
+        // The 8 bytes ending with the partial word: its `k` bytes are the top ones.
+        shift(u64::from_le_bytes(*window), 8 - k)
+    } else if let (Some(lo), Some(hi)) = (head.first_chunk::<4>(), head.last_chunk::<4>()) {
+        // 4 ≤ len < 8: the first 4 bytes, then the last `len - 4` from the last 4.
+        u64::from(u32::from_le_bytes(*lo)) | shift(u64::from(u32::from_le_bytes(*hi)), 8 - k) << 32
+    } else {
+        head.iter().rev().fold(0u64, |w, &b| w << 8 | u64::from(b))
+    };
+    words
+}
+
+/// How many words an [`IdKey`]'s prefix has.
+const ID_WORDS: usize = ID_PREFIX / 8;
+
+/// A name as the map probes for it: its hash, a tag and its first bytes.
+#[derive(Debug, Clone, Copy, Default)]
+struct IdKey {
+    hash: u64,
+    /// 24 bits of the hash above the name's length (saturated at 255); never 0. Equal tags
+    /// mean equal lengths for any name shorter than 255 bytes.
+    tag: u32,
+    /// The name's first [`ID_PREFIX`] bytes, zero-padded ([`padded_words`]).
+    prefix: [u64; ID_WORDS],
+}
+
+impl IdKey {
+    /// Whether the id of `slot` (whose tag equals this key's) is `name`, this key's name;
+    /// `full` reads the slot's whole id when the prefix cannot decide.
+    fn matches<'a>(
+        &self,
+        slot: &IdSlot,
+        name: &str,
+        full: impl FnOnce(usize) -> Option<&'a str>,
+    ) -> bool {
+        // Equal tags mean equal lengths below 255 bytes; such a name of at most
+        // `ID_PREFIX` bytes is the slot's id exactly when the padded prefixes are equal
+        // (a fixed-size comparison, a few word compares).
+        slot.prefix == self.prefix
+            && (name.len() <= ID_PREFIX || full(slot.index as usize) == Some(name))
     }
 }
 
@@ -498,10 +586,25 @@ impl IdMap {
         self.hasher.hash_one(name)
     }
 
-    /// The tag and first slot of `hash`.
-    fn home(&self, hash: u64) -> (u32, usize) {
-        let tag = ((hash >> 32) as u32) | 1;
-        (tag, hash as usize & self.slots.len().wrapping_sub(1))
+    /// `name`'s key from its `hash`: the hash, its tag and its padded first bytes.
+    #[inline]
+    fn key(&self, name: &str, hash: u64) -> IdKey {
+        let bytes = name.as_bytes();
+        // At most 255 (fits the tag's low byte).
+        let len = bytes.len().min(255) as u32;
+        // The high hash bits pick the tag (the low ones pick the slot); a zero tag (an
+        // empty id whose tag bits are zero) is moved off the empty marker.
+        let tag = ((hash >> 40) as u32) << 8 | len;
+        IdKey {
+            hash,
+            tag: if tag == 0 { 1 << 8 } else { tag },
+            prefix: padded_words(bytes),
+        }
+    }
+
+    /// The first slot of `hash`.
+    fn home(&self, hash: u64) -> usize {
+        hash as usize & self.slots.len().wrapping_sub(1)
     }
 
     /// Load the first slot of each hash, so the probes that follow find them in cache.
@@ -511,30 +614,30 @@ impl IdMap {
         }
         let mut seen = 0u32;
         for &hash in hashes {
-            let (_, at) = self.home(hash);
-            seen ^= self.slots[at].tag;
+            seen ^= self.slots[self.home(hash)].tag;
         }
         std::hint::black_box(seen);
     }
 
-    /// The slot holding `name` (whose hash is `hash`), or the empty slot where it would go.
+    /// The slot holding `name` (whose key is `key`), or the empty slot where it would go.
+    #[inline]
     fn find<'a>(
         &self,
         name: &str,
-        hash: u64,
+        key: &IdKey,
         id_of: impl Fn(usize) -> Option<&'a str>,
     ) -> Option<(usize, bool)> {
         if self.slots.is_empty() {
             return None;
         }
         let mask = self.slots.len() - 1;
-        let (tag, mut at) = self.home(hash);
+        let mut at = self.home(key.hash);
         loop {
             let slot = &self.slots[at];
             if slot.tag == 0 {
                 return Some((at, false));
             }
-            if slot.tag == tag && slot.holds(name, &id_of) {
+            if slot.tag == key.tag && key.matches(slot, name, &id_of) {
                 return Some((at, true));
             }
             at = (at + 1) & mask;
@@ -547,16 +650,30 @@ impl IdMap {
         name: &str,
         id_of: impl Fn(usize) -> Option<&'a str>,
     ) -> Option<usize> {
-        self.get_hashed(name, self.hash(name), id_of)
+        self.get_keyed(name, &self.key(name, self.hash(name)), id_of)
     }
 
-    fn get_hashed<'a>(
+    /// The index of the step declaring `name` (whose hash is `hash`), if any: an edge
+    /// end's look-up in [`analyse`]'s batches.
+    #[inline(always)]
+    fn resolve<'a>(
         &self,
-        name: &str,
+        name: Option<&str>,
         hash: u64,
         id_of: impl Fn(usize) -> Option<&'a str>,
     ) -> Option<usize> {
-        match self.find(name, hash, id_of)? {
+        let name = name?;
+        self.get_keyed(name, &self.key(name, hash), id_of)
+    }
+
+    #[inline]
+    fn get_keyed<'a>(
+        &self,
+        name: &str,
+        key: &IdKey,
+        id_of: impl Fn(usize) -> Option<&'a str>,
+    ) -> Option<usize> {
+        match self.find(name, key, id_of)? {
             (at, true) => Some(self.slots[at].index as usize),
             (_, false) => None,
         }
@@ -567,23 +684,18 @@ impl IdMap {
     fn insert_first<'a>(
         &mut self,
         name: &str,
-        hash: u64,
+        key: &IdKey,
         index: u32,
         id_of: impl Fn(usize) -> Option<&'a str>,
     ) -> Option<usize> {
-        let (at, found) = self.find(name, hash, id_of)?;
+        let (at, found) = self.find(name, key, id_of)?;
         if found {
             return Some(self.slots[at].index as usize);
         }
-        let bytes = name.as_bytes();
-        let mut prefix = [0u8; ID_PREFIX];
-        let k = bytes.len().min(ID_PREFIX);
-        prefix[..k].copy_from_slice(&bytes[..k]);
         self.slots[at] = IdSlot {
-            tag: self.home(hash).0,
+            tag: key.tag,
             index,
-            len: u32::try_from(bytes.len()).unwrap_or(u32::MAX),
-            prefix,
+            prefix: key.prefix,
         };
         None
     }
@@ -597,14 +709,15 @@ impl IdMap {
 /// usable string: that problem is the caller's, not a dangling edge) and its `when`. Ids
 /// resolve to their first declaration, so with duplicate ids the graph is the graph of
 /// *names* the edges describe: a cycle in it survives whichever twin is renamed, and is
-/// reported too. `keep_index` keeps the id map in [`Analysis::index`] for the control
-/// analysis; without it the map is dropped once the edges are resolved, before the graph
-/// is grouped, so the two are never held together.
+/// reported too. [`Needs::index`] keeps the id map in [`Analysis::index`] for the
+/// control analysis; without it the map is dropped once the edges are resolved, before
+/// the graph is grouped, so the two are never held together. [`Needs::order`] asks for
+/// the PLAN-5 order; validation only needs the problems.
 pub(crate) fn analyse<'a, 'e>(
     n: usize,
     id_of: impl Fn(usize) -> Option<&'a str>,
     edges: impl ExactSizeIterator<Item = (Option<&'e str>, Option<&'e str>, When)>,
-    keep_index: bool,
+    needs: Needs,
 ) -> Analysis {
     let m = edges.len();
     let mut errors = Vec::new();
@@ -625,22 +738,27 @@ pub(crate) fn analyse<'a, 'e>(
             whens: Vec::new(),
             order: None,
             outgoing: Adjacency::default(),
+            in_start: Vec::new(),
             index: IdMap::default(),
         };
     }
-    // PLAN-1: first declaration wins; every later one is the problem. In batches: hash a
+    // PLAN-1: first declaration wins; every later one is the problem. In batches: key a
     // batch and touch its slots, then insert in declared order.
     let mut index = IdMap::with_capacity(n);
+    let mut names: [Option<&str>; ID_BATCH] = [None; ID_BATCH];
     let mut hashes = [0u64; ID_BATCH];
     for base in (0..n).step_by(ID_BATCH) {
-        let batch = base..n.min(base + ID_BATCH);
-        for i in batch.clone() {
-            hashes[i - base] = id_of(i).map_or(0, |id| index.hash(id));
+        let len = ID_BATCH.min(n - base);
+        for (k, (name, hash)) in names.iter_mut().zip(&mut hashes).take(len).enumerate() {
+            *name = id_of(base + k);
+            *hash = name.map_or(0, |id| index.hash(id));
         }
-        index.touch(&hashes[..batch.len()]);
-        for i in batch {
-            let Some(id) = id_of(i) else { continue };
-            if let Some(first) = index.insert_first(id, hashes[i - base], i as u32, &id_of) {
+        index.touch(&hashes[..len]);
+        for (k, (name, &hash)) in names.iter().zip(&hashes).take(len).enumerate() {
+            let Some(id) = *name else { continue };
+            let i = base + k;
+            let key = index.key(id, hash);
+            if let Some(first) = index.insert_first(id, &key, i as u32, &id_of) {
                 errors.push(ValidationError::new(
                     ValidationCode::DuplicateStepId,
                     format!("/steps/{i}/id"),
@@ -650,60 +768,75 @@ pub(crate) fn analyse<'a, 'e>(
         }
     }
     // PLAN-2 / ERR-13: every edge, success or error, must name existing steps. In batches
-    // as above; problems are still reported in edge order, `from` before `to`.
+    // as above; problems are still reported in edge order, `from` before `to`. Each
+    // resolved edge is counted into its ends' degrees as it resolves (D-197), so grouping
+    // needs no counting pass of its own.
     let mut endpoints = Vec::with_capacity(m);
     let mut whens = Vec::with_capacity(m);
-    let mut edges = edges.enumerate();
-    let mut batch: [(usize, Option<&str>, Option<&str>); ID_BATCH] = [(0, None, None); ID_BATCH];
+    let mut out_start = vec![0u32; n + 1];
+    let mut in_start = vec![0u32; n + 1];
+    let mut edges = edges;
+    let mut ends: [Option<&str>; 2 * ID_BATCH] = [None; 2 * ID_BATCH];
     let mut end_hashes = [0u64; 2 * ID_BATCH];
+    let mut first_edge = 0usize;
     loop {
         let mut len = 0;
-        for (slot, (e, (from, to, when))) in batch.iter_mut().zip(edges.by_ref()) {
-            *slot = (e, from, to);
+        for (pair, (from, to, when)) in ends.chunks_exact_mut(2).zip(edges.by_ref()) {
+            pair[0] = from;
+            pair[1] = to;
             whens.push(when);
             len += 1;
         }
         if len == 0 {
             break;
         }
-        for (k, &(_, from, to)) in batch[..len].iter().enumerate() {
-            end_hashes[2 * k] = from.map_or(0, |s| index.hash(s));
-            end_hashes[2 * k + 1] = to.map_or(0, |s| index.hash(s));
+        for (hash, end) in end_hashes.iter_mut().zip(&ends[..2 * len]) {
+            *hash = end.map_or(0, |name| index.hash(name));
         }
         index.touch(&end_hashes[..2 * len]);
-        for (k, &(e, from, to)) in batch[..len].iter().enumerate() {
-            let mut resolve = |end: Option<&str>, hash: u64, field: &str| -> Option<u32> {
-                let name = end?;
-                let found = index.get_hashed(name, hash, &id_of);
-                if found.is_none() {
-                    errors.push(ValidationError::new(
-                        ValidationCode::DanglingEdge,
-                        format!("/edges/{e}/{field}"),
-                        format!("edge {e}'s {field:?} is {name:?}, but no step has that id"),
-                    ));
+        for (k, (pair, hashes)) in ends
+            .chunks_exact(2)
+            .zip(end_hashes.chunks_exact(2))
+            .take(len)
+            .enumerate()
+        {
+            match (
+                index.resolve(pair[0], hashes[0], &id_of),
+                index.resolve(pair[1], hashes[1], &id_of),
+            ) {
+                (Some(from), Some(to)) => {
+                    out_start[from] += 1;
+                    in_start[to] += 1;
+                    // Indices are below `n`, which fits a `u32` (checked above).
+                    endpoints.push([from as u32, to as u32]);
                 }
-                found.map(|i| i as u32)
-            };
-            let from = resolve(from, end_hashes[2 * k], "from");
-            let to = resolve(to, end_hashes[2 * k + 1], "to");
-            endpoints.push(match (from, to) {
-                (Some(from), Some(to)) => [from, to],
-                _ => [UNRESOLVED; 2],
-            });
+                (from, to) => {
+                    let e = first_edge + k;
+                    for (end, found, field) in [(pair[0], from, "from"), (pair[1], to, "to")] {
+                        if let (Some(name), None) = (end, found) {
+                            errors.push(dangling(e, field, name));
+                        }
+                    }
+                    endpoints.push([UNRESOLVED; 2]);
+                }
+            }
         }
+        first_edge += len;
         if len < ID_BATCH {
             break;
         }
     }
-    if !keep_index {
+    if !needs.index {
         index = IdMap::default();
     }
-    let (graph, indegree) = resolved_graph(n, &endpoints, &whens);
+    let graph = Adjacency::fill(out_start, resolved_edges(&endpoints, &whens), |e| e.from);
     // PLAN-4: no edges → the declared order, without touching the heap.
     let order = if m == 0 {
         (0..n).collect()
+    } else if needs.order {
+        kahn(&graph, in_start.clone())
     } else {
-        kahn(&graph, indegree)
+        acyclic_part(&graph, in_start.clone())
     };
     if order.len() < n {
         // PLAN-3: whatever Kahn could not consume lies on or behind a cycle.
@@ -715,41 +848,48 @@ pub(crate) fn analyse<'a, 'e>(
             errors.push(cycle_error(&id_of, &cycle));
         }
     }
-    let order = errors.is_empty().then_some(order);
+    let order = (errors.is_empty() && needs.order).then_some(order);
     Analysis {
         errors,
         endpoints,
         whens,
         order,
         outgoing: graph,
+        in_start,
         index,
     }
 }
 
-/// The analysis's one copy of the edges (D-196): every resolved edge as a [`PlanEdge`],
-/// grouped by `from` in declared order — the main graph's `outgoing` when the workflow has
-/// no sub-block, so a plan builds it once — and each step's in-degree.
-fn resolved_graph(n: usize, endpoints: &[[u32; 2]], whens: &[When]) -> (Adjacency, Vec<u32>) {
-    let resolved =
-        endpoints
-            .iter()
-            .zip(whens)
-            .enumerate()
-            .filter_map(|(index, (&[from, to], &when))| {
-                (from != UNRESOLVED && to != UNRESOLVED).then_some(PlanEdge {
-                    // `analyse` checked that every index fits a `u32`.
-                    index: index as u32,
-                    from,
-                    to,
-                    when,
-                })
-            });
-    let graph = Adjacency::group(n, resolved, |e| e.from);
-    let mut indegree = vec![0u32; n];
-    for edge in &graph.edges {
-        indegree[edge.to as usize] += 1;
-    }
-    (graph, indegree)
+/// PLAN-2's problem: edge `e`'s `field` names `name`, which no step declares.
+#[cold]
+fn dangling(e: usize, field: &str, name: &str) -> ValidationError {
+    ValidationError::new(
+        ValidationCode::DanglingEdge,
+        format!("/edges/{e}/{field}"),
+        format!("edge {e}'s {field:?} is {name:?}, but no step has that id"),
+    )
+}
+
+/// Every resolved edge as a [`PlanEdge`], in declared order: the analysis's one copy of
+/// the edges (D-196), which it groups by `from` — the main graph's `outgoing` when the
+/// workflow has no sub-block, so a plan builds it once.
+fn resolved_edges<'a>(
+    endpoints: &'a [[u32; 2]],
+    whens: &'a [When],
+) -> impl DoubleEndedIterator<Item = PlanEdge> + Clone + 'a {
+    endpoints
+        .iter()
+        .zip(whens)
+        .enumerate()
+        .filter_map(|(index, (&[from, to], &when))| {
+            (from != UNRESOLVED && to != UNRESOLVED).then_some(PlanEdge {
+                // `analyse` checked that every index fits a `u32`.
+                index: index as u32,
+                from,
+                to,
+                when,
+            })
+        })
 }
 
 impl Adjacency {
@@ -762,6 +902,27 @@ impl Adjacency {
     fn targets(&self, v: usize) -> impl Iterator<Item = u32> + '_ {
         self.edges[self.range(v)].iter().map(|e| e.to)
     }
+}
+
+/// The steps Kahn's algorithm consumes — every step on no cycle and behind none — in some
+/// topological order, not PLAN-5's: what validation needs to find cycles, without the
+/// heap that orders the ready steps (D-197). [`kahn`] consumes exactly the same steps.
+fn acyclic_part(graph: &Adjacency, mut indegree: Vec<u32>) -> Vec<usize> {
+    let mut ready: Vec<u32> = (0..graph.len() as u32)
+        .filter(|&i| indegree[i as usize] == 0)
+        .collect();
+    let mut consumed = Vec::with_capacity(graph.len());
+    while let Some(v) = ready.pop() {
+        consumed.push(v as usize);
+        for w in graph.targets(v as usize) {
+            let d = &mut indegree[w as usize];
+            *d -= 1;
+            if *d == 0 {
+                ready.push(w);
+            }
+        }
+    }
+    consumed
 }
 
 /// PLAN-5: Kahn's algorithm; among ready steps the earliest-declared goes first, which
@@ -1176,20 +1337,27 @@ mod tests {
             "".into(),
             "12345678901234567890".into(),
             "12345678901234567890x".into(),
+            // At the 24-byte prefix and past it; differing only after it; a trailing NUL
+            // (the padding's own byte); longer than the tag's length byte; not ASCII.
+            "abcdefghijklmnopqrstuvwx".into(),
+            "abcdefghijklmnopqrstuvwxy".into(),
+            "abcdefghijklmnopqrstuvwxz".into(),
+            "ab".into(),
+            "ab\0".into(),
+            "é".repeat(150),
+            format!("{}!", "é".repeat(150)),
         ];
         let id_of = |i: usize| ids.get(i).map(String::as_str);
         let mut map = IdMap::with_capacity(ids.len());
         let firsts: Vec<Option<usize>> = (0..ids.len())
             .map(|i| {
                 let id = &ids[i];
-                map.insert_first(id, map.hash(id), i as u32, id_of)
+                map.insert_first(id, &map.key(id, map.hash(id)), i as u32, id_of)
             })
             .collect();
-        assert_eq!(
-            firsts,
-            [None, None, None, Some(1), None, None, None, None],
-            "only the repeated long id is a duplicate"
-        );
+        let mut want = vec![None; ids.len()];
+        want[3] = Some(1);
+        assert_eq!(firsts, want, "only the repeated long id is a duplicate");
         for (i, id) in ids.iter().enumerate() {
             let want = if i == 3 { 1 } else { i };
             assert_eq!(map.get(id, id_of), Some(want), "{id:?}");
@@ -1199,6 +1367,12 @@ mod tests {
             "y",
             "1234567890123456789",
             "a-very-long",
+            "abcdefghijklmnopqrstuvw",
+            "abcdefghijklmnopqrstuvwxyz",
+            "a",
+            "ab\0\0",
+            "\0",
+            &"é".repeat(149),
         ] {
             assert_eq!(map.get(absent, id_of), None, "{absent:?}");
         }
@@ -1207,24 +1381,36 @@ mod tests {
 
     #[test]
     fn the_adjacency_keeps_declared_edge_order_and_counts_in_degrees() {
-        // Edges 0..4 in declared order; unresolved ones (None) are not edges.
-        let endpoints = [[2, 0], [UNRESOLVED; 2], [0, 1], [2, 2], [0, 2], [2, 1]];
-        let whens = [
-            When::Success,
-            When::Error,
-            When::Error,
-            When::Success,
-            When::Success,
-            When::Error,
+        // Edges 0..5 in declared order; edge 1 dangles, so it is no edge of the graph.
+        let ids = ["a", "b", "c"];
+        let declared = [
+            ("c", "a", When::Success),
+            ("c", "nowhere", When::Error),
+            ("a", "b", When::Error),
+            ("c", "c", When::Success),
+            ("a", "c", When::Success),
+            ("c", "b", When::Error),
         ];
-        let (graph, indegree) = resolved_graph(3, &endpoints, &whens);
-        assert_eq!(graph.len(), 3);
-        let targets = |v| graph.targets(v).collect::<Vec<_>>();
+        let graph = analyse(
+            ids.len(),
+            |i| ids.get(i).copied(),
+            declared.iter().map(|&(f, t, w)| (Some(f), Some(t), w)),
+            Needs {
+                index: false,
+                order: true,
+            },
+        );
+        assert_eq!(graph.errors.len(), 2, "a dangling end and the c → c cycle");
+        assert_eq!(graph.endpoints[1], [UNRESOLVED; 2]);
+        let outgoing = &graph.outgoing;
+        assert_eq!(outgoing.len(), 3);
+        let targets = |v| outgoing.targets(v).collect::<Vec<_>>();
         assert_eq!(targets(0), [1, 2]);
         assert!(targets(1).is_empty());
         assert_eq!(targets(2), [0, 2, 1]);
         // Each edge keeps its declared index and its `when`.
-        let indices: Vec<(u32, When)> = graph.edges().iter().map(|e| (e.index, e.when)).collect();
+        let indices: Vec<(u32, When)> =
+            outgoing.edges().iter().map(|e| (e.index, e.when)).collect();
         assert_eq!(
             indices,
             [
@@ -1235,8 +1421,65 @@ mod tests {
                 (5, When::Error)
             ]
         );
-        assert_eq!(indegree, [1, 2, 2]);
-        let (empty, none) = resolved_graph(0, &[], &[]);
-        assert_eq!((empty.len(), none.len()), (0, 0));
+        // The in-degrees over the resolved edges, and the trailing 0 `fill` expects.
+        assert_eq!(graph.in_start, [1, 2, 2, 0]);
+        let incoming = Adjacency::fill(
+            graph.in_start.clone(),
+            resolved_edges(&graph.endpoints, &graph.whens),
+            |e| e.to,
+        );
+        let sources: Vec<Vec<(u32, u32)>> = incoming
+            .iter()
+            .map(|edges| edges.iter().map(|e| (e.index, e.from)).collect())
+            .collect();
+        assert_eq!(
+            sources,
+            [vec![(0, 2)], vec![(2, 0), (5, 2)], vec![(3, 2), (4, 0)]],
+            "grouped by target, in declared order"
+        );
+        let none = analyse(
+            0,
+            |_| None,
+            std::iter::empty(),
+            Needs {
+                index: false,
+                order: true,
+            },
+        );
+        assert_eq!((none.outgoing.len(), none.in_start.len()), (0, 1));
+    }
+
+    /// The zero-padded first bytes of `bytes`, the plain way.
+    fn padded_plainly(bytes: &[u8]) -> [u64; ID_WORDS] {
+        let mut buf = [0u8; ID_PREFIX];
+        let k = bytes.len().min(ID_PREFIX);
+        buf[..k].copy_from_slice(&bytes[..k]);
+        let mut words = [0u64; ID_WORDS];
+        for (w, chunk) in words.iter_mut().zip(buf.chunks_exact(8)) {
+            let mut b = [0u8; 8];
+            b.copy_from_slice(chunk);
+            *w = u64::from_le_bytes(b);
+        }
+        words
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn padded_words_are_the_zero_padded_prefix(bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..40)) {
+            proptest::prop_assert_eq!(padded_words(&bytes), padded_plainly(&bytes));
+        }
+    }
+
+    #[test]
+    fn padded_words_at_every_length() {
+        // Every length around each word boundary, with no zero byte to hide a slip.
+        let bytes: Vec<u8> = (1..=40).collect();
+        for len in 0..=bytes.len() {
+            assert_eq!(
+                padded_words(&bytes[..len]),
+                padded_plainly(&bytes[..len]),
+                "{len}"
+            );
+        }
     }
 }
