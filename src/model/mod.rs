@@ -30,7 +30,9 @@ pub use run::{
     RunStatus, StepError, StepExecution, StepMeta, StepStatus, records_json,
 };
 pub use validate::MAX_NESTING_DEPTH;
-pub(crate) use validate::{KeyGate, storage_problems};
+#[cfg(test)]
+pub(crate) use validate::storage_problems;
+pub(crate) use validate::{KeyGate, StorageChecked, storage_checked_workflow};
 pub use workflow::{
     Backoff, CallableOnError, EXT_MAX_DELAY_MS, EXT_RETRY_ON, Edge, ErrorReroute, FanOut, Id,
     OnError, RetryPolicy, Step, Uses, When, Workflow, WorkflowVariable,

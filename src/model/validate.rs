@@ -18,7 +18,12 @@
 //! `invalid_type`, which is what makes every accepted document round-trip byte-for-value
 //! through the typed model (see `docs/decisions.md (Foundation: model, validation, planner, CLI)`).
 
+use serde::Deserialize;
+use serde::de::value::MapDeserializer;
 use serde_json::{Map, Number, Value};
+
+use super::{Edge, Step, Workflow};
+use crate::limits::MAX_RESERVED_BYTES;
 
 use super::{ValidationCode as Code, ValidationError, pointer_token};
 use super::{json_kind, show_value};
@@ -45,17 +50,59 @@ pub(crate) enum KeyGate {
 /// are in cache. The walk never reads a value it has not checked, and on the first
 /// value too deep it stops; the problem then comes from [`nesting_problem`], so its path
 /// is the first too-deep place in document order, exactly as a separate pass reports it.
+#[cfg(test)] // the engine's test workflows; validation uses `storage_checked_workflow`
 pub(crate) fn storage_problems(
     doc: &Value,
     gate: KeyGate,
     runnable: bool,
 ) -> Result<Vec<ValidationError>, ValidationError> {
+    checked(doc, gate, runnable, false).map(|(errors, _)| errors)
+}
+
+/// What [`storage_checked_workflow`] found.
+pub(crate) enum StorageChecked {
+    /// The storage-rule problems (never empty).
+    Problems(Vec<ValidationError>),
+    /// No problem: the typed workflow, or serde's error if the typed model refuses the
+    /// document after all (a bug: the walk checks every field the typed model reads).
+    Typed(Box<Result<Workflow, serde_json::Error>>),
+}
+
+/// Every storage-rule problem of `doc` (the storage walk, with SEC-2's depth problem
+/// alone as the `Err`), and for a document that has none, the typed
+/// [`Workflow`] it reads as (D-197): each step and edge is deserialized right after the walk checked it,
+/// while its members are still in cache, instead of in a second pass over the whole
+/// document.
+pub(crate) fn storage_checked_workflow(
+    doc: &Value,
+    gate: KeyGate,
+    runnable: bool,
+) -> Result<StorageChecked, ValidationError> {
+    let (errors, parts) = checked(doc, gate, runnable, true)?;
+    if !errors.is_empty() {
+        return Ok(StorageChecked::Problems(errors));
+    }
+    Ok(StorageChecked::Typed(Box::new(match parts {
+        Some(parts) => parts.assemble(doc),
+        // The parts were abandoned on a value the typed model refused: the whole
+        // document then reports serde's own error.
+        None => Workflow::deserialize(doc),
+    })))
+}
+
+fn checked(
+    doc: &Value,
+    gate: KeyGate,
+    runnable: bool,
+    typed: bool,
+) -> Result<(Vec<ValidationError>, Option<Parts>), ValidationError> {
     let mut walk = Walk {
         errors: Vec::new(),
         gate,
         runnable,
         uses_path: String::new(),
         too_deep: false,
+        parts: typed.then(Parts::default),
     };
     walk.workflow(doc);
     if walk.too_deep {
@@ -63,7 +110,48 @@ pub(crate) fn storage_problems(
         // bug, still reported as the document's depth problem, never as success.
         return Err(nesting_problem(doc).unwrap_or_else(|| too_deep(String::new())));
     }
-    Ok(walk.errors)
+    let parts = walk.parts.filter(|_| walk.errors.is_empty());
+    Ok((walk.errors, parts))
+}
+
+/// The typed steps and edges of a document so far without problems, deserialized as the
+/// walk checks them (D-197).
+#[derive(Default)]
+struct Parts {
+    steps: Vec<Step>,
+    edges: Vec<Edge>,
+}
+
+/// An empty array: what the rest of the root reads in place of the steps and edges
+/// [`Parts`] already holds.
+static NO_ELEMENTS: Value = Value::Array(Vec::new());
+
+impl Parts {
+    /// Reserve room for `n` elements of `T` once, as `serde_util::sized_vec` does (capped
+    /// by [`MAX_RESERVED_BYTES`]).
+    fn reserve<T>(v: &mut Vec<T>, n: usize) {
+        v.reserve_exact(n.min(MAX_RESERVED_BYTES / std::mem::size_of::<T>().max(1)));
+    }
+
+    /// The typed workflow: the root's other members deserialized as the derive reads them
+    /// (with `steps` and `edges` as empty arrays), then these steps and edges put in their
+    /// place. `edges` stays absent when the document has none.
+    fn assemble(self, doc: &Value) -> Result<Workflow, serde_json::Error> {
+        let Some(root) = doc.as_object() else {
+            return Workflow::deserialize(doc);
+        };
+        let rest = root.iter().map(|(name, v)| match name.as_str() {
+            "steps" | "edges" => (name.as_str(), &NO_ELEMENTS),
+            _ => (name.as_str(), v),
+        });
+        let mut workflow =
+            Workflow::deserialize(MapDeserializer::<_, serde_json::Error>::new(rest))?;
+        workflow.steps = self.steps;
+        if workflow.edges.is_some() {
+            workflow.edges = Some(self.edges);
+        }
+        Ok(workflow)
+    }
 }
 
 /// Whether `v` nests at most `levels` containers deep (a scalar is 0 levels, `[]` one,
@@ -123,6 +211,8 @@ struct Walk {
     uses_path: String,
     /// Some value nests deeper than the bound: the walk stopped before reading it.
     too_deep: bool,
+    /// The typed steps and edges, while the walk builds them and has found no problem.
+    parts: Option<Parts>,
 }
 
 impl Walk {
@@ -382,6 +472,9 @@ impl Walk {
                 "a runnable workflow needs at least one step; this one has none",
             );
         }
+        if let Some(parts) = &mut self.parts {
+            Parts::reserve(&mut parts.steps, steps.len());
+        }
         // One path buffer for every step: a path is only copied out with a problem.
         let mut path = String::new();
         for (i, s) in steps.iter().enumerate() {
@@ -391,6 +484,26 @@ impl Walk {
             }
             set_item(&mut path, "/steps", i);
             self.step(s, &path);
+            self.build(s, |parts, step| parts.steps.push(step));
+        }
+    }
+
+    /// Deserialize `v`, just checked, into the parts with `keep` while no problem has been
+    /// found; at the first problem (or a value the typed model refuses) stop building.
+    fn build<T: serde::de::DeserializeOwned>(
+        &mut self,
+        v: &Value,
+        keep: impl FnOnce(&mut Parts, T),
+    ) {
+        if !self.errors.is_empty() {
+            self.parts = None;
+        }
+        let Some(parts) = &mut self.parts else {
+            return;
+        };
+        match T::deserialize(v) {
+            Ok(typed) => keep(parts, typed),
+            Err(_) => self.parts = None,
         }
     }
 
@@ -691,6 +804,9 @@ impl Walk {
             self.not_null_type("", "edges", "an array of edges", v);
             return;
         };
+        if let Some(parts) = &mut self.parts {
+            Parts::reserve(&mut parts.edges, edges.len());
+        }
         let mut path = String::new();
         for (i, edge) in edges.iter().enumerate() {
             if !nests_within(edge, MAX_NESTING_DEPTH - 2) {
@@ -699,6 +815,7 @@ impl Walk {
             }
             set_item(&mut path, "/edges", i);
             self.edge(edge, &path);
+            self.build(edge, |parts, edge| parts.edges.push(edge));
         }
     }
 
@@ -749,8 +866,8 @@ fn too_deep(path: String) -> ValidationError {
 
 /// SEC-2: the first place, in document order, where `doc` nests deeper than
 /// [`MAX_NESTING_DEPTH`]; documents that do are refused before anything recursive (serde's
-/// `from_value`, `Clone`, `Display`) touches them. Iterative. [`storage_problems`] checks
-/// the same bound as it walks and calls this only for a document that breaks it.
+/// `from_value`, `Clone`, `Display`) touches them. Iterative. The storage walk checks
+/// the same bound as it goes and calls this only for a document that breaks it.
 pub(crate) fn nesting_problem(doc: &Value) -> Option<ValidationError> {
     enum Token<'a> {
         Index(usize),
@@ -845,7 +962,134 @@ mod tests {
         storage_problems(doc, KeyGate::Check, false)
     }
 
+    /// A member's name and how to make its value.
+    type Member = (&'static str, fn() -> Value);
+
+    /// One member a valid step, edge, `uses` or root may carry, or none: each optional
+    /// field in the forms the typed model distinguishes (absent, null where allowed, a
+    /// value), and unknown members the model keeps in `extra`.
+    fn member(choices: &'static [Member]) -> impl Strategy<Value = Option<(&'static str, Value)>> {
+        proptest::option::of(proptest::sample::select(choices).prop_map(|(k, v)| (k, v())))
+    }
+
+    const STEP_MEMBERS: &[Member] = &[
+        ("with", || json!({"q": {"$": "vars.v"}, "n": [1, null]})),
+        ("retry", || Value::Null),
+        (
+            "retry",
+            || json!({"maxAttempts": 3, "backoff": "fixed", "x-w6w-retryOn": ["e"]}),
+        ),
+        ("onError", || json!("continue-record")),
+        ("fanOut", || json!("parallel")),
+        ("ports", || Value::Null),
+        ("notes", || json!({"n": 1})),
+        ("position", || json!([1, 2])),
+        ("custom", || json!("kept")),
+        ("x-vendor", || json!({"a": [true]})),
+    ];
+    const USES_MEMBERS: &[Member] = &[
+        ("connection", || Value::Null),
+        ("connection", || json!("c1")),
+        ("z", || json!(0)),
+    ];
+    const EDGE_MEMBERS: &[Member] = &[
+        ("when", || json!("error")),
+        ("when", || json!("success")),
+        ("label", || json!("kept")),
+    ];
+    const ROOT_MEMBERS: &[Member] = &[
+        ("key", || Value::Null),
+        ("trigger", || json!({"type": "manual"})),
+        ("settings", || json!("arbitrary")),
+        ("retry", || json!({"maxAttempts": 2})),
+        ("x-root", || json!({"keep": [1, 2.5]})),
+        ("variables", || json!([{"key": "v", "default": null}])),
+    ];
+
+    /// A valid document: `n` steps with members drawn from the lists above, edges between
+    /// them (or no `edges` member at all), root members before and after the arrays.
+    fn valid_document() -> impl Strategy<Value = Value> {
+        let step = (
+            member(STEP_MEMBERS),
+            member(STEP_MEMBERS),
+            proptest::option::of(member(USES_MEMBERS)),
+        );
+        let edge = (0usize..4, 0usize..4, member(EDGE_MEMBERS));
+        (
+            proptest::collection::vec(step, 1..5),
+            proptest::option::of(proptest::collection::vec(edge, 0..5)),
+            member(ROOT_MEMBERS),
+            member(ROOT_MEMBERS),
+        )
+            .prop_map(|(steps, edges, before, after)| {
+                let mut root = Map::new();
+                root.insert("manifestVersion".into(), json!("2"));
+                if let Some((k, v)) = before {
+                    root.insert(k.into(), v);
+                }
+                root.insert("id".into(), json!("wf"));
+                root.insert("name".into(), json!("wf"));
+                let n = steps.len();
+                let steps: Vec<Value> = steps
+                    .into_iter()
+                    .enumerate()
+                    .map(|(i, (a, b, uses))| {
+                        let mut step = Map::new();
+                        step.insert("id".into(), json!(format!("s{i}")));
+                        if let Some(extra) = uses {
+                            let mut u = Map::new();
+                            u.insert("app".into(), json!("app"));
+                            u.insert("action".into(), json!("act"));
+                            if let Some((k, v)) = extra {
+                                u.insert(k.into(), v);
+                            }
+                            step.insert("uses".into(), Value::Object(u));
+                        }
+                        for (k, v) in [a, b].into_iter().flatten() {
+                            step.insert(k.into(), v);
+                        }
+                        Value::Object(step)
+                    })
+                    .collect();
+                root.insert("steps".into(), Value::Array(steps));
+                if let Some(edges) = edges {
+                    let edges = edges
+                        .into_iter()
+                        .map(|(from, to, extra)| {
+                            let mut e = Map::new();
+                            e.insert("from".into(), json!(format!("s{}", from % n)));
+                            e.insert("to".into(), json!(format!("s{}", to % n)));
+                            if let Some((k, v)) = extra {
+                                e.insert(k.into(), v);
+                            }
+                            Value::Object(e)
+                        })
+                        .collect();
+                    root.insert("edges".into(), Value::Array(edges));
+                }
+                if let Some((k, v)) = after {
+                    root.insert(k.into(), v);
+                }
+                Value::Object(root)
+            })
+    }
+
     proptest! {
+        /// D-197: the workflow built as the walk goes is the one serde's derive reads from
+        /// the whole document, and it writes the document back exactly.
+        #[test]
+        fn the_workflow_built_as_the_walk_goes_is_the_derived_one(doc in valid_document()) {
+            let built = match storage_checked_workflow(&doc, KeyGate::Check, false) {
+                Ok(StorageChecked::Typed(typed)) if typed.is_ok() => (*typed).map_err(|e| TestCaseError::fail(e.to_string()))?,
+                Ok(StorageChecked::Typed(typed)) => return Err(TestCaseError::fail(format!("refused: {typed:?}"))),
+                Ok(StorageChecked::Problems(p)) => return Err(TestCaseError::fail(format!("problems: {p:?}"))),
+                Err(e) => return Err(TestCaseError::fail(format!("too deep: {e:?}"))),
+            };
+            let derived: Workflow = serde_json::from_value(doc.clone()).map_err(|e| TestCaseError::fail(e.to_string()))?;
+            prop_assert_eq!(&built, &derived);
+            prop_assert_eq!(serde_json::to_value(&built).map_err(|e| TestCaseError::fail(e.to_string()))?, doc);
+        }
+
         /// The walk's own depth check refuses exactly the documents the separate pass
         /// does, with that pass's problem (its first too-deep place in document order).
         #[test]
@@ -871,6 +1115,24 @@ mod tests {
                 Err(problem) => prop_assert_eq!(Some(problem), separate),
                 Ok(_) => prop_assert!(separate.is_none(), "walk accepted {:?}", separate),
             }
+        }
+    }
+
+    #[test]
+    fn a_problem_after_the_arrays_drops_the_parts_built_before_it() {
+        let mut doc = doc_with(1, 1);
+        assert!(matches!(
+            storage_checked_workflow(&doc, KeyGate::Check, false),
+            Ok(StorageChecked::Typed(typed)) if typed.is_ok()
+        ));
+        // The root's retry is walked after the steps and edges were built.
+        doc["retry"] = json!({"maxAttempts": 0});
+        match storage_checked_workflow(&doc, KeyGate::Check, false) {
+            Ok(StorageChecked::Problems(p)) => {
+                assert_eq!(p.len(), 1);
+                assert_eq!(p[0].path, "/retry/maxAttempts");
+            }
+            _ => panic!("a bad root retry is a problem"),
         }
     }
 

@@ -20,12 +20,11 @@ mod registry;
 
 pub use registry::{Registry, SaveError};
 
-use serde::Deserialize;
 use serde_json::Value;
 
 use crate::model::{
-    KeyGate, ValidationCode as Code, ValidationError, Workflow, is_first_key_assignment,
-    storage_problems,
+    KeyGate, StorageChecked, ValidationCode as Code, ValidationError, Workflow,
+    is_first_key_assignment, storage_checked_workflow,
 };
 
 /// What a validation call checks beyond storage rules.
@@ -70,25 +69,27 @@ fn validate_document(
 ) -> Result<Workflow, Vec<ValidationError>> {
     // The storage rules (a document nested too deep is refused with that one problem,
     // SEC-2), then the graph rules (they fail planning, so they are save-time problems
-    // too, reported with everything else).
-    let mut errors =
-        storage_problems(doc, gate, opts.runnable).map_err(|too_deep| vec![too_deep])?;
-    if !errors.is_empty() {
-        // The graph rules over whatever the raw document makes usable.
-        errors.extend(crate::plan::document_problems(doc));
-        sort_into_document_order(doc, &mut errors);
-        return Err(errors);
-    }
-    // The walk above checks every field the typed model reads, so this only fails on a
-    // bug; it is still an `Err`, never a panic. Deserializing from `&Value` avoids
-    // cloning the whole document first.
-    let workflow = Workflow::deserialize(doc).map_err(|e| {
-        vec![ValidationError::new(
-            Code::InvalidType,
-            "",
-            format!("the document does not fit the workflow model: {e}"),
-        )]
-    })?;
+    // too, reported with everything else). A document without storage problems comes back
+    // typed too, built as the walk went (D-197); the walk checks every field the typed
+    // model reads, so building it only fails on a bug, which is still an `Err`, never a
+    // panic.
+    let checked =
+        storage_checked_workflow(doc, gate, opts.runnable).map_err(|too_deep| vec![too_deep])?;
+    let workflow = match checked {
+        StorageChecked::Problems(mut errors) => {
+            // The graph rules over whatever the raw document makes usable.
+            errors.extend(crate::plan::document_problems(doc));
+            sort_into_document_order(doc, &mut errors);
+            return Err(errors);
+        }
+        StorageChecked::Typed(workflow) => (*workflow).map_err(|e| {
+            vec![ValidationError::new(
+                Code::InvalidType,
+                "",
+                format!("the document does not fit the workflow model: {e}"),
+            )]
+        })?,
+    };
     // A document the storage rules accept reads the same typed as raw (every id and
     // endpoint a string, every `uses` and `with` an object, `when` one of its two values),
     // so the graph rules run on the typed workflow: no field is looked up twice.
