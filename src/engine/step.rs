@@ -109,9 +109,12 @@ impl<'a, C: WorkflowContext> StepCtx<'a, C> {
                 let pending = running.and_then(|r| PendingRetry::of(r));
                 StepEnd::Done(self.execute(first, pending).await?)
             }
-            StepKind::Call => StepEnd::Done(super::control::call(&self).await?),
+            // A control's or a call's future is boxed, not held inline: every step's future
+            // (and so every walk's, boxed once per foreach iteration or branch) would
+            // otherwise be as large as the largest control's.
+            StepKind::Call => StepEnd::Done(Box::pin(super::control::call(&self)).await?),
             StepKind::Control => {
-                let (end, errors) = super::control::run(&self).await?;
+                let (end, errors) = Box::pin(super::control::run(&self)).await?;
                 extras.step_errors = errors;
                 extras
                     .clear_prefixes

@@ -124,23 +124,23 @@ impl<'a, C: WorkflowContext> Walk<'a, C> {
             // copy of the enclosing walk's outputs.
             scope.nest_steps();
         }
-        Box::pin(async move {
-            let steps = &self.engine.workflow.steps;
-            let parallel = self
-                .graph
-                .order()
-                .iter()
-                .any(|&i| steps[i].fan_out() == FanOut::Parallel);
-            let reached = Reached {
-                scope,
-                skips: SkipSet::default(),
-            };
-            if parallel {
-                self.strands(reached).await
-            } else {
-                self.sequential(reached).await
-            }
-        })
+        let steps = &self.engine.workflow.steps;
+        let parallel = self
+            .graph
+            .order()
+            .iter()
+            .any(|&i| steps[i].fan_out() == FanOut::Parallel);
+        let reached = Reached {
+            scope,
+            skips: SkipSet::default(),
+        };
+        // Boxed as the one loop it runs: a box as large as both would be allocated and
+        // copied once per sub-block instance (a foreach iteration).
+        if parallel {
+            Box::pin(self.strands(reached))
+        } else {
+            Box::pin(self.sequential(reached))
+        }
     }
 
     /// FAN-1: the plain plan-order loop, one step at a time.
