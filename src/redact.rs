@@ -335,7 +335,8 @@ impl Scrubber {
             return;
         }
         let old = Arc::unwrap_or_clone(std::mem::take(f));
-        let mut scrubbed = FrameRecords::with_capacity(old.len());
+        let mut scrubbed =
+            FrameRecords::with_capacity_and_hasher(old.len(), crate::model::FrameHasher::default());
         for (id, mut record) in old {
             self.shared_step(&mut record);
             scrubbed.insert(self.line(&id), record);
@@ -344,7 +345,11 @@ impl Scrubber {
     }
 
     /// Scrub a map of frames, its keys included (as `extra`'s keys are).
-    fn frames<F>(&self, frames: &mut IndexMap<String, F>, each: impl Fn(&mut F)) {
+    fn frames<F, S: std::hash::BuildHasher + Default>(
+        &self,
+        frames: &mut IndexMap<String, F, S>,
+        each: impl Fn(&mut F),
+    ) {
         let rekey = {
             let d = self.derived.borrow();
             frames.keys().any(|k| d.search.hits(k))

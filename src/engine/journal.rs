@@ -231,7 +231,7 @@ impl Journal {
                         let mut records = state
                             .frames
                             .get(key)
-                            .map_or_else(FrameRecords::new, |f| (**f).clone());
+                            .map_or_else(FrameRecords::default, |f| (**f).clone());
                         records.insert(record.step_id.clone(), record);
                         patch.frames.insert(key.clone(), Some(Arc::new(records)));
                     }

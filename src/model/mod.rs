@@ -26,8 +26,9 @@ pub use key::{
     stored_key,
 };
 pub use run::{
-    BlockKind, Blocks, FRAME_PREFIX, FrameRecords, PatchField, Phase, RunState, RunStatePatch,
-    RunStatus, StepError, StepExecution, StepMeta, StepStatus, records_json,
+    BlockKind, Blocks, FRAME_PREFIX, FrameHasher, FrameRecords, Frames, PatchField, PatchFrames,
+    Phase, RunState, RunStatePatch, RunStatus, StepError, StepExecution, StepMeta, StepStatus,
+    records_json,
 };
 pub use validate::MAX_NESTING_DEPTH;
 #[cfg(test)]

@@ -405,7 +405,20 @@ pub const FRAME_PREFIX: &str = "frame:";
 
 /// One running sub-block instance's step records by step id, in checkpoint order. Like
 /// `steps`, the records are shared between a patch, the engine's mirror and a memory store.
-pub type FrameRecords = IndexMap<String, Arc<StepExecution>>;
+pub type FrameRecords = IndexMap<String, Arc<StepExecution>, FrameHasher>;
+
+/// The hasher of [`FrameRecords`] and of the maps of frames ([`RunState::frames`],
+/// [`RunStatePatch::frames`]): foldhash, seeded per map, as the planner's id map (D-130).
+/// A frame key (`frame:/loop.iterations[1234]`) is hashed about fifteen times per foreach
+/// iteration (two checkpoints, each folded by the mirror and the store, and the control's
+/// end), which SipHash made a tenth of a 10,000-item foreach's instructions.
+pub type FrameHasher = foldhash::fast::RandomState;
+
+/// Frames by key: [`RunState::frames`].
+pub type Frames = IndexMap<String, Arc<FrameRecords>, FrameHasher>;
+
+/// Frames a patch sets (`Some`) or removes (`None`): [`RunStatePatch::frames`].
+pub type PatchFrames = IndexMap<String, Option<Arc<FrameRecords>>, FrameHasher>;
 
 /// `value` as a frame's typed records, when `key` names a frame and every record in
 /// `value` serializes back to an equal JSON value (a store that reorders an object's
@@ -425,7 +438,7 @@ fn typed_records(value: &Value) -> Option<FrameRecords> {
     let Value::Object(members) = value else {
         return None;
     };
-    let mut records = FrameRecords::with_capacity(members.len());
+    let mut records = FrameRecords::with_capacity_and_hasher(members.len(), FrameHasher::default());
     for (id, json) in members {
         let record = StepExecution::deserialize(json).ok()?;
         if record.clone().into_json() != *json {
@@ -450,7 +463,7 @@ fn untyped<'de, D: serde::Deserializer<'de>, T>(
 fn typed<'de, D: serde::Deserializer<'de>, T>(
     de: D,
     typed: impl Fn(&str, &Value) -> Option<T>,
-) -> Result<IndexMap<String, T>, D::Error> {
+) -> Result<IndexMap<String, T, FrameHasher>, D::Error> {
     let all = Map::deserialize(de)?;
     Ok(all
         .iter()
@@ -464,9 +477,7 @@ fn extra_of_state<'de, D: serde::Deserializer<'de>>(de: D) -> Result<Map<String,
 }
 
 /// A state's typed frames among its unknown keys.
-fn frames_of_state<'de, D: serde::Deserializer<'de>>(
-    de: D,
-) -> Result<IndexMap<String, Arc<FrameRecords>>, D::Error> {
+fn frames_of_state<'de, D: serde::Deserializer<'de>>(de: D) -> Result<Frames, D::Error> {
     typed(de, |k, v| typed_frame(k, v).map(Arc::new))
 }
 
@@ -484,9 +495,7 @@ fn extra_of_patch<'de, D: serde::Deserializer<'de>>(de: D) -> Result<Map<String,
 }
 
 /// The frames a patch sets or removes, among its unknown keys.
-fn frames_of_patch<'de, D: serde::Deserializer<'de>>(
-    de: D,
-) -> Result<IndexMap<String, Option<Arc<FrameRecords>>>, D::Error> {
+fn frames_of_patch<'de, D: serde::Deserializer<'de>>(de: D) -> Result<PatchFrames, D::Error> {
     typed(de, patch_frame)
 }
 
@@ -497,7 +506,7 @@ fn to_json<T: Serialize>(value: &T) -> Value {
 
 /// Step records by id (a run's `steps`, a frame) as the JSON object serde writes for them,
 /// moved where unshared (see [`StepExecution::into_json`]), cloned where shared.
-pub fn records_json(records: FrameRecords) -> Value {
+pub fn records_json<S>(records: IndexMap<String, Arc<StepExecution>, S>) -> Value {
     let mut m = Map::with_capacity(records.len());
     for (id, record) in records {
         m.insert(id, Arc::unwrap_or_clone(record).into_json());
@@ -541,7 +550,7 @@ pub struct RunState {
     /// it so, and reading JSON puts a key here only when its value is exactly what these
     /// records serialize to.
     #[serde(flatten, deserialize_with = "frames_of_state")]
-    pub frames: IndexMap<String, Arc<FrameRecords>>,
+    pub frames: Frames,
 }
 
 impl RunState {
@@ -584,7 +593,7 @@ impl RunState {
             error: None,
             step_errors: Vec::new(),
             extra: Map::new(),
-            frames: IndexMap::new(),
+            frames: Frames::default(),
         }
     }
 
@@ -676,7 +685,11 @@ impl RunState {
         frame: Option<Arc<FrameRecords>>,
     ) {
         let k = key.as_ref();
-        self.extra.remove(k);
+        // Removing hashes the key even when it is absent: a short `extra` (a run's
+        // `trigger` and `runAttempt`) is scanned instead, once per checkpoint into a frame.
+        if self.extra.len() > 8 || self.extra.keys().any(|e| e == k) {
+            self.extra.remove(k);
+        }
         match (frame, self.frames.get_mut(k)) {
             (Some(frame), Some(slot)) => *slot = frame,
             (Some(frame), None) => {
@@ -800,7 +813,7 @@ pub struct RunStatePatch {
     /// Frames to set whole (`None`, written `null`, removes one): see [`RunState::frames`].
     /// Applied after `extra`, so a key named in both ends as this map says.
     #[serde(flatten, deserialize_with = "frames_of_patch")]
-    pub frames: IndexMap<String, Option<Arc<FrameRecords>>>,
+    pub frames: PatchFrames,
 }
 
 /// A RunState field a patch can remove.
@@ -1094,7 +1107,7 @@ mod tests {
                 kind,
                 frames: vec![
                     Arc::new(frame.clone()),
-                    Arc::new(FrameRecords::new()),
+                    Arc::new(FrameRecords::default()),
                     Arc::new(nested_frame.clone()),
                 ],
                 after: Some("secretDerived".into()),

@@ -295,7 +295,7 @@ fn fold_frames<C: WorkflowContext>(
             .insert(kind.key().into(), Value::Array(records));
         return outputs;
     }
-    let empty = Arc::new(FrameRecords::new());
+    let empty = Arc::new(FrameRecords::default());
     let frames = views
         .into_iter()
         .enumerate()
