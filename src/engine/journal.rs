@@ -232,7 +232,13 @@ impl Journal {
                             .frames
                             .get(key)
                             .map_or_else(FrameRecords::default, |f| (**f).clone());
-                        records.insert(record.step_id.clone(), record);
+                        // A step's second checkpoint replaces its first: no new key.
+                        match records.get_mut(&record.step_id) {
+                            Some(slot) => *slot = record,
+                            None => {
+                                records.insert(record.step_id.clone(), record);
+                            }
+                        }
                         patch.frames.insert(key.clone(), Some(Arc::new(records)));
                     }
                 },

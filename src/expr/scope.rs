@@ -115,7 +115,9 @@ pub struct DataScope {
     /// [`DataScope::steps_value`]; both see every layer.
     steps: Arc<StepsLayer>,
     /// The enclosing walks' `steps` layers, outermost first (empty outside a sub-walk).
-    outer_steps: Vec<Arc<StepsLayer>>,
+    /// Inline up to two: a foreach iteration's scope nests one, and would otherwise
+    /// allocate a vector per iteration for it.
+    outer_steps: smallvec::SmallVec<[Arc<StepsLayer>; 2]>,
     /// `{ type, event? }`.
     pub trigger: Arc<Value>,
     /// `documents.<key>` (an object).
@@ -149,7 +151,7 @@ impl DataScope {
             steps: Arc::new(StepsLayer::default()),
             trigger: Arc::new(Value::Null),
             documents: Arc::new(Value::Object(Map::new())),
-            outer_steps: Vec::new(),
+            outer_steps: smallvec::SmallVec::new(),
             inputs: None,
             output: None,
             foreach: None,
