@@ -81,14 +81,19 @@ impl Frame {
 
     /// The frames of the `n` instances (`kind` = `iterations` / `branches`) of control `id`.
     pub(crate) fn children(&self, id: &str, kind: &str, n: usize) -> Vec<Frame> {
-        use std::fmt::Write;
         let prefix = self.child_prefix(id);
+        let mut digits = itoa::Buffer::new();
         (0..n)
             .map(|index| {
-                let mut key = String::with_capacity(prefix.len() + kind.len() + 8);
+                // `{prefix}{kind}[{index}]`, the index written by `itoa` (what `fmt`
+                // writes, without its machinery: one key per foreach item).
+                let index = digits.format(index);
+                let mut key = String::with_capacity(prefix.len() + kind.len() + index.len() + 2);
                 key.push_str(&prefix);
-                // Writing to a String cannot fail.
-                let _ = write!(key, "{kind}[{index}]");
+                key.push_str(kind);
+                key.push('[');
+                key.push_str(index);
+                key.push(']');
                 Frame { key: Some(key) }
             })
             .collect()
@@ -315,5 +320,33 @@ impl Journal {
 
     pub(crate) fn into_state(self) -> RunState {
         self.state.into_inner()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Frame;
+
+    /// A frame key is `{prefix}{kind}[{index}]`, as `fmt` wrote it: the key a store reads
+    /// back and a resumed run looks its records up by (D-188), for every number of digits.
+    #[test]
+    fn child_frame_keys_name_the_control_kind_and_index() {
+        let keys = |f: &Frame, n| -> Vec<String> {
+            f.children("loop", "iterations", n)
+                .into_iter()
+                .filter_map(|c| c.key)
+                .collect()
+        };
+        let main = keys(&Frame::main(), 12_346);
+        for index in [0, 9, 10, 99, 100, 12_345] {
+            assert_eq!(main[index], format!("frame:/loop.iterations[{index}]"));
+        }
+        let outer = Frame {
+            key: Some("frame:/par.branches[2]".to_owned()),
+        };
+        assert_eq!(
+            keys(&outer, 11)[10],
+            "frame:/par.branches[2]/loop.iterations[10]"
+        );
     }
 }
