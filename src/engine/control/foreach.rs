@@ -167,11 +167,24 @@ impl Iterations<'_> {
         let mut inflight = InFlight::new();
         let mut next = 0;
         let mut stop = false;
+        // Each iteration's `foreach` object is a copy of this one with its two values set:
+        // copying a two-member map keeps its hashes, building one hashes both keys anew.
+        let mut template = Map::with_capacity(2);
+        template.insert("item".to_owned(), Value::Null);
+        template.insert("index".to_owned(), Value::Null);
         loop {
             while !stop && inflight.len() < self.width && next < n {
                 let mut child = cx.scope.clone();
                 // CTRL-4: each iteration's child scope adds foreach.item / foreach.index.
-                child.foreach = Some(json!({"item": self.items[next], "index": next}));
+                let mut foreach = template.clone();
+                for (k, v) in foreach.iter_mut() {
+                    if k == "item" {
+                        *v = self.items[next].clone();
+                    } else {
+                        *v = Value::from(next);
+                    }
+                }
+                child.foreach = Some(Value::Object(foreach));
                 if self.tainted {
                     // SEC-1: items drawn from a secret-derived value are secret-derived.
                     child.taint(&["foreach"]);
