@@ -128,8 +128,35 @@ impl Serialize for Extra {
 }
 
 impl<'de> Deserialize<'de> for Extra {
+    /// As `Map`'s own `Deserialize` (a later duplicate replaces an earlier one's value in
+    /// its place; a unit is an empty map), but the map is made only when a member comes
+    /// (D-197): with `flatten` every step, `uses` and edge is asked for its unknown
+    /// members, and nearly all have none.
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Extra, D::Error> {
-        Map::deserialize(d).map(Extra::from)
+        struct Members;
+        impl<'de> serde::de::Visitor<'de> for Members {
+            type Value = Extra;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a map")
+            }
+
+            fn visit_unit<E: serde::de::Error>(self) -> Result<Extra, E> {
+                Ok(Extra::new())
+            }
+
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut access: A,
+            ) -> Result<Extra, A::Error> {
+                let mut extra = Extra::new();
+                while let Some((name, value)) = access.next_entry::<String, Value>()? {
+                    extra.0.get_or_insert_with(Box::default).insert(name, value);
+                }
+                Ok(extra)
+            }
+        }
+        d.deserialize_map(Members)
     }
 }
 
@@ -159,6 +186,13 @@ mod tests {
             let from_text: Holder = serde_json::from_str(&text).expect("reads text");
             assert_eq!(from_text, held);
         }
+        // A repeated member replaces the earlier value in its place, as `Map` reads it.
+        let text = r#"{"id":"a","x":1,"y":2,"x":3}"#;
+        let held: Holder = serde_json::from_str(text).expect("reads text");
+        let as_map: Map<String, Value> = serde_json::from_str(text).expect("reads a map");
+        let members: Vec<(&String, &Value)> = held.extra.iter().collect();
+        let want: Vec<(&String, &Value)> = as_map.iter().filter(|(k, _)| *k != "id").collect();
+        assert_eq!(members, want);
         let mut extra = Extra::new();
         assert!(extra.is_empty() && extra.get("k").is_none());
         extra.insert("k".to_owned(), json!(1));
