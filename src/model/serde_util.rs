@@ -31,6 +31,12 @@ where
 // so this only bounds a dishonest deserializer.
 use crate::limits::MAX_RESERVED_BYTES;
 
+/// How many `T`s to reserve up front for an announced length `n`: all of them, up to
+/// [`MAX_RESERVED_BYTES`] of elements.
+pub(crate) fn reserved_len<T>(n: usize) -> usize {
+    n.min(MAX_RESERVED_BYTES / std::mem::size_of::<T>().max(1))
+}
+
 /// A `Vec<T>` reserved once for the length the input announces (D-196). serde's own
 /// `Vec` impl reserves at most 1 MiB up front and doubles from there, so a 100,000-step
 /// workflow read from a `Value` moved every step it had read several times over.
@@ -50,8 +56,7 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for SizedVec<T> {
                 self,
                 mut seq: A,
             ) -> Result<Self::Value, A::Error> {
-                let most = MAX_RESERVED_BYTES / std::mem::size_of::<T>().max(1);
-                let mut out = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(most));
+                let mut out = Vec::with_capacity(reserved_len::<T>(seq.size_hint().unwrap_or(0)));
                 while let Some(x) = seq.next_element()? {
                     out.push(x);
                 }

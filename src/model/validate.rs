@@ -23,7 +23,6 @@ use serde::de::value::MapDeserializer;
 use serde_json::{Map, Number, Value};
 
 use super::{Edge, Step, Workflow};
-use crate::limits::MAX_RESERVED_BYTES;
 
 use super::{ValidationCode as Code, ValidationError, pointer_token};
 use super::{json_kind, show_value};
@@ -127,10 +126,9 @@ struct Parts {
 static NO_ELEMENTS: Value = Value::Array(Vec::new());
 
 impl Parts {
-    /// Reserve room for `n` elements of `T` once, as `serde_util::sized_vec` does (capped
-    /// by [`MAX_RESERVED_BYTES`]).
+    /// Reserve room for `n` elements of `T` once, as `serde_util::sized_vec` does.
     fn reserve<T>(v: &mut Vec<T>, n: usize) {
-        v.reserve_exact(n.min(MAX_RESERVED_BYTES / std::mem::size_of::<T>().max(1)));
+        v.reserve_exact(super::serde_util::reserved_len::<T>(n));
     }
 
     /// The typed workflow: the root's other members deserialized as the derive reads them
