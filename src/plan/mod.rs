@@ -561,9 +561,13 @@ impl IdKey {
         full: impl FnOnce(usize) -> Option<&'a str>,
     ) -> bool {
         // Equal tags mean equal lengths below 255 bytes; such a name of at most
-        // `ID_PREFIX` bytes is the slot's id exactly when the padded prefixes are equal
-        // (a fixed-size comparison, a few word compares).
-        slot.prefix == self.prefix
+        // `ID_PREFIX` bytes is the slot's id exactly when the padded prefixes are equal.
+        // Word by word in registers: `==` on the arrays compiled to a 16-byte load of the
+        // key just stored as two 8-byte words, a failed store-to-load forwarding that
+        // stalled every probe (D-199).
+        let [a, b, c] = slot.prefix;
+        let [x, y, z] = self.prefix;
+        (a ^ x) | (b ^ y) | (c ^ z) == 0
             && (name.len() <= ID_PREFIX || full(slot.index as usize) == Some(name))
     }
 }
