@@ -22,7 +22,7 @@ use serde::Deserialize;
 use serde::de::value::MapDeserializer;
 use serde_json::{Map, Number, Value};
 
-use super::{Edge, Step, Workflow};
+use super::{Edge, Extra, Id, Step, Uses, When, Workflow};
 
 use super::{ValidationCode as Code, ValidationError, pointer_token};
 use super::{json_kind, show_value};
@@ -156,11 +156,15 @@ impl Parts {
 /// `[[1]]` two): [`nesting_problem`]'s measure, which allows a document
 /// [`MAX_NESTING_DEPTH`] levels. Recursion is bounded by `levels`.
 fn nests_within(v: &Value, levels: usize) -> bool {
+    // A scalar member is decided where it is met, without a call of its own: most members
+    // of a step or an edge are scalars (D-199).
+    let within = |x: &Value| match x {
+        Value::Array(_) | Value::Object(_) => nests_within(x, levels - 1),
+        _ => true,
+    };
     match v {
-        Value::Array(items) => levels > 0 && items.iter().all(|x| nests_within(x, levels - 1)),
-        Value::Object(members) => {
-            levels > 0 && members.values().all(|x| nests_within(x, levels - 1))
-        }
+        Value::Array(items) => levels > 0 && items.iter().all(within),
+        Value::Object(members) => levels > 0 && members.values().all(within),
         _ => true,
     }
 }
@@ -482,15 +486,18 @@ impl Walk {
             }
             set_item(&mut path, "/steps", i);
             self.step(s, &path);
-            self.build(s, |parts, step| parts.steps.push(step));
+            self.build(s, plain_step, |parts, step| parts.steps.push(step));
         }
     }
 
     /// Deserialize `v`, just checked, into the parts with `keep` while no problem has been
     /// found; at the first problem (or a value the typed model refuses) stop building.
+    /// `plain` builds the common shapes directly; whatever it leaves (`None`) goes through
+    /// serde's derive.
     fn build<T: serde::de::DeserializeOwned>(
         &mut self,
         v: &Value,
+        plain: impl FnOnce(&Value) -> Option<T>,
         keep: impl FnOnce(&mut Parts, T),
     ) {
         if !self.errors.is_empty() {
@@ -499,7 +506,7 @@ impl Walk {
         let Some(parts) = &mut self.parts else {
             return;
         };
-        match T::deserialize(v) {
+        match plain(v).map_or_else(|| T::deserialize(v), Ok) {
             Ok(typed) => keep(parts, typed),
             Err(_) => self.parts = None,
         }
@@ -813,7 +820,7 @@ impl Walk {
             }
             set_item(&mut path, "/edges", i);
             self.edge(edge, &path);
-            self.build(edge, |parts, edge| parts.edges.push(edge));
+            self.build(edge, plain_edge, |parts, edge| parts.edges.push(edge));
         }
     }
 
@@ -837,6 +844,83 @@ impl Walk {
             ),
         }
     }
+}
+
+/// The [`Edge`] serde's derive reads from `v`, built directly when `v` is an object whose
+/// `from` and `to` are strings and whose `when`, if present, is `"success"` or `"error"`
+/// (every other member is the edge's extra, in document order); `None` for any other
+/// shape, which the derive then reads (D-199). The derive's `#[serde(flatten)]` buffers
+/// every member before reading any, which made it most of the cost of a checked edge.
+fn plain_edge(v: &Value) -> Option<Edge> {
+    let Value::Object(members) = v else {
+        return None;
+    };
+    let (mut from, mut to, mut when) = (None, None, None);
+    let mut extra = Extra::new();
+    for (name, value) in members {
+        match (name.as_str(), value) {
+            ("from", Value::String(s)) => from = Some(Id::from(s.as_str())),
+            ("to", Value::String(s)) => to = Some(Id::from(s.as_str())),
+            ("when", Value::String(s)) => {
+                when = Some(match s.as_str() {
+                    "success" => When::Success,
+                    "error" => When::Error,
+                    _ => return None,
+                })
+            }
+            ("from" | "to" | "when", _) => return None,
+            (_, value) => {
+                extra.insert(name.clone(), value.clone());
+            }
+        }
+    }
+    Some(Edge {
+        from: from?,
+        to: to?,
+        when,
+        extra,
+    })
+}
+
+/// The [`Step`] serde's derive reads from `v`, built directly for the common shape: an
+/// object of a string `id`, an object `with` and a `uses` object of string `app` and
+/// `action` only; `None` for anything else (another member, another type, `null`), which
+/// the derive then reads (D-199).
+fn plain_step(v: &Value) -> Option<Step> {
+    let Value::Object(members) = v else {
+        return None;
+    };
+    let (mut id, mut uses, mut with) = (None, None, None);
+    for (name, value) in members {
+        match (name.as_str(), value) {
+            ("id", Value::String(s)) => id = Some(Id::from(s.as_str())),
+            ("uses", Value::Object(target)) => {
+                let mut plain = Uses::default();
+                for (name, value) in target {
+                    match (name.as_str(), value) {
+                        ("app", Value::String(s)) => plain.app = Some(Id::from(s.as_str())),
+                        ("action", Value::String(s)) => plain.action = Some(Id::from(s.as_str())),
+                        _ => return None,
+                    }
+                }
+                uses = Some(plain);
+            }
+            ("with", Value::Object(map)) => with = Some(map.clone()),
+            _ => return None,
+        }
+    }
+    Some(Step {
+        id: id?,
+        uses,
+        with,
+        retry: None,
+        on_error: None,
+        ports: None,
+        notes: None,
+        position: None,
+        fan_out: None,
+        extra: Extra::new(),
+    })
 }
 
 /// MODEL-3: an integer ≥ 1, however it is spelled (`3`, `3.0`, `1e300`).
@@ -994,6 +1078,7 @@ mod tests {
         ("when", || json!("error")),
         ("when", || json!("success")),
         ("label", || json!("kept")),
+        ("x-edge", || json!({"deep": [1, {"k": null}]})),
     ];
     const ROOT_MEMBERS: &[Member] = &[
         ("key", || Value::Null),
@@ -1012,7 +1097,13 @@ mod tests {
             member(STEP_MEMBERS),
             proptest::option::of(member(USES_MEMBERS)),
         );
-        let edge = (0usize..4, 0usize..4, member(EDGE_MEMBERS));
+        let edge = (
+            0usize..4,
+            0usize..4,
+            member(EDGE_MEMBERS),
+            member(EDGE_MEMBERS),
+            any::<bool>(),
+        );
         (
             proptest::collection::vec(step, 1..5),
             proptest::option::of(proptest::collection::vec(edge, 0..5)),
@@ -1053,12 +1144,21 @@ mod tests {
                 if let Some(edges) = edges {
                     let edges = edges
                         .into_iter()
-                        .map(|(from, to, extra)| {
+                        .map(|(from, to, first, second, ends_first)| {
+                            // Extra members before or after the ends, so their order in
+                            // the built edge is checked too.
                             let mut e = Map::new();
-                            e.insert("from".into(), json!(format!("s{}", from % n)));
-                            e.insert("to".into(), json!(format!("s{}", to % n)));
-                            if let Some((k, v)) = extra {
-                                e.insert(k.into(), v);
+                            let ends = [
+                                ("from", json!(format!("s{}", from % n))),
+                                ("to", json!(format!("s{}", to % n))),
+                            ];
+                            let members = [first, second].into_iter().flatten();
+                            if ends_first {
+                                e.extend(
+                                    ends.into_iter().chain(members).map(|(k, v)| (k.into(), v)),
+                                );
+                            } else {
+                                e.extend(members.chain(ends).map(|(k, v)| (k.into(), v)));
                             }
                             Value::Object(e)
                         })
@@ -1086,6 +1186,10 @@ mod tests {
             let derived: Workflow = serde_json::from_value(doc.clone()).map_err(|e| TestCaseError::fail(e.to_string()))?;
             prop_assert_eq!(&built, &derived);
             prop_assert_eq!(serde_json::to_value(&built).map_err(|e| TestCaseError::fail(e.to_string()))?, doc);
+            // A map compares equal in any member order; the text does not (the extra
+            // members of an edge keep the document's order).
+            let text = |w: &Workflow| serde_json::to_string(w).map_err(|e| TestCaseError::fail(e.to_string()));
+            prop_assert_eq!(text(&built)?, text(&derived)?);
         }
 
         /// The walk's own depth check refuses exactly the documents the separate pass
