@@ -477,16 +477,37 @@ impl Walk {
         if let Some(parts) = &mut self.parts {
             Parts::reserve(&mut parts.steps, steps.len());
         }
-        // One path buffer for every step: a path is only copied out with a problem.
+        // One path buffer for every step, written only for a step with a problem.
         let mut path = String::new();
         for (i, s) in steps.iter().enumerate() {
             if !nests_within(s, MAX_NESTING_DEPTH - 2) {
                 self.too_deep = true;
                 return;
             }
-            set_item(&mut path, "/steps", i);
-            self.step(s, &path);
+            self.element(s, "/steps", i, &mut path, Walk::step);
             self.build(s, plain_step, |parts, step| parts.steps.push(step));
+        }
+    }
+
+    /// Check element `i` of the array at `array` with `check`: first under an empty path,
+    /// and again under its real path (`{array}/{i}`, written into `path`) only when that
+    /// found a problem. `check` only adds problems, and the same ones for the same value,
+    /// so the second pass replaces the first's with the same problems at their pointers;
+    /// an element without a problem never has its path written (D-199).
+    fn element(
+        &mut self,
+        v: &Value,
+        array: &str,
+        i: usize,
+        path: &mut String,
+        check: fn(&mut Self, &Value, &str),
+    ) {
+        let before = self.errors.len();
+        check(self, v, "");
+        if self.errors.len() > before {
+            self.errors.truncate(before);
+            set_item(path, array, i);
+            check(self, v, path);
         }
     }
 
@@ -818,8 +839,7 @@ impl Walk {
                 self.too_deep = true;
                 return;
             }
-            set_item(&mut path, "/edges", i);
-            self.edge(edge, &path);
+            self.element(edge, "/edges", i, &mut path, Walk::edge);
             self.build(edge, plain_edge, |parts, edge| parts.edges.push(edge));
         }
     }
