@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Fuzz one target for a number of seconds (issue 12 item 8):
 #   scripts/fuzz.sh TARGET SECONDS      TARGET: template | jsonlogic | validate | scenario | eval_line | journal
-#   scripts/fuzz.sh all SECONDS          every target, SECONDS each
+#   scripts/fuzz.sh all SECONDS          every target, SECONDS each, one per core at a time
 #   FUZZ_SANITIZER=none scripts/fuzz.sh all 15   CI's smoke run (D-200): no AddressSanitizer
 # (cargo-fuzz's default, kept for long runs), so the build takes about two minutes less.
 # Needs the nightly toolchain and cargo-fuzz (installed here if missing). The committed
@@ -20,10 +20,45 @@ targets=("$target")
 if [ "$target" = all ]; then
   targets=(template jsonlogic validate scenario eval_line journal)
 fi
-for t in "${targets[@]}"; do
-  work="target/fuzz-corpus/$t"
+# Build every target first, then fuzz them side by side, one per core (FUZZ_JOBS to change
+# that): each still gets SECONDS of a core to itself. A target's libFuzzer output is printed
+# whole when it ends; any target that fails makes the script fail, after the others ended.
+if [ "$target" = all ]; then
+  cargo +nightly fuzz build --sanitizer "$sanitizer"
+else
+  cargo +nightly fuzz build --sanitizer "$sanitizer" "$target"
+fi
+parallel="${FUZZ_JOBS:-$(nproc 2>/dev/null || echo 1)}"
+[ "$parallel" -ge 1 ] 2>/dev/null || parallel=1
+logs="target/fuzz-logs"
+mkdir -p "$logs"
+fuzz_one() {
+  local work="target/fuzz-corpus/$1"
   mkdir -p "$work"
-  echo "fuzzing $t for ${seconds}s"
-  cargo +nightly fuzz run --sanitizer "$sanitizer" "$t" "$work" "fuzz/seeds/$t" -- \
-    -max_total_time="$seconds" -timeout=20 -rss_limit_mb=2048 -print_final_stats=1
+  cargo +nightly fuzz run --sanitizer "$sanitizer" "$1" "$work" "fuzz/seeds/$1" -- \
+    -max_total_time="$seconds" -timeout=20 -rss_limit_mb=2048 -print_final_stats=1 \
+    >"$logs/$1.log" 2>&1
+}
+failed=()
+for ((i = 0; i < ${#targets[@]}; i += parallel)); do
+  batch=("${targets[@]:i:parallel}")
+  pids=()
+  for t in "${batch[@]}"; do
+    echo "fuzzing $t for ${seconds}s"
+    fuzz_one "$t" &
+    pids+=("$!")
+  done
+  # Printed in the batch's order once each has ended, so two logs never interleave.
+  for k in "${!pids[@]}"; do
+    t="${batch[$k]}"
+    rc=0
+    wait "${pids[$k]}" || rc=$?
+    echo "== $t: exit $rc"
+    cat "$logs/$t.log"
+    [ "$rc" -eq 0 ] || failed+=("$t")
+  done
 done
+if [ ${#failed[@]} -gt 0 ]; then
+  echo "fuzzing failed: ${failed[*]} (crash inputs under fuzz/artifacts/)" >&2
+  exit 1
+fi
