@@ -5,7 +5,9 @@
 //! framed record and returns only after `fdatasync`; nothing a reader accepts was not
 //! written whole by this module; a damaged, foreign or unknown file is refused with its
 //! path and byte offset, never silently repaired — except a torn tail (the one record a
-//! killed process was appending, which never returned), which is dropped.
+//! killed process was appending, which never returned: an incomplete last record, or a
+//! tail of zero bytes a filesystem left after a crash), which is dropped. A whole last
+//! record that fails its checksum is refused like any other (D-202).
 //!
 //! Layout of `DIR/<runId>.journal`: the 8-byte magic `w6wjrnl\n`, then frames of
 //! `len: u32 LE | crc: u32 LE | kind: u8 | JSON`, where `len` counts `kind` + JSON and
@@ -417,6 +419,14 @@ pub fn read_journal(
             bytes[off + 6],
             bytes[off + 7],
         ]);
+        if len == 0 && bytes[off..].iter().all(|&b| b == 0) {
+            // D-202: a file whose size reached the disk before its data (a crash during
+            // the append on a filesystem that zero-fills, such as XFS or ext4 with
+            // `data=writeback`): no whole record is all zeros, so this is the record
+            // that never returned, torn.
+            torn = rest as u64;
+            break;
+        }
         if len == 0 || len > RECORD_MAX {
             return Err(corrupt(off, format!("impossible record length {len}")));
         }
@@ -430,9 +440,18 @@ pub fn read_journal(
         h.update(body);
         let actual = h.finalize();
         if actual != crc {
+            // D-202: a whole last record may have been acknowledged (fsynced) and then
+            // damaged, so it is refused too; the message says how to drop it by hand.
+            let hint = if off + FRAME_HEADER + len == bytes.len() {
+                format!(
+                    " in the last record; if the process was killed while appending it, truncating the file to {off} bytes drops it and resumes from the record before"
+                )
+            } else {
+                String::new()
+            };
             return Err(corrupt(
                 off,
-                format!("record checksum mismatch (stored {crc:08x}, computed {actual:08x})"),
+                format!("record checksum mismatch (stored {crc:08x}, computed {actual:08x}){hint}"),
             ));
         }
         let (kind, json) = (body[0], &body[1..]);

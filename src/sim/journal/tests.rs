@@ -192,6 +192,81 @@ fn a_torn_tail_is_dropped_at_every_cut_and_the_next_append_follows_a_whole_recor
     assert_eq!(f.torn, 0);
 }
 
+#[test]
+fn a_zero_filled_tail_is_a_torn_record_and_a_damaged_one_is_refused() {
+    // D-202: after a crash a filesystem may have extended the file without writing the
+    // appended bytes, which then read as zeros.
+    let d = dir();
+    let mut store = JournalStore::open(d.path()).expect("open");
+    drive(&mut store, "r1", 3, 5);
+    let path = store.path_of("r1").expect("path");
+    let state = store.load("r1").expect("load").expect("run").state;
+    drop(store);
+    let whole = std::fs::read(&path).expect("read");
+    for zeros in [1, 7, 8, 9, 4096, 70_000] {
+        let mut bytes = whole.clone();
+        bytes.resize(whole.len() + zeros, 0);
+        std::fs::write(&path, &bytes).expect("write");
+        let f = read_journal(&path, &bytes, Some("r1"))
+            .unwrap_or_else(|e| panic!("{zeros} zeros: {e}"));
+        assert_eq!((f.len, f.torn), (whole.len() as u64, zeros as u64));
+        let stored = fresh_load(d.path(), "r1")
+            .unwrap_or_else(|e| panic!("{zeros} zeros: {}", e.0))
+            .expect("run");
+        assert_eq!(stored.state, state, "{zeros} zeros");
+        assert_eq!(
+            std::fs::read(&path).expect("read"),
+            whole,
+            "{zeros} zeros: opening cut the tail off"
+        );
+    }
+    // One byte that is not zero makes it damage, not a torn tail: refused, with offset.
+    for at in [0usize, 5, 12, 999] {
+        let mut bytes = whole.clone();
+        bytes.resize(whole.len() + 1000, 0);
+        bytes[whole.len() + at] = 1;
+        std::fs::write(&path, &bytes).expect("write");
+        let err = fresh_load(d.path(), "r1").expect_err("refused").0;
+        assert!(err.contains("run_file_corrupt"), "{at}: {err}");
+        assert!(
+            err.contains(&format!("offset {}", whole.len())),
+            "{at}: {err}"
+        );
+    }
+}
+
+#[test]
+fn a_whole_last_record_failing_its_checksum_is_refused_with_how_to_drop_it() {
+    let d = dir();
+    let mut store = JournalStore::open(d.path()).expect("open");
+    drive(&mut store, "r1", 3, 5);
+    let path = store.path_of("r1").expect("path");
+    drop(store);
+    let mut bytes = std::fs::read(&path).expect("read");
+    let last = *record_offsets(&bytes).last().expect("records");
+    let end = bytes.len() - 2;
+    bytes[end] ^= 0x20;
+    std::fs::write(&path, &bytes).expect("write");
+    let err = fresh_load(d.path(), "r1").expect_err("refused").0;
+    assert!(
+        err.contains(") in the last record; if the process was killed"),
+        "{err}"
+    );
+    assert!(
+        err.contains(&format!("truncating the file to {last} bytes")),
+        "{err}"
+    );
+    assert_eq!(
+        std::fs::read(&path).expect("read"),
+        bytes,
+        "nothing repaired"
+    );
+    // Following the advice reads the run as of the record before.
+    bytes.truncate(last);
+    std::fs::write(&path, &bytes).expect("write");
+    assert!(fresh_load(d.path(), "r1").expect("load").is_some());
+}
+
 fn record_offsets(bytes: &[u8]) -> Vec<usize> {
     let mut offs = Vec::new();
     let mut off = MAGIC.len();
