@@ -798,11 +798,21 @@ impl Selection {
 
     /// Whether a case is selected.
     pub fn selects(&self, case: &Case) -> bool {
+        self.selects_in_any_shard(case) && self.shard.is_none_or(|s| s.takes_case(&case.id))
+    }
+
+    /// Whether a case is selected by the filters, whichever shard it falls in: what the N
+    /// shards of this selection run together.
+    pub fn selects_in_any_shard(&self, case: &Case) -> bool {
         self.case_id
             .as_deref()
             .is_none_or(|needle| case.id.contains(needle))
             && (self.clauses.is_empty() || case.clauses.iter().any(|c| self.covers_clause(c)))
-            && self.shard.is_none_or(|s| s.takes_case(&case.id))
+    }
+
+    /// The `--clause` filters (upper-cased) and the `--case` text.
+    pub fn filters(&self) -> (&[String], Option<&str>) {
+        (&self.clauses, self.case_id.as_deref())
     }
 }
 

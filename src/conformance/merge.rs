@@ -12,7 +12,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use super::generate::{GeneratedFailure, GeneratedReport, Violation};
-use super::report::{CaseResult, ClauseRow, SuiteReport};
+use super::report::{CaseResult, ClauseRow, SelectionSummary, SuiteReport};
 use super::{CaseOutcome, shard::Shard};
 use crate::json::DiffEntry;
 
@@ -191,6 +191,19 @@ fn generated_from_json(g: &Value) -> Result<GeneratedReport, String> {
     })
 }
 
+fn selection_from_json(v: &Value) -> Result<SelectionSummary, String> {
+    let digest = str_of(v, "digest")?;
+    if digest.len() != 16 || !digest.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Err(format!("digest {digest:?} is not 16 hex digits"));
+    }
+    Ok(SelectionSummary {
+        clauses: strings(v, "clauses"),
+        case: v.get("case").and_then(Value::as_str).map(str::to_owned),
+        cases: usize_of(v, "cases")?,
+        digest: digest.to_owned(),
+    })
+}
+
 /// A suite report read back from what [`SuiteReport::to_json`] wrote.
 pub fn report_from_json(v: &Value) -> Result<SuiteReport, String> {
     let cases = v
@@ -235,6 +248,10 @@ pub fn report_from_json(v: &Value) -> Result<SuiteReport, String> {
         failure_dir: None,
         generated_note: None,
         shard: v.get("shard").and_then(Value::as_str).map(str::to_owned),
+        selection: match v.get("selection") {
+            None | Some(Value::Null) => None,
+            Some(s) => Some(selection_from_json(s).map_err(|e| format!("\"selection\": {e}"))?),
+        },
     })
 }
 
@@ -256,6 +273,7 @@ pub fn merge(parts: &[(String, Value)]) -> Result<SuiteReport, MergeError> {
     // Every shard 1..N exactly once.
     let mut seen: BTreeMap<u64, &str> = BTreeMap::new();
     let mut n_of_all = None;
+    let mut shards = Vec::with_capacity(reports.len());
     for (file, r) in &reports {
         let shard = r.shard.as_deref().ok_or_else(|| {
             campaign(format!("{file}: not a shard (run with --shard K/N --json)"))
@@ -264,6 +282,11 @@ pub fn merge(parts: &[(String, Value)]) -> Result<SuiteReport, MergeError> {
             .split_once('/')
             .and_then(|(k, n)| Some((k.parse::<u64>().ok()?, n.parse::<u64>().ok()?)))
             .ok_or_else(|| campaign(format!("{file}: shard {shard:?} is not K/N")))?;
+        shards.push(Shard::parse(shard).map_err(|_| {
+            campaign(format!(
+                "{file}: shard {shard:?} is not K/N with 1 <= K <= N"
+            ))
+        })?);
         if *n_of_all.get_or_insert(n) != n {
             return Err(campaign(format!(
                 "{file}: shard {shard} is of {n} shards, {first_file} of {}",
@@ -293,6 +316,58 @@ pub fn merge(parts: &[(String, Value)]) -> Result<SuiteReport, MergeError> {
                 "{file} checked {:?} with profile {}, {first_file} {:?} with {}",
                 r.implementation, r.capabilities, first.implementation, first.capabilities
             )));
+        }
+    }
+    // D-203: one selection of one suite, every case in the shard its id hashes to.
+    let Some(selection) = first.selection.clone() else {
+        return Err(campaign(format!(
+            "{first_file}: the report does not say what it selected (written by an older w6w-sim?); run the shards again with this version"
+        )));
+    };
+    for ((file, r), shard) in reports.iter().zip(&shards) {
+        match &r.selection {
+            Some(s) if *s == selection => {}
+            Some(s) => {
+                return Err(campaign(format!(
+                    "{file} selected {}, {first_file} {}: shards of one campaign run the same --clause/--case over the same cases",
+                    describe(s),
+                    describe(&selection)
+                )));
+            }
+            None => {
+                return Err(campaign(format!(
+                    "{file}: the report does not say what it selected (written by an older w6w-sim?); run the shards again with this version"
+                )));
+            }
+        }
+        if let Some(c) = r.cases.iter().find(|c| !shard.takes_case(&c.outcome.id)) {
+            return Err(campaign(format!(
+                "{file}: case {:?} does not belong to shard {shard}: not a shard of this campaign",
+                c.outcome.id
+            )));
+        }
+        if let Some(g) = &r.generated {
+            let of_shard = |s: &u64| shard.takes_seed_index(s.wrapping_sub(g.seed));
+            let stray = g
+                .failures
+                .iter()
+                .map(|f| f.seed)
+                .chain(g.not_applicable_seeds.iter().copied())
+                .find(|s| !of_shard(s));
+            if let Some(seed) = stray {
+                return Err(campaign(format!(
+                    "{file}: generated seed {seed} does not belong to shard {shard}: not a shard of this campaign"
+                )));
+            }
+            if g.count != g.seeds.len() {
+                return Err(campaign(format!(
+                    "{file}: shard {shard} of {} generated workflows from seed {} should run {}, the report says {}",
+                    g.span,
+                    g.seed,
+                    g.seeds.len(),
+                    g.count
+                )));
+            }
         }
     }
     let mut merged = first.clone();
@@ -333,6 +408,15 @@ pub fn merge(parts: &[(String, Value)]) -> Result<SuiteReport, MergeError> {
             *row = m;
         }
     }
+    // Together the shards hold exactly the selected cases (each once: checked above).
+    let mut ids: Vec<&str> = merged.cases.iter().map(|c| c.outcome.id.as_str()).collect();
+    let (count, digest) = (ids.len(), SelectionSummary::digest(&mut ids));
+    if (count, digest.as_str()) != (selection.cases, selection.digest.as_str()) {
+        return Err(campaign(format!(
+            "the shards hold {count} cases (digest {digest}) but selected {} (digest {}): a shard lost or gained cases, so the merge would not be the campaign's report",
+            selection.cases, selection.digest
+        )));
+    }
     // The order one unsharded run prints: the embedded suite's, then any other case.
     let order: BTreeMap<String, usize> = super::Suite::load_default()
         .map(|suite| {
@@ -351,6 +435,18 @@ pub fn merge(parts: &[(String, Value)]) -> Result<SuiteReport, MergeError> {
         )
     });
     Ok(merged)
+}
+
+/// A selection as a person reads it in an error.
+fn describe(s: &SelectionSummary) -> String {
+    let mut filters: Vec<String> = s.clauses.iter().map(|c| format!("--clause {c}")).collect();
+    filters.extend(s.case.iter().map(|c| format!("--case {c:?}")));
+    let filters = if filters.is_empty() {
+        "every case".to_owned()
+    } else {
+        filters.join(" ")
+    };
+    format!("{filters} ({} cases, digest {})", s.cases, s.digest)
 }
 
 fn merge_generated(
@@ -403,9 +499,21 @@ mod tests {
 
     /// Run the selection as shard k of n, the way `conformance --shard k/n --json` does.
     fn shard_json(adapter: &mut dyn crate::conformance::Adapter, k: u64, n: u64) -> Value {
+        shard_of(adapter, &["RETRY", "PLAN"], None, k, n)
+    }
+
+    /// Shard k of n of the cases of these `--clause` filters and `--case` text.
+    fn shard_of(
+        adapter: &mut dyn crate::conformance::Adapter,
+        clauses: &[&str],
+        case: Option<&str>,
+        k: u64,
+        n: u64,
+    ) -> Value {
         let suite = Suite::load_default().expect("cases");
         let shard = Shard::parse(&format!("{k}/{n}")).expect("shard");
-        let sel = Selection::new(&["RETRY".into(), "PLAN".into()], None)
+        let clauses: Vec<String> = clauses.iter().map(|c| (*c).to_owned()).collect();
+        let sel = Selection::new(&clauses, case)
             .expect("selection")
             .with_shard(shard);
         let mut r = run_suite(adapter, &suite, &sel, false, &mut |_, _, _| {});
@@ -476,5 +584,74 @@ mod tests {
         let mut unsharded = s1;
         unsharded["shard"] = Value::Null;
         assert!(merge(&[("u".into(), unsharded)]).is_err());
+    }
+
+    /// Merge two shards of 2, returning the error text.
+    fn refused(s1: Value, s2: Value) -> String {
+        let e = merge(&[("a.json".into(), s1), ("b.json".into(), s2)]).expect_err("refused");
+        assert_eq!(e.code(), "not_one_campaign", "{e}");
+        e.to_string()
+    }
+
+    #[test]
+    fn shards_of_different_selections_or_with_moved_or_lost_cases_are_refused() {
+        // D-203. Different --clause filters: each shard is a real shard of its own selection.
+        let e = refused(
+            shard_of(&mut Reference, &["RETRY"], None, 1, 2),
+            shard_of(&mut Reference, &["PLAN"], None, 2, 2),
+        );
+        assert!(e.contains("b.json selected --clause PLAN"), "{e}");
+        assert!(e.contains("a.json --clause RETRY"), "{e}");
+        // The same filters but a --case text in one.
+        let e = refused(
+            shard_of(&mut Reference, &["RETRY"], None, 1, 2),
+            shard_of(&mut Reference, &["RETRY"], Some("retry"), 2, 2),
+        );
+        assert!(e.contains("--case \"retry\""), "{e}");
+
+        let (s1, s2) = (
+            shard_json(&mut Reference, 1, 2),
+            shard_json(&mut Reference, 2, 2),
+        );
+        assert!(merge(&[("a".into(), s1.clone()), ("b".into(), s2.clone())]).is_ok());
+        // A case moved from shard 2's report to shard 1's: the totals would not change.
+        let (mut a, mut b) = (s1.clone(), s2.clone());
+        let moved = b["cases"].as_array_mut().expect("cases").remove(0);
+        let id = moved["id"].as_str().expect("id").to_owned();
+        a["cases"].as_array_mut().expect("cases").push(moved);
+        let e = refused(a, b);
+        assert!(
+            e.contains(&format!("a.json: case {id:?} does not belong to shard 1/2")),
+            "{e}"
+        );
+        // A case lost from a shard (say, a runner that filtered its cases).
+        let mut b = s2.clone();
+        b["cases"].as_array_mut().expect("cases").pop();
+        let e = refused(s1.clone(), b);
+        assert!(e.contains("a shard lost or gained cases"), "{e}");
+        // A shard whose selection claims fewer cases than the others.
+        let mut b = s2.clone();
+        b["selection"]["cases"] = serde_json::json!(3);
+        assert!(refused(s1.clone(), b).contains("b.json selected"));
+        // A report that does not say what it selected.
+        let mut b = s2.clone();
+        b["selection"] = Value::Null;
+        assert!(refused(s1.clone(), b).contains("does not say what it selected"));
+        let mut b = s2.clone();
+        b["selection"]["digest"] = serde_json::json!("zz");
+        let e = merge(&[("a".into(), s1.clone()), ("b".into(), b)]).expect_err("bad digest");
+        assert_eq!(e.code(), "not_a_report");
+        // Generated workflows: a failure or a count that is not this shard's.
+        let mut b = s2.clone();
+        b["generated"]["count"] = serde_json::json!(12);
+        assert!(refused(s1.clone(), b).contains("should run 6, the report says 12"));
+        let mut b = s2.clone();
+        b["generated"]["failures"] = serde_json::json!([{"seed": 40, "property": "model",
+            "message": "m", "replay": false}]);
+        let e = refused(s1.clone(), b);
+        assert!(
+            e.contains("generated seed 40 does not belong to shard 2/2"),
+            "{e}"
+        );
     }
 }

@@ -75,7 +75,8 @@ pub use load::{
 pub use matrix::{CandidateKind, CandidateSpec, Matrix};
 pub use process::{DEFAULT_DEADLINE, ProcessAdapter, ProcessOptions, split_command};
 pub use report::{
-    CaseResult, ClauseRow, RunOptions, SuiteReport, check_with, run, run_suite, xml_escape,
+    CaseResult, ClauseRow, RunOptions, SelectionSummary, SuiteReport, check_with, run, run_suite,
+    xml_escape,
 };
 
 use std::collections::BTreeMap;

@@ -116,6 +116,54 @@ pub struct ClauseRow {
     pub in_suite: usize,
 }
 
+/// What a run selected, over all shards: `w6w-sim merge` checks that N shard reports are
+/// parts of one selection and that together they hold every selected case exactly once.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SelectionSummary {
+    /// The `--clause` filters, upper-cased (empty: every clause).
+    pub clauses: Vec<String>,
+    /// The `--case` text, if any.
+    pub case: Option<String>,
+    /// How many cases the filters select in the loaded suite, in every shard together.
+    pub cases: usize,
+    /// FNV-1a (64-bit, hex) over those cases' ids, sorted, each followed by a newline:
+    /// the same suite and filters give the same digest on any machine.
+    pub digest: String,
+}
+
+impl SelectionSummary {
+    /// The summary of `selection` over `suite`, whatever shard `selection` is limited to.
+    pub fn of(suite: &Suite, selection: &Selection) -> SelectionSummary {
+        let mut ids: Vec<&str> = suite
+            .cases()
+            .filter(|(_, c)| selection.selects_in_any_shard(c))
+            .map(|(_, c)| c.id.as_str())
+            .collect();
+        let (clauses, case) = selection.filters();
+        SelectionSummary {
+            clauses: clauses.to_vec(),
+            case: case.map(str::to_owned),
+            cases: ids.len(),
+            digest: Self::digest(&mut ids),
+        }
+    }
+
+    /// The digest of a set of case ids (sorted here).
+    pub fn digest(ids: &mut [&str]) -> String {
+        use super::shard::{FNV_OFFSET, fnv1a};
+        ids.sort_unstable();
+        let h = ids
+            .iter()
+            .fold(FNV_OFFSET, |h, id| fnv1a(fnv1a(h, id.as_bytes()), b"\n"));
+        format!("{h:016x}")
+    }
+
+    fn to_json(&self) -> Value {
+        json!({"clauses": self.clauses, "case": self.case, "cases": self.cases,
+               "digest": self.digest})
+    }
+}
+
 /// Everything one suite run found.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SuiteReport {
@@ -139,6 +187,9 @@ pub struct SuiteReport {
     /// `K/N` when only shard K of N of the cases ran (`--shard`); `w6w-sim merge` joins
     /// the N shards' JSON reports into one.
     pub shard: Option<String>,
+    /// What the run selected, over all shards (`None` in a report read back from a JSON
+    /// that does not say).
+    pub selection: Option<SelectionSummary>,
 }
 
 /// Load the cases `options` names and run them against `adapter`: the entry point a host
@@ -294,6 +345,7 @@ pub fn run_suite(
         failure_dir: None,
         generated_note: None,
         shard: None,
+        selection: Some(SelectionSummary::of(suite, selection)),
     }
 }
 
@@ -745,6 +797,7 @@ impl SuiteReport {
             "elapsedMs": self.elapsed.as_secs_f64() * 1000.0,
             "casesPerSecond": self.cases_per_second(),
             "shard": self.shard,
+            "selection": self.selection.as_ref().map(SelectionSummary::to_json),
             "candidateArgs": self.candidate_args,
         })
     }

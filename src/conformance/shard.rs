@@ -33,19 +33,25 @@ impl Shard {
 
     /// Whether the case with this id runs in this shard.
     pub fn takes_case(&self, id: &str) -> bool {
-        // FNV-1a, 64-bit: stable across builds and platforms.
-        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-        for b in id.bytes() {
-            h ^= u64::from(b);
-            h = h.wrapping_mul(0x0000_0100_0000_01b3);
-        }
-        h % self.count == self.index
+        fnv1a(FNV_OFFSET, id.as_bytes()) % self.count == self.index
     }
 
     /// Whether generated workflow number `i` (seed `SEED + i`) runs in this shard.
     pub fn takes_seed_index(&self, i: u64) -> bool {
         i % self.count == self.index
     }
+}
+
+/// FNV-1a's 64-bit offset basis: the hash of no bytes.
+pub(crate) const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+
+/// FNV-1a, 64-bit, continued from `h` over `bytes`: stable across builds and platforms.
+pub(crate) fn fnv1a(mut h: u64, bytes: &[u8]) -> u64 {
+    for &b in bytes {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    h
 }
 
 impl fmt::Display for Shard {
