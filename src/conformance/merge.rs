@@ -278,15 +278,13 @@ pub fn merge(parts: &[(String, Value)]) -> Result<SuiteReport, MergeError> {
         let shard = r.shard.as_deref().ok_or_else(|| {
             campaign(format!("{file}: not a shard (run with --shard K/N --json)"))
         })?;
-        let (k, n) = shard
-            .split_once('/')
-            .and_then(|(k, n)| Some((k.parse::<u64>().ok()?, n.parse::<u64>().ok()?)))
-            .ok_or_else(|| campaign(format!("{file}: shard {shard:?} is not K/N")))?;
-        shards.push(Shard::parse(shard).map_err(|_| {
+        let parsed = Shard::parse(shard).map_err(|_| {
             campaign(format!(
                 "{file}: shard {shard:?} is not K/N with 1 <= K <= N"
             ))
-        })?);
+        })?;
+        shards.push(parsed);
+        let (k, n) = (parsed.number(), parsed.count());
         if *n_of_all.get_or_insert(n) != n {
             return Err(campaign(format!(
                 "{file}: shard {shard} is of {n} shards, {first_file} of {}",
@@ -310,35 +308,30 @@ pub fn merge(parts: &[(String, Value)]) -> Result<SuiteReport, MergeError> {
             missing.join(", ")
         )));
     }
-    for (file, r) in &reports {
+    // One candidate and profile; D-203: one selection of one suite, every case in the
+    // shard its id hashes to.
+    let selection_of = |file: &str, r: &'_ SuiteReport| {
+        r.selection.clone().ok_or_else(|| {
+            campaign(format!(
+                "{file}: the report does not say what it selected (written by an older w6w-sim?); run the shards again with this version"
+            ))
+        })
+    };
+    let selection = selection_of(first_file, first)?;
+    for ((file, r), shard) in reports.iter().zip(&shards) {
         if r.implementation != first.implementation || r.capabilities != first.capabilities {
             return Err(campaign(format!(
                 "{file} checked {:?} with profile {}, {first_file} {:?} with {}",
                 r.implementation, r.capabilities, first.implementation, first.capabilities
             )));
         }
-    }
-    // D-203: one selection of one suite, every case in the shard its id hashes to.
-    let Some(selection) = first.selection.clone() else {
-        return Err(campaign(format!(
-            "{first_file}: the report does not say what it selected (written by an older w6w-sim?); run the shards again with this version"
-        )));
-    };
-    for ((file, r), shard) in reports.iter().zip(&shards) {
-        match &r.selection {
-            Some(s) if *s == selection => {}
-            Some(s) => {
-                return Err(campaign(format!(
-                    "{file} selected {}, {first_file} {}: shards of one campaign run the same --clause/--case over the same cases",
-                    describe(s),
-                    describe(&selection)
-                )));
-            }
-            None => {
-                return Err(campaign(format!(
-                    "{file}: the report does not say what it selected (written by an older w6w-sim?); run the shards again with this version"
-                )));
-            }
+        let s = selection_of(file, r)?;
+        if s != selection {
+            return Err(campaign(format!(
+                "{file} selected {}, {first_file} {}: shards of one campaign run the same --clause/--case over the same cases",
+                describe(&s),
+                describe(&selection)
+            )));
         }
         if let Some(c) = r.cases.iter().find(|c| !shard.takes_case(&c.outcome.id)) {
             return Err(campaign(format!(

@@ -31,6 +31,16 @@ impl Shard {
         })
     }
 
+    /// `K` of `K/N` (1-based).
+    pub fn number(&self) -> u64 {
+        self.index + 1
+    }
+
+    /// `N` of `K/N`.
+    pub fn count(&self) -> u64 {
+        self.count
+    }
+
     /// Whether the case with this id runs in this shard.
     pub fn takes_case(&self, id: &str) -> bool {
         fnv1a(FNV_OFFSET, id.as_bytes()) % self.count == self.index
