@@ -12,7 +12,7 @@
 
 use proptest::prelude::*;
 use serde_json::{Value, json};
-use w6w_sim::model::{ValidationCode, Workflow};
+use w6w_sim::model::{ValidationCode, When, Workflow};
 use w6w_sim::plan::plan;
 use w6w_sim::validate::{ValidateOptions, validate_workflow};
 
@@ -159,6 +159,29 @@ proptest! {
         }
         // … and which is the smallest such order by declared index.
         prop_assert_eq!(order, smallest_topological_order(&g));
+        // Each step's edges, both ways, are exactly its declared edges in declared order,
+        // each with its index, ends and `when` (the plan holds them once, by index).
+        let expected = |keep: &dyn Fn(usize, usize) -> bool| -> Vec<(u32, u32, u32, When)> {
+            g.edges
+                .iter()
+                .enumerate()
+                .filter(|&(_, &(f, t, _))| keep(f, t))
+                .map(|(k, &(f, t, error))| {
+                    let when = if error { When::Error } else { When::Success };
+                    (k as u32, f as u32, t as u32, when)
+                })
+                .collect()
+        };
+        let seen = |edges: w6w_sim::plan::Edges<'_>| -> Vec<(u32, u32, u32, When)> {
+            edges.map(|e| (e.index, e.from, e.to, e.when)).collect()
+        };
+        for v in 0..g.n {
+            let out = p.outgoing(v);
+            prop_assert_eq!(out.len(), g.edges.iter().filter(|e| e.0 == v).count());
+            prop_assert_eq!(seen(out), expected(&|f, _| f == v));
+            prop_assert_eq!(seen(p.incoming(v)), expected(&|_, t| t == v));
+        }
+        prop_assert_eq!(p.outgoing(g.n).len() + p.incoming(g.n).len(), 0);
     }
 
     #[test]

@@ -5,16 +5,16 @@
 //! `Workflow.steps`; a sub-block's position-indexed vectors are reached through
 //! `ControlPlan::slot`, never by the caller.
 
-use crate::plan::{BlockSlot, Plan, PlanEdge, SubPlan};
+use crate::plan::{BlockSlot, Edges, Plan, SubPlan};
 
 /// What a walker and the skip set read of a graph.
 pub(crate) trait Graph {
     /// Member step indices in execution order.
     fn order(&self) -> &[usize];
     /// Edges leaving `step`, in declared edge order.
-    fn outgoing(&self, step: usize) -> &[PlanEdge];
+    fn outgoing(&self, step: usize) -> Edges<'_>;
     /// Edges entering `step`, in declared edge order.
-    fn incoming(&self, step: usize) -> &[PlanEdge];
+    fn incoming(&self, step: usize) -> Edges<'_>;
     /// The position of `step` in [`Graph::order`].
     fn rank(&self, step: usize) -> usize;
 }
@@ -23,11 +23,11 @@ impl Graph for Plan {
     fn order(&self) -> &[usize] {
         &self.order
     }
-    fn outgoing(&self, step: usize) -> &[PlanEdge] {
-        self.outgoing.get(step).unwrap_or(&[])
+    fn outgoing(&self, step: usize) -> Edges<'_> {
+        Plan::outgoing(self, step)
     }
-    fn incoming(&self, step: usize) -> &[PlanEdge] {
-        self.incoming.get(step).unwrap_or(&[])
+    fn incoming(&self, step: usize) -> Edges<'_> {
+        Plan::incoming(self, step)
     }
     fn rank(&self, step: usize) -> usize {
         self.rank.get(step).copied().unwrap_or(usize::MAX)
@@ -51,15 +51,15 @@ impl Graph for Block<'_> {
     fn order(&self) -> &[usize] {
         &self.sub.order
     }
-    fn outgoing(&self, step: usize) -> &[PlanEdge] {
+    fn outgoing(&self, step: usize) -> Edges<'_> {
         self.position(step)
             .and_then(|p| self.sub.outgoing.get(p))
-            .map_or(&[], Vec::as_slice)
+            .map_or(Edges::none(), |edges| Edges::listed(edges))
     }
-    fn incoming(&self, step: usize) -> &[PlanEdge] {
+    fn incoming(&self, step: usize) -> Edges<'_> {
         self.position(step)
             .and_then(|p| self.sub.incoming.get(p))
-            .map_or(&[], Vec::as_slice)
+            .map_or(Edges::none(), |edges| Edges::listed(edges))
     }
     fn rank(&self, step: usize) -> usize {
         self.position(step)

@@ -40,13 +40,12 @@ impl SkipSet {
 
     /// ERR-6: skipped iff it has ≥ 1 inbound edge and every inbound edge is skipped.
     pub(crate) fn step_skipped(&self, plan: &(impl Graph + ?Sized), step: usize) -> bool {
-        let inbound = plan.incoming(step);
-        let all = !inbound.is_empty() && inbound.iter().all(|e| self.is_skipped(e));
+        let mut inbound = plan.incoming(step);
         #[cfg(w6w_mutants)] // ERR-6 mutant (mutant build only): any skipped inbound skips
         if crate::mutants::active(crate::mutants::Mutant::SkipOnAnyInbound) {
-            return inbound.iter().any(|e| self.is_skipped(e));
+            return inbound.any(|e| self.is_skipped(&e));
         }
-        all
+        inbound.len() > 0 && inbound.all(|e| self.is_skipped(&e))
     }
 
     /// Apply a terminal step's outcome to its outgoing edges (ERR-4, ERR-5, ERR-7, ERR-6).
@@ -63,7 +62,7 @@ impl SkipSet {
                 Routed::Skipped => true,
             };
             if skip {
-                self.skip(edge);
+                self.skip(&edge);
             }
         }
     }
@@ -75,7 +74,7 @@ pub(crate) fn has_error_edge(plan: &(impl Graph + ?Sized), step: usize) -> bool 
     if crate::mutants::active(crate::mutants::Mutant::SkipErrorEdges) {
         return false;
     }
-    plan.outgoing(step).iter().any(|e| e.when == When::Error)
+    plan.outgoing(step).any(|e| e.when == When::Error)
 }
 
 /// REPLAY-4: `from` and all its graph descendants (both lanes). For an implicit chain the
@@ -94,7 +93,7 @@ pub(crate) fn descendants(plan: &Plan, from: usize) -> Vec<bool> {
         if std::mem::replace(&mut marked[i], true) {
             continue;
         }
-        stack.extend(plan.outgoing[i].iter().map(|e| e.to as usize));
+        stack.extend(plan.outgoing(i).map(|e| e.to as usize));
     }
     marked
 }

@@ -234,7 +234,6 @@ impl Strands {
                 // so the successors after it open new strands rather than queue behind it.
                 continued = true;
                 inbound
-                    .iter()
                     .map(|e| graph.rank(e.from as usize))
                     .min()
                     .and_then(|p| self.strand_of.get(p).copied().flatten())

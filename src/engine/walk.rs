@@ -305,7 +305,6 @@ impl<'a, C: WorkflowContext> Walk<'a, C> {
         }
         self.graph
             .incoming(i)
-            .iter()
             .filter(|e| !skips.is_skipped(e))
             .filter_map(|e| {
                 let id = &self.engine.workflow.steps[e.from as usize].id;

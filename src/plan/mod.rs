@@ -41,9 +41,10 @@ use control::{ControlAnalysis, StepView, analyse_controls};
 /// abbreviated so a pathological document cannot produce a megabyte-long message.
 pub use crate::limits::MAX_CYCLE_IDS_IN_MESSAGE;
 
-/// One edge of the main graph, by step index. Indices are `u32` (a plan has at most
-/// [`MAX_GRAPH_SIZE`] steps and edges), so an edge is 16 bytes and a plan holds each edge
-/// twice (once per direction) in two compressed lists.
+/// One edge of a graph, by step index. Indices are `u32` (a plan has at most
+/// [`MAX_GRAPH_SIZE`] steps and edges). A [`Plan`] holds each main-graph edge once, as its
+/// resolved ends and its `when` in declared order, and hands out `PlanEdge`s by value
+/// ([`Plan::outgoing`], [`Plan::incoming`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PlanEdge {
     /// Position of the edge in `Workflow.edges` (declared order).
@@ -59,60 +60,44 @@ pub struct PlanEdge {
 /// reports it instead of truncating an index.
 pub use crate::limits::MAX_GRAPH_SIZE;
 
-/// Edges grouped per step, compressed: the edges of step `v` are one contiguous slice, in
-/// declared edge order. `adjacency[v]` is that slice (like a `Vec<Vec<PlanEdge>>`, but in
-/// two allocations instead of one per step).
+/// Edges grouped per step, compressed: step `v`'s edges are one contiguous slice of
+/// declared edge indices (positions in `Workflow.edges`), in declared order.
+/// `adjacency[v]` is that slice (like a `Vec<Vec<u32>>`, but in two allocations instead of
+/// one per step, and 4 bytes per edge: the edges themselves are held once, beside it, by
+/// the [`Plan`]).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Adjacency {
     /// `start[v]..start[v + 1]` is step `v`'s range in `edges`; `n + 1` entries.
     start: Vec<u32>,
-    edges: Vec<PlanEdge>,
+    /// Declared edge indices, grouped by step.
+    edges: Vec<u32>,
 }
 
 impl Adjacency {
-    /// Group `edges` (in declared order) by `key` over `n` steps, keeping declared order
-    /// within each group. Every key is `< n` and there are at most [`MAX_GRAPH_SIZE`] edges.
-    fn group<I>(n: usize, edges: I, key: impl Fn(&PlanEdge) -> u32) -> Adjacency
+    /// Group `edges` — `(key, declared index)` pairs in declared order — by key over `n`
+    /// steps, keeping declared order within each group. Every key is `< n` and there are
+    /// at most [`MAX_GRAPH_SIZE`] edges.
+    fn group<I>(n: usize, edges: I) -> Adjacency
     where
-        I: DoubleEndedIterator<Item = PlanEdge> + Clone,
+        I: DoubleEndedIterator<Item = (u32, u32)> + Clone,
     {
         let mut counts = vec![0u32; n + 1];
-        for edge in edges.clone() {
-            counts[key(&edge) as usize] += 1;
+        for (key, _) in edges.clone() {
+            counts[key as usize] += 1;
         }
-        Adjacency::fill(counts, edges, key)
+        Adjacency::fill(counts, edges)
     }
 
-    /// Group `edges` (in declared order) by `key`, given how many have each key:
-    /// `counts[v]` for each of the `n` steps, then a 0 (`n + 1` entries). Every key is
-    /// `< n`, `edges` yields exactly the edges counted, and there are at most
-    /// [`MAX_GRAPH_SIZE`] of them.
-    fn fill<I>(mut start: Vec<u32>, edges: I, key: impl Fn(&PlanEdge) -> u32) -> Adjacency
+    /// Group `edges` — `(key, declared index)` pairs in declared order — by key, given
+    /// how many have each key: `counts[v]` for each of the `n` steps, then a 0 (`n + 1`
+    /// entries). Every key is `< n`, `edges` yields exactly the edges counted, and there
+    /// are at most [`MAX_GRAPH_SIZE`] of them.
+    fn fill<I>(mut start: Vec<u32>, edges: I) -> Adjacency
     where
-        I: DoubleEndedIterator<Item = PlanEdge>,
+        I: DoubleEndedIterator<Item = (u32, u32)>,
     {
-        // Prefix-sum the counts, so `start[v]` is the end of `v`'s range; filling
-        // backwards then moves it to the range's start and keeps declared order.
-        for v in 1..start.len() {
-            start[v] += start[v - 1];
-        }
-        let m = start.last().map_or(0, |&m| m as usize);
-        let blank = PlanEdge {
-            index: 0,
-            from: 0,
-            to: 0,
-            when: When::Success,
-        };
-        let mut grouped = vec![blank; m];
-        for edge in edges.rev() {
-            let at = &mut start[key(&edge) as usize];
-            *at -= 1;
-            grouped[*at as usize] = edge;
-        }
-        Adjacency {
-            start,
-            edges: grouped,
-        }
+        let edges = group_by_key(&mut start, edges);
+        Adjacency { start, edges }
     }
 
     /// How many steps the adjacency covers.
@@ -125,34 +110,141 @@ impl Adjacency {
         self.len() == 0
     }
 
-    /// Step `step`'s edges, `None` past the last step.
-    pub fn get(&self, step: usize) -> Option<&[PlanEdge]> {
+    /// Step `step`'s declared edge indices, `None` past the last step.
+    pub fn get(&self, step: usize) -> Option<&[u32]> {
         let (&from, &to) = (self.start.get(step)?, self.start.get(step.checked_add(1)?)?);
         self.edges.get(from as usize..to as usize)
     }
 
-    /// Every step's edges, by step index.
-    pub fn iter(&self) -> impl ExactSizeIterator<Item = &[PlanEdge]> + '_ {
+    /// Every step's declared edge indices, by step index.
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = &[u32]> + '_ {
         self.start
             .windows(2)
             .map(|w| self.edges.get(w[0] as usize..w[1] as usize).unwrap_or(&[]))
     }
 
-    /// Every edge, grouped by step.
-    pub fn edges(&self) -> &[PlanEdge] {
+    /// Every declared edge index, grouped by step.
+    pub fn edges(&self) -> &[u32] {
         &self.edges
     }
 }
 
 impl std::ops::Index<usize> for Adjacency {
-    type Output = [PlanEdge];
+    type Output = [u32];
 
-    /// Step `step`'s edges; panics past the last step, like indexing a `Vec`.
-    fn index(&self, step: usize) -> &[PlanEdge] {
+    /// Step `step`'s declared edge indices; panics past the last step, like indexing a
+    /// `Vec`.
+    fn index(&self, step: usize) -> &[u32] {
         let (from, to) = (self.start[step], self.start[step + 1]);
         &self.edges[from as usize..to as usize]
     }
 }
+
+/// Group `items` — `(key, item)` pairs — by key, keeping their order within each group,
+/// given how many have each key: `start[v]` for each of the `n` keys, then a 0 (`n + 1`
+/// entries), which becomes each group's start (and the total). Every key is `< n`, `items`
+/// yields exactly the items counted, and there are at most [`MAX_GRAPH_SIZE`] of them.
+fn group_by_key<T: Copy + Default>(
+    start: &mut [u32],
+    items: impl DoubleEndedIterator<Item = (u32, T)>,
+) -> Vec<T> {
+    // Prefix-sum the counts, so `start[v]` is the end of `v`'s range; filling backwards
+    // then moves it to the range's start and keeps the items' order.
+    for v in 1..start.len() {
+        start[v] += start[v - 1];
+    }
+    let m = start.last().map_or(0, |&m| m as usize);
+    let mut grouped = vec![T::default(); m];
+    for (key, item) in items.rev() {
+        let at = &mut start[key as usize];
+        *at -= 1;
+        grouped[*at as usize] = item;
+    }
+    grouped
+}
+
+/// Every declared edge once, in declared order: its resolved ends and its `when` — what
+/// an [`Adjacency`]'s indices point into.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+struct EdgeTable {
+    /// Per declared edge, `[from, to]` ([`UNRESOLVED`] where an end names no step).
+    ends: Vec<[u32; 2]>,
+    /// Per declared edge, its `when`.
+    whens: Vec<When>,
+}
+
+impl EdgeTable {
+    /// Declared edge `index`, when it exists and both its ends resolve.
+    fn get(&self, index: u32) -> Option<PlanEdge> {
+        let i = index as usize;
+        match (self.ends.get(i), self.whens.get(i)) {
+            (Some(&[from, to]), Some(&when)) if from != UNRESOLVED && to != UNRESOLVED => {
+                Some(PlanEdge {
+                    index,
+                    from,
+                    to,
+                    when,
+                })
+            }
+            _ => None,
+        }
+    }
+}
+
+/// A step's edges, as [`PlanEdge`]s in declared edge order: [`Plan::outgoing`],
+/// [`Plan::incoming`], or a sub-block's lists.
+#[derive(Debug, Clone)]
+pub struct Edges<'a>(EdgesOf<'a>);
+
+#[derive(Debug, Clone)]
+enum EdgesOf<'a> {
+    /// Indices into a plan's edge table (the main graph).
+    Indexed(std::slice::Iter<'a, u32>, &'a EdgeTable),
+    /// A sub-block's own lists.
+    Listed(std::slice::Iter<'a, PlanEdge>),
+}
+
+impl<'a> Edges<'a> {
+    /// A list of edges, as a sub-block holds them.
+    pub fn listed(edges: &'a [PlanEdge]) -> Edges<'a> {
+        Edges(EdgesOf::Listed(edges.iter()))
+    }
+
+    /// No edges.
+    pub fn none() -> Edges<'a> {
+        Edges::listed(&[])
+    }
+}
+
+impl Iterator for Edges<'_> {
+    type Item = PlanEdge;
+
+    #[inline]
+    fn next(&mut self) -> Option<PlanEdge> {
+        match &mut self.0 {
+            EdgesOf::Indexed(ids, table) => loop {
+                // A plan's adjacency only holds resolved edges: the loop never repeats
+                // there, and cannot panic on anything else.
+                if let Some(edge) = table.get(*ids.next()?) {
+                    return Some(edge);
+                }
+            },
+            EdgesOf::Listed(edges) => edges.next().copied(),
+        }
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        match &self.0 {
+            EdgesOf::Indexed(ids, _) => ids.size_hint(),
+            EdgesOf::Listed(edges) => edges.size_hint(),
+        }
+    }
+}
+
+/// Exact: a plan's adjacency holds only edges its table resolves.
+impl ExactSizeIterator for Edges<'_> {}
+
+impl std::iter::FusedIterator for Edges<'_> {}
 
 /// `Plan::rank` of a step that is not on the main graph (it sits in a sub-block; its
 /// rank there is in [`SubPlan::rank`]).
@@ -171,10 +263,12 @@ pub struct Plan {
     pub order: Vec<usize>,
     /// Position of each step index in `order` ([`NOT_ON_MAIN_GRAPH`] for sub-block steps).
     pub rank: Vec<usize>,
-    /// Outgoing main-graph edges per step, in declared edge order.
-    pub outgoing: Adjacency,
-    /// Incoming main-graph edges per step, in declared edge order.
-    pub incoming: Adjacency,
+    /// Outgoing main-graph edges per step, in declared edge order ([`Plan::outgoing`]).
+    outgoing: Adjacency,
+    /// Incoming main-graph edges per step, in declared edge order ([`Plan::incoming`]).
+    incoming: Adjacency,
+    /// Every declared edge once: what `outgoing` and `incoming` index.
+    edges: EdgeTable,
     /// Whether the main graph has no edges (PLAN-4 implicit chain). Without sub-blocks this
     /// is "the workflow declared no edges".
     pub implicit_chain: bool,
@@ -203,6 +297,35 @@ impl Plan {
     /// Whether any step is a canonical control.
     pub fn has_controls(&self) -> bool {
         !self.controls.controls.is_empty()
+    }
+
+    /// The main-graph edges leaving `step`, in declared edge order (none for a sub-block
+    /// step or past the last step).
+    pub fn outgoing(&self, step: usize) -> Edges<'_> {
+        self.edges_of(&self.outgoing, step)
+    }
+
+    /// The main-graph edges entering `step`, in declared edge order (none for a sub-block
+    /// step or past the last step).
+    pub fn incoming(&self, step: usize) -> Edges<'_> {
+        self.edges_of(&self.incoming, step)
+    }
+
+    /// Outgoing main-graph edges per step, as declared edge indices.
+    pub fn outgoing_indices(&self) -> &Adjacency {
+        &self.outgoing
+    }
+
+    /// Incoming main-graph edges per step, as declared edge indices.
+    pub fn incoming_indices(&self) -> &Adjacency {
+        &self.incoming
+    }
+
+    fn edges_of<'p>(&'p self, adjacency: &'p Adjacency, step: usize) -> Edges<'p> {
+        Edges(EdgesOf::Indexed(
+            adjacency.get(step).unwrap_or(&[]).iter(),
+            &self.edges,
+        ))
     }
 }
 
@@ -259,38 +382,35 @@ pub fn plan_with(workflow: &Workflow, options: &PlanOptions) -> Result<Plan, Vec
     } else {
         full_order.into_iter().filter(|&i| on_main(i)).collect()
     };
-    // Every resolved edge between main-graph steps, in declared order. With no error the
-    // analysis resolved every edge; `index` fits a `u32` because `analyse` checked the size.
-    let main_edges =
-        endpoints
-            .iter()
-            .zip(&whens)
-            .enumerate()
-            .filter_map(|(index, (&[from, to], &when))| {
-                let main = from != UNRESOLVED
-                    && to != UNRESOLVED
-                    && (controls.blocks.is_empty()
-                        || (on_main(from as usize) && on_main(to as usize)));
-                main.then_some(PlanEdge {
-                    index: index as u32,
-                    from,
-                    to,
-                    when,
-                })
-            });
+    // Every resolved edge between main-graph steps, in declared order, as `[from, to]`
+    // and its declared index. With no error the analysis resolved every edge; `index`
+    // fits a `u32` because `analyse` checked the size.
+    let main_edges = endpoints
+        .iter()
+        .enumerate()
+        .filter(|&(_, &[from, to])| {
+            from != UNRESOLVED
+                && to != UNRESOLVED
+                && (controls.blocks.is_empty() || (on_main(from as usize) && on_main(to as usize)))
+        })
+        .map(|(index, &ends)| (ends, index as u32));
     // Without sub-blocks the main graph is every edge, which the analysis already grouped
     // by `from` and counted by `to` (with no error, every edge resolved).
     let (outgoing, incoming) = if controls.blocks.is_empty() {
-        let incoming = Adjacency::fill(in_start, resolved_edges(&endpoints, &whens), |e| e.to);
-        (resolved, incoming)
+        let incoming =
+            Adjacency::fill(in_start, resolved_edges(&endpoints).map(|(e, k)| (e[1], k)));
+        (resolved.into_adjacency(), incoming)
     } else {
         drop(in_start);
         (
-            Adjacency::group(n, main_edges.clone(), |e| e.from),
-            Adjacency::group(n, main_edges, |e| e.to),
+            Adjacency::group(n, main_edges.clone().map(|(e, k)| (e[0], k))),
+            Adjacency::group(n, main_edges.map(|(e, k)| (e[1], k))),
         )
     };
-    drop((endpoints, whens));
+    let edges = EdgeTable {
+        ends: endpoints,
+        whens,
+    };
     let mut rank = vec![NOT_ON_MAIN_GRAPH; n];
     for (pos, &i) in order.iter().enumerate() {
         rank[i] = pos;
@@ -306,6 +426,7 @@ pub fn plan_with(workflow: &Workflow, options: &PlanOptions) -> Result<Plan, Vec
         implicit_chain: outgoing.edges.is_empty(),
         outgoing,
         incoming,
+        edges,
         controls,
         fan_out_parallel,
     })
@@ -330,7 +451,7 @@ struct Checked {
     /// Per declared edge, its `when`.
     whens: Vec<When>,
     /// Every resolved edge, grouped by `from` (see [`Analysis::outgoing`]).
-    outgoing: Adjacency,
+    outgoing: Successors,
     /// In-degrees (see [`Analysis::in_start`]).
     in_start: Vec<u32>,
     /// The control plan, `Some` when the controls are sound.
@@ -446,8 +567,8 @@ pub(crate) struct Analysis {
     /// The plan order; `Some` exactly when `errors` is empty and it was asked for
     /// ([`Needs::order`]).
     pub(crate) order: Option<Vec<usize>>,
-    /// Every resolved edge, grouped by `from` in declared order.
-    pub(crate) outgoing: Adjacency,
+    /// Every resolved edge, grouped by `from` in declared order, as `[index, to]`.
+    pub(crate) outgoing: Successors,
     /// Each step's in-degree over the resolved edges, and a trailing 0 (`n + 1`
     /// entries): the counts [`Adjacency::fill`] groups the same edges by `to` with.
     pub(crate) in_start: Vec<u32>,
@@ -741,7 +862,7 @@ pub(crate) fn analyse<'a, 'e>(
             endpoints: Vec::new(),
             whens: Vec::new(),
             order: None,
-            outgoing: Adjacency::default(),
+            outgoing: Successors::default(),
             in_start: Vec::new(),
             index: IdMap::default(),
         };
@@ -833,14 +954,15 @@ pub(crate) fn analyse<'a, 'e>(
     if !needs.index {
         index = IdMap::default();
     }
-    let graph = Adjacency::fill(out_start, resolved_edges(&endpoints, &whens), |e| e.from);
+    let outgoing = Successors::fill(out_start, &endpoints);
+    let graph = &outgoing;
     // PLAN-4: no edges → the declared order, without touching the heap.
     let order = if m == 0 {
         (0..n).collect()
     } else if needs.order {
-        kahn(&graph, in_start.clone())
+        kahn(graph, in_start.clone())
     } else {
-        acyclic_part(&graph, in_start.clone())
+        acyclic_part(graph, in_start.clone())
     };
     if order.len() < n {
         // PLAN-3: whatever Kahn could not consume lies on or behind a cycle.
@@ -848,7 +970,7 @@ pub(crate) fn analyse<'a, 'e>(
         for &i in &order {
             consumed[i] = true;
         }
-        for cycle in cycles(&graph, &consumed) {
+        for cycle in cycles(graph, &consumed) {
             errors.push(cycle_error(&id_of, &cycle));
         }
     }
@@ -858,7 +980,7 @@ pub(crate) fn analyse<'a, 'e>(
         endpoints,
         whens,
         order,
-        outgoing: graph,
+        outgoing,
         in_start,
         index,
     }
@@ -874,44 +996,75 @@ fn dangling(e: usize, field: &str, name: &str) -> ValidationError {
     )
 }
 
-/// Every resolved edge as a [`PlanEdge`], in declared order: the analysis's one copy of
-/// the edges (D-196), which it groups by `from` — the main graph's `outgoing` when the
-/// workflow has no sub-block, so a plan builds it once.
-fn resolved_edges<'a>(
-    endpoints: &'a [[u32; 2]],
-    whens: &'a [When],
-) -> impl DoubleEndedIterator<Item = PlanEdge> + Clone + 'a {
+/// Every resolved edge as its `[from, to]` and declared index, in declared order: what
+/// the analysis groups by `from` — the main graph's `outgoing` when the workflow has no
+/// sub-block, so a plan builds it once — and a plan by `to`.
+fn resolved_edges(
+    endpoints: &[[u32; 2]],
+) -> impl DoubleEndedIterator<Item = ([u32; 2], u32)> + Clone + '_ {
     endpoints
         .iter()
-        .zip(whens)
         .enumerate()
-        .filter_map(|(index, (&[from, to], &when))| {
-            (from != UNRESOLVED && to != UNRESOLVED).then_some(PlanEdge {
-                // `analyse` checked that every index fits a `u32`.
-                index: index as u32,
-                from,
-                to,
-                when,
-            })
-        })
+        .filter(|&(_, &[from, to])| from != UNRESOLVED && to != UNRESOLVED)
+        // `analyse` checked that every index fits a `u32`.
+        .map(|(index, &ends)| (ends, index as u32))
 }
 
-impl Adjacency {
-    /// `v`'s range in `edges`.
+/// Every resolved edge grouped by `from`, in declared order within each step, as
+/// `[declared index, to]`: Kahn and the cycle search read each step's targets from one
+/// contiguous run (no look-up per edge), and a plan keeps the indices as its `outgoing`.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Successors {
+    /// `start[v]..start[v + 1]` is step `v`'s range in `edges`; `n + 1` entries.
+    start: Vec<u32>,
+    /// `[declared index, to]`, grouped by `from`.
+    edges: Vec<[u32; 2]>,
+}
+
+impl Successors {
+    /// Group every resolved edge of `endpoints` by `from`, given each step's out-degree
+    /// and a trailing 0 (`n + 1` entries).
+    fn fill(mut start: Vec<u32>, endpoints: &[[u32; 2]]) -> Successors {
+        let edges = group_by_key(
+            &mut start,
+            resolved_edges(endpoints).map(|([from, to], k)| (from, [k, to])),
+        );
+        Successors { start, edges }
+    }
+
+    /// How many steps.
+    fn len(&self) -> usize {
+        self.start.len().saturating_sub(1)
+    }
+
+    /// `v`'s range of positions in `edges`.
     fn range(&self, v: usize) -> std::ops::Range<usize> {
         self.start[v] as usize..self.start[v + 1] as usize
     }
 
+    /// The step the edge at grouped position `pos` enters.
+    fn target_at(&self, pos: usize) -> u32 {
+        self.edges[pos][1]
+    }
+
     /// The steps `v`'s edges enter, in declared edge order.
     fn targets(&self, v: usize) -> impl Iterator<Item = u32> + '_ {
-        self.edges[self.range(v)].iter().map(|e| e.to)
+        self.edges[self.range(v)].iter().map(|e| e[1])
+    }
+
+    /// The same grouping as declared edge indices only.
+    fn into_adjacency(self) -> Adjacency {
+        Adjacency {
+            start: self.start,
+            edges: self.edges.iter().map(|e| e[0]).collect(),
+        }
     }
 }
 
 /// The steps Kahn's algorithm consumes — every step on no cycle and behind none — in some
 /// topological order, not PLAN-5's: what validation needs to find cycles, without the
 /// heap that orders the ready steps (D-197). [`kahn`] consumes exactly the same steps.
-fn acyclic_part(graph: &Adjacency, mut indegree: Vec<u32>) -> Vec<usize> {
+fn acyclic_part(graph: &Successors, mut indegree: Vec<u32>) -> Vec<usize> {
     let mut ready: Vec<u32> = (0..graph.len() as u32)
         .filter(|&i| indegree[i as usize] == 0)
         .collect();
@@ -931,7 +1084,7 @@ fn acyclic_part(graph: &Adjacency, mut indegree: Vec<u32>) -> Vec<usize> {
 
 /// PLAN-5: Kahn's algorithm; among ready steps the earliest-declared goes first, which
 /// makes the result the smallest topological order by declared index.
-fn kahn(graph: &Adjacency, mut indegree: Vec<u32>) -> Vec<usize> {
+fn kahn(graph: &Successors, mut indegree: Vec<u32>) -> Vec<usize> {
     let mut ready: BinaryHeap<Reverse<u32>> = (0..graph.len() as u32)
         .filter(|&i| indegree[i as usize] == 0)
         .map(Reverse)
@@ -967,7 +1120,7 @@ fn kahn(graph: &Adjacency, mut indegree: Vec<u32>) -> Vec<usize> {
 /// One actual cycle per cyclic strongly connected component among the unconsumed nodes,
 /// ordered by each component's earliest-declared step. Each cycle starts at that step and
 /// lists the steps in edge order (the closing edge back to the first step is implied).
-fn cycles(graph: &Adjacency, consumed: &[bool]) -> Vec<Vec<usize>> {
+fn cycles(graph: &Successors, consumed: &[bool]) -> Vec<Vec<usize>> {
     const UNSEEN: usize = usize::MAX;
     let n = graph.len();
     let mut order_of = vec![UNSEEN; n];
@@ -994,7 +1147,7 @@ fn cycles(graph: &Adjacency, consumed: &[bool]) -> Vec<Vec<usize>> {
                 if let Some(frame) = frames.last_mut() {
                     frame.1 += 1;
                 }
-                let w = graph.edges[pos].to as usize;
+                let w = graph.target_at(pos) as usize;
                 if consumed[w] {
                     continue;
                 }
@@ -1055,7 +1208,7 @@ fn cycles(graph: &Adjacency, consumed: &[bool]) -> Vec<Vec<usize>> {
 /// Breadth-first search from `start` inside the component (`inside`), returning the
 /// shortest cycle through `start`. `parent` is scratch space, all `usize::MAX` on entry.
 fn shortest_cycle_through(
-    graph: &Adjacency,
+    graph: &Successors,
     start: usize,
     inside: impl Fn(usize) -> bool,
     parent: &mut [usize],
@@ -1258,18 +1411,18 @@ mod tests {
         for (pos, &i) in p.order.iter().enumerate() {
             assert_eq!(p.rank[i], pos);
         }
+        assert_eq!(p.incoming(0).map(|e| e.index).collect::<Vec<_>>(), [0, 1]);
+        assert_eq!(p.incoming_indices()[0], [0, 1]);
+        assert_eq!(p.outgoing(0).len(), 0);
+        assert_eq!(p.outgoing(3).len(), 0, "past the last step: no edges");
         assert_eq!(
-            p.incoming[0].iter().map(|e| e.index).collect::<Vec<_>>(),
-            [0, 1]
-        );
-        assert_eq!(
-            p.outgoing[1][0],
-            PlanEdge {
+            p.outgoing(1).collect::<Vec<_>>(),
+            [PlanEdge {
                 index: 0,
                 from: 1,
                 to: 0,
                 when: When::Success
-            }
+            }]
         );
     }
 
@@ -1281,7 +1434,10 @@ mod tests {
         .expect("parses");
         let p = plan(&w).expect("plans");
         assert_eq!(p.ids(&w), ["risky", "handler"]);
-        assert_eq!(p.outgoing[1][0].when, When::Error);
+        assert_eq!(
+            p.outgoing(1).map(|e| e.when).collect::<Vec<_>>(),
+            [When::Error]
+        );
     }
 
     #[test]
@@ -1413,8 +1569,11 @@ mod tests {
         assert!(targets(1).is_empty());
         assert_eq!(targets(2), [0, 2, 1]);
         // Each edge keeps its declared index and its `when`.
-        let indices: Vec<(u32, When)> =
-            outgoing.edges().iter().map(|e| (e.index, e.when)).collect();
+        let indices: Vec<(u32, When)> = outgoing
+            .edges
+            .iter()
+            .map(|&[k, _]| (k, graph.whens[k as usize]))
+            .collect();
         assert_eq!(
             indices,
             [
@@ -1429,12 +1588,16 @@ mod tests {
         assert_eq!(graph.in_start, [1, 2, 2, 0]);
         let incoming = Adjacency::fill(
             graph.in_start.clone(),
-            resolved_edges(&graph.endpoints, &graph.whens),
-            |e| e.to,
+            resolved_edges(&graph.endpoints).map(|(e, k)| (e[1], k)),
         );
         let sources: Vec<Vec<(u32, u32)>> = incoming
             .iter()
-            .map(|edges| edges.iter().map(|e| (e.index, e.from)).collect())
+            .map(|edges| {
+                edges
+                    .iter()
+                    .map(|&k| (k, graph.endpoints[k as usize][0]))
+                    .collect()
+            })
             .collect();
         assert_eq!(
             sources,

@@ -117,7 +117,7 @@ fn plan_7_sub_block_steps_leave_the_main_graph() {
     assert_eq!(ids(&w, &p.order), ["start", "loop", "end"]);
     assert_eq!(p.rank[2], NOT_ON_MAIN_GRAPH);
     assert_eq!(p.rank[3], NOT_ON_MAIN_GRAPH);
-    assert!(p.outgoing[2].is_empty() && p.incoming[3].is_empty());
+    assert!(p.outgoing(2).len() == 0 && p.incoming(3).len() == 0);
     assert_eq!(p.controls.owner, [None, None, Some(1), Some(1), None]);
     assert!(!p.implicit_chain);
     let body = &p.controls.blocks[0];
