@@ -2,8 +2,10 @@
 # Fuzz one target for a number of seconds (issue 12 item 8):
 #   scripts/fuzz.sh TARGET SECONDS      TARGET: template | jsonlogic | validate | scenario | eval_line | journal
 #   scripts/fuzz.sh all SECONDS          every target, SECONDS each, one per core at a time
-#   FUZZ_SANITIZER=none scripts/fuzz.sh all 15   CI's smoke run (D-200): no AddressSanitizer
-# (cargo-fuzz's default, kept for long runs), so the build takes about two minutes less.
+#   FUZZ_SANITIZER=none FUZZ_SMOKE=1 scripts/fuzz.sh all 15   CI's smoke run: no
+# AddressSanitizer (cargo-fuzz's default, kept for long runs; D-200), and FUZZ_SMOKE=1
+# builds at opt-level 1 without debug info (D-205): about a minute less to build, about
+# as many inputs per second. Rebuild without it to get line numbers in a crash's backtrace.
 # Needs the nightly toolchain and cargo-fuzz (installed here if missing). The committed
 # seeds (fuzz/seeds/TARGET, from the case files: scripts/fuzz-seeds.py) are read only; new
 # corpus entries go to target/fuzz-corpus/TARGET; a crash is written to
@@ -16,6 +18,10 @@ if ! cargo +nightly fuzz --version >/dev/null 2>&1; then
   cargo install cargo-fuzz --locked
 fi
 sanitizer="${FUZZ_SANITIZER:-address}"
+if [ "${FUZZ_SMOKE:-0}" = 1 ]; then
+  # The fuzz crate's release profile, lighter: every cargo call below builds with it.
+  export CARGO_PROFILE_RELEASE_OPT_LEVEL=1 CARGO_PROFILE_RELEASE_DEBUG=0
+fi
 targets=("$target")
 if [ "$target" = all ]; then
   targets=(template jsonlogic validate scenario eval_line journal)

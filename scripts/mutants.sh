@@ -25,10 +25,9 @@
 # Exit status: 0 when the kill rate is at least MUTANTS_MIN_KILL_PERCENT (default 0: report
 # only), 1 below it, 2 on usage errors or when cargo-mutants cannot run.
 #
-# Tests run per mutant: the library's unit tests, the conformance cases, the engine,
-# expression and plan properties and the official JSONLogic suite (`cargo test --lib
-# --test conformance --test engine_props --test expr_props --test plan_props --test
-# jsonlogic_official`), with PROPTEST_CASES=16: the fast, behaviour-level part of the tests.
+# Tests run per mutant: the library's unit tests, the conformance cases, the properties and
+# the official JSONLogic suite (`cargo test --lib --test conformance --test properties`,
+# tests/properties/), with PROPTEST_CASES=16: the fast, behaviour-level part of the tests.
 # The mutant build's deliberate mutants (W6W_MUTANTS) are not involved: this is the default
 # build, mutated by cargo-mutants.
 set -euo pipefail
@@ -97,8 +96,7 @@ if [ "${MUTANTS_IN_PLACE:-0}" = 1 ]; then
 fi
 "${timeout_cmd[@]}" cargo mutants "${common[@]}" "${extra[@]}" --output "$out" --no-shuffle \
   --timeout-multiplier 8 --build-timeout 1800 -- \
-  --lib --test conformance --test engine_props --test expr_props --test plan_props \
-  --test jsonlogic_official
+  --lib --test conformance --test properties
 status=$?
 set -e
 if [ "$status" -ne 0 ] && [ "$status" -ne 2 ] && [ "$status" -ne 3 ] && [ "$status" -ne 124 ] \

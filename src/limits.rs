@@ -26,7 +26,7 @@ pub const MAX_NESTING_DEPTH: usize = READ_DEPTH - ENVELOPE_DEPTH;
 // Every other tool limit (issue 11 item 6): defined here, one doc line each, and re-exported
 // under its old name where a module's API has it. Spec constants (RETRY-5's backoff cap,
 // META-2's 256, the key grammar's 3..=39, WOML-7's 24 h) stay with the rule they implement;
-// `tests/package.rs` refuses a `MAX` constant defined anywhere else.
+// `tests/integration/package.rs` refuses a `MAX` constant defined anywhere else.
 
 // Documents and values.
 

@@ -30,7 +30,7 @@
 //!     &data.secrets
 //! }
 //! ```
-//! The property `tests/secret_props.rs::no_expression_over_the_data_root_yields_a_secret`
+//! The property `tests/properties/secret_props.rs::no_expression_over_the_data_root_yields_a_secret`
 //! checks the same barrier by running random expressions against random secrets.
 
 use std::cell::Cell;

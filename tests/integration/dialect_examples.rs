@@ -40,7 +40,7 @@ fn dialect_example_reports() {
         let report = dialect::run(&imported, &scenario, &SimOptions::default(), None, None)
             .unwrap_or_else(|e| panic!("{name}: {}", e.to_json()));
         insta::with_settings!({
-            snapshot_path => "../snapshots",
+            snapshot_path => "../../snapshots",
             prepend_module_to_snapshot => false,
             input_file => path.strip_prefix(env!("CARGO_MANIFEST_DIR")).unwrap_or(&path),
         }, {

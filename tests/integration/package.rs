@@ -97,7 +97,7 @@ fn stray_problems(files: &[(String, u64)]) -> Vec<String> {
         if !in_data_dir && !extension_ok && !ALLOWED_PATHS.contains(&path.as_str()) {
             problems.push(format!(
                 "{path}: not a kind of file this repository keeps (add its extension or path \
-                 to tests/package.rs if it belongs)"
+                 to tests/integration/package.rs if it belongs)"
             ));
         }
     }
@@ -154,7 +154,7 @@ fn the_stray_check_fails_on_each_kind_of_stray() {
         f(".ci/run", 10),
         f("tests/data/jsonlogic-LICENSE", 10),
         f("fuzz/seeds/eval_line/014909f73d1f5569", 40),
-        f("tests/engine_props.proptest-regressions", 10),
+        f("tests/properties/engine_props.proptest-regressions", 10),
         f("snapshots/reference-fan.snap", 90_000),
         f("examples/order.woml.xml", 10),
     ];

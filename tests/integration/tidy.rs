@@ -341,7 +341,7 @@ fn layering_violations(
         let from_leaf = leaves.contains(&from.as_str());
         let Some(from_rank) = rank(&from).or(from_leaf.then_some(0)) else {
             out.push(format!(
-                "{rel}: module `{from}` is not in the layer order; place it in ARCHITECTURE.md#layers and in tests/tidy.rs"
+                "{rel}: module `{from}` is not in the layer order; place it in ARCHITECTURE.md#layers and in tests/integration/tidy.rs"
             ));
             continue;
         };
@@ -443,11 +443,11 @@ fn the_layer_order_is_the_one_architecture_md_documents() {
     let (leaves, layers) = documented_layers(&text);
     assert_eq!(
         leaves, LEAVES,
-        "ARCHITECTURE.md#layers leaves vs tests/tidy.rs"
+        "ARCHITECTURE.md#layers leaves vs tests/integration/tidy.rs"
     );
     assert_eq!(
         layers, LAYERS,
-        "ARCHITECTURE.md#layers order vs tests/tidy.rs"
+        "ARCHITECTURE.md#layers order vs tests/integration/tidy.rs"
     );
 }
 
@@ -486,7 +486,7 @@ fn the_layering_check_catches_back_edges_and_ignores_comments_and_strings() {
             "src/expr/resolve.rs:1 uses crate::engine, but expr sits below engine in the layer order (ARCHITECTURE.md#layers)",
             "src/host/store.rs:1 uses crate::sim, but host sits below sim in the layer order (ARCHITECTURE.md#layers)",
             "src/limits.rs:1 uses crate::model, but limits is a leaf: it imports nothing from the crate (ARCHITECTURE.md#layers)",
-            "src/newmod.rs: module `newmod` is not in the layer order; place it in ARCHITECTURE.md#layers and in tests/tidy.rs",
+            "src/newmod.rs: module `newmod` is not in the layer order; place it in ARCHITECTURE.md#layers and in tests/integration/tidy.rs",
         ]
     );
     // Not a back-edge: downward uses, leaves, cfg-only mutant hooks, comments, strings,

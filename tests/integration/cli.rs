@@ -89,7 +89,7 @@ fn validate_broken_workflow_report_snapshot() {
     assert_eq!(code(&machine), 1);
     let line: Value = serde_json::from_str(stdout(&machine).trim_end()).expect("one JSON line");
     assert_eq!(stdout(&machine).lines().count(), 1);
-    insta::with_settings!({snapshot_path => "../snapshots", prepend_module_to_snapshot => false}, {
+    insta::with_settings!({snapshot_path => "../../snapshots", prepend_module_to_snapshot => false}, {
         insta::assert_snapshot!("validate_broken_workflow_human", stdout(&human));
         insta::assert_json_snapshot!("validate_broken_workflow_json", line);
     });

@@ -19,7 +19,7 @@ const DIALECT_OPS: [&str; 23] = [
 ];
 
 fn cases() -> Vec<(Value, Value, Value)> {
-    let text = include_str!("data/jsonlogic-tests.json");
+    let text = include_str!("../data/jsonlogic-tests.json");
     let all: Vec<Value> = serde_json::from_str(text).expect("the vendored suite is JSON");
     all.into_iter()
         .filter_map(|c| match c {

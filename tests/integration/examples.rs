@@ -29,7 +29,7 @@ fn example_reports() {
         let report = sim::run(&workflow, &scenario, &SimOptions::default(), None)
             .unwrap_or_else(|e| panic!("{name}: {}", e.to_json()));
         insta::with_settings!({
-            snapshot_path => "../snapshots",
+            snapshot_path => "../../snapshots",
             prepend_module_to_snapshot => false,
             input_file => format!("examples/{name}.workflow.json"),
         }, {

@@ -63,7 +63,7 @@ fn reference_reports() {
     for stem in stems(&suite) {
         let report = responses(&suite, &stem, &mut Reference);
         insta::with_settings!({
-            snapshot_path => "../snapshots",
+            snapshot_path => "../../snapshots",
             prepend_module_to_snapshot => false,
             input_file => format!("conformance/cases/{stem}.json"),
         }, {
