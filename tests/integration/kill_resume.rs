@@ -215,9 +215,11 @@ fn killed_at_random_moments_and_resumed_the_run_ends_as_the_crash_free_run() {
         .len();
 
     let mut rng = Rng(seed | 1);
+    let mut total_landed = 0;
     for round in 0..rounds {
         let f = files(&wf, &sc);
         let (report, landed) = run_with_kills(&f, &mut rng, kills, full, gap);
+        total_landed += landed;
         let ctx = format!("seed {seed:#x} round {round} ({landed} kills landed)");
         eprintln!("{ctx}");
         assert_eq!(report["run"], reference["run"], "{ctx}: the final RunState");
@@ -231,6 +233,11 @@ fn killed_at_random_moments_and_resumed_the_run_ends_as_the_crash_free_run() {
             assert!(w[0] < w[1], "{ctx}: trace seq {} then {}", w[0], w[1]);
         }
     }
+    // A campaign whose every run finished before its kill compared crash-free runs only.
+    assert!(
+        kills == 0 || rounds == 0 || total_landed > 0,
+        "seed {seed:#x}: no kill landed in {rounds} rounds of {kills}: nothing was recovered"
+    );
 }
 
 #[test]
