@@ -2,19 +2,12 @@
 //! virtual clock moves to the time the wait was scheduled for, in a new process, so the
 //! times after a manual resume are those of the run that fired its schedule itself.
 
-use std::path::PathBuf;
-use std::process::{Command, Output};
+use std::process::Output;
 
-use serde_json::Value;
-
-fn example(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("examples")
-        .join(name)
-}
+use crate::support::{bin, example, report};
 
 fn w6w(args: &[&str], store: &std::path::Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_w6w-sim"))
+    bin()
         .args(args)
         .arg(example("wait.workflow.json"))
         .arg("--scenario")
@@ -23,16 +16,6 @@ fn w6w(args: &[&str], store: &std::path::Path) -> Output {
         .arg(store)
         .output()
         .expect("spawn w6w-sim")
-}
-
-fn report(out: &Output) -> Value {
-    assert!(
-        out.status.success(),
-        "exit {:?}\nstderr: {}",
-        out.status.code(),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).expect("the report is JSON")
 }
 
 #[test]

@@ -2,30 +2,11 @@
 //! REAL process death (`W6W_SIM_ABORT_AFTER_CHECKPOINT` makes the process abort right after
 //! that checkpoint is durable; `w6w-sim resume` continues from the disk store).
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::path::Path;
+use std::process::Output;
 
+use crate::support::{bin, example, report};
 use serde_json::Value;
-
-fn bin() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_w6w-sim"))
-}
-
-fn example(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("examples")
-        .join(name)
-}
-
-fn report(out: &Output) -> Value {
-    assert!(
-        out.status.success(),
-        "exit {:?}\nstderr: {}",
-        out.status.code(),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).expect("the report is JSON")
-}
 
 fn run(workflow: &str, scenario: &Path, extra: &[&str]) -> Output {
     bin()

@@ -16,12 +16,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use crate::support::bin;
 use serde_json::{Value, json};
 use w6w_sim::sim::{self, SimOptions};
-
-fn bin() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_w6w-sim"))
-}
 
 /// A number from the environment (decimal or `0x` hex); a malformed one is an error.
 fn env_u64(name: &str, default: u64) -> u64 {

@@ -34,4 +34,5 @@ mod package;
 mod reference_snapshots;
 mod rust_seams;
 mod schemas;
+mod support;
 mod tidy;
