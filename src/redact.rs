@@ -17,6 +17,8 @@
 //! [`DERIVED_NEEDLE_MIN`] characters is replaced where it stands as a whole value, never as a
 //! substring of unrelated text.
 
+pub mod leak;
+
 use std::cell::RefCell;
 use std::sync::Arc;
 
@@ -130,6 +132,26 @@ fn encodings(s: &str) -> Vec<String> {
             out.push(e);
         }
     }
+    out
+}
+
+/// `text` with each occurrence of `needle` that touches no letter or digit on either side
+/// replaced by [`REDACTED`].
+fn replace_standalone(text: &str, needle: &str) -> String {
+    if needle.is_empty() {
+        return text.to_owned();
+    }
+    let word = |c: Option<char>| c.is_some_and(char::is_alphanumeric);
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find(needle) {
+        let (before, after) = (&rest[..at], &rest[at + needle.len()..]);
+        let alone = !word(before.chars().next_back()) && !word(after.chars().next());
+        out.push_str(before);
+        out.push_str(if alone { REDACTED } else { needle });
+        rest = after;
+    }
+    out.push_str(rest);
     out
 }
 
@@ -375,6 +397,30 @@ impl Scrubber {
         self.text(text).unwrap_or_else(|| text.to_owned())
     }
 
+    /// A message that mixes the suite's words with what it quotes (an adapter's error): a
+    /// needle of [`DERIVED_NEEDLE_MIN`] or more characters is replaced wherever it is, as
+    /// [`Scrubber::line`] does; a shorter one only where it stands alone — not inside a
+    /// word — so a one-letter secret leaves "expected" readable (issue 38 item 8). Such a
+    /// secret inside a quoted word is not scrubbed: a letter of a word tells nothing.
+    pub fn prose(&self, text: &str) -> String {
+        let derived = self.derived.borrow();
+        let search = &derived.search;
+        if !search.hits(text) {
+            return text.to_owned();
+        }
+        let mut out = text.to_owned();
+        for n in &search.all {
+            if n.chars().count() >= DERIVED_NEEDLE_MIN {
+                if out.contains(n.as_str()) {
+                    out = out.replace(n.as_str(), REDACTED);
+                }
+            } else {
+                out = replace_standalone(&out, n);
+            }
+        }
+        out
+    }
+
     fn is_derived(&self, v: &Value) -> bool {
         let d = self.derived.borrow();
         !d.values.is_empty() && d.values.contains(v)
@@ -548,6 +594,18 @@ mod tests {
             "[xy1\"]{0,4}".prop_map(Value::String),
         ];
         crate::json::arb_tree(leaf, "[xy1]{1,2}")
+    }
+
+    #[test]
+    fn prose_keeps_the_suite_words_around_a_short_secret() {
+        let s = Scrubber::new([&json!("e"), &json!("hunter2-x")]);
+        assert_eq!(
+            s.prose("expected \"e\", got e; key hunter2-x echoed"),
+            "expected \"[redacted]\", got [redacted]; key [redacted] echoed"
+        );
+        // What `line` does to the same text: every "e" goes.
+        assert!(s.line("expected").contains(REDACTED));
+        assert_eq!(s.prose("nothing to see"), "nothing to see");
     }
 
     fn secret() -> impl Strategy<Value = Value> {

@@ -59,14 +59,16 @@ pub(crate) struct ConformanceArgs {
     /// the context protocol; the suite SIGKILLs it at every crash point (RUN-3/RUN-4).
     #[arg(long, value_name = "'CMD ARGS'", conflicts_with = "adapter")]
     host: Option<String>,
-    /// Per-request timeout for --adapter, in milliseconds.
+    /// How long a candidate (--adapter, --engine or --host) may take to write its next
+    /// line, in milliseconds; one that takes longer is killed and that case fails.
     #[arg(long, value_name = "MS", default_value_t = 10_000)]
     timeout_ms: u64,
-    /// How long --adapter may take to start and answer the hello, in milliseconds.
+    /// How long --adapter or --engine may take to start and answer the hello, in
+    /// milliseconds (a --host has --timeout-ms for its hello).
     #[arg(long, value_name = "MS", default_value_t = 30_000)]
     startup_timeout_ms: u64,
-    /// Overall wall-clock bound of a run against --adapter, in seconds (0: none); cases
-    /// left when it passes fail at once, naming it.
+    /// Overall wall-clock bound of a run against --adapter, --engine or --host, in seconds
+    /// (0: none); cases left when it passes fail at once, naming it.
     #[arg(long, value_name = "SECONDS", default_value_t = conformance::DEFAULT_DEADLINE.as_secs())]
     deadline: u64,
     /// For each failing case, also run the reference and print a field-level diff.
@@ -352,10 +354,12 @@ fn shell_quote(word: &str) -> String {
 /// `--engine` / `--host`: a candidate behind the context protocol.
 fn context_adapter(args: &ConformanceArgs) -> Result<Box<dyn Adapter>, String> {
     use crate::context_protocol::{EngineOptions, EngineProcess, host_seam::HostProcess};
+    let deadline = (args.deadline > 0).then(|| Duration::from_secs(args.deadline));
     if let Some(command) = &args.engine {
         let options = EngineOptions {
             line_timeout: Duration::from_millis(args.timeout_ms),
             startup_timeout: Duration::from_millis(args.startup_timeout_ms),
+            deadline,
             ..EngineOptions::default()
         };
         return EngineProcess::start(command, options)
@@ -363,8 +367,9 @@ fn context_adapter(args: &ConformanceArgs) -> Result<Box<dyn Adapter>, String> {
             .map_err(|e| e.to_string());
     }
     let command = args.host.as_deref().unwrap_or_default();
-    HostProcess::start(command, Duration::from_millis(args.timeout_ms))
-        .map(|h| Box::new(conformance::EngineOnHost::new(h)) as Box<dyn Adapter>)
+    HostProcess::start(command, Duration::from_millis(args.timeout_ms)).map(|h| {
+        Box::new(conformance::EngineOnHost::new(h.with_deadline(deadline))) as Box<dyn Adapter>
+    })
 }
 
 /// A one-line progress indicator on stderr, only when stderr is a terminal.

@@ -182,14 +182,14 @@ fn open(spec: &CandidateSpec, process: &ProcessOptions) -> Result<Box<dyn Adapte
             let options = EngineOptions {
                 line_timeout: process.request_timeout,
                 startup_timeout: process.startup_timeout,
+                deadline: process.deadline,
                 ..EngineOptions::default()
             };
             Box::new(EngineProcess::start(cmd, options).map_err(|e| e.to_string())?)
         }
-        CandidateKind::Host(cmd) => Box::new(EngineOnHost::new(HostProcess::start(
-            cmd,
-            process.request_timeout,
-        )?)),
+        CandidateKind::Host(cmd) => Box::new(EngineOnHost::new(
+            HostProcess::start(cmd, process.request_timeout)?.with_deadline(process.deadline),
+        )),
         #[cfg(w6w_mutants)]
         CandidateKind::Mutant(name) => AnyMutant::by_name(name)
             .map(AnyMutant::adapter)

@@ -259,6 +259,7 @@ fn run_cmd(a: RunArgs) -> Result<(), Fail> {
         keep_trace: false,
         stop_at_suspend: a.stop_at_suspend,
         limits: a.limits.limits(),
+        judge_secrets: false,
     };
     let dialect = a
         .dialect
@@ -298,6 +299,7 @@ fn replay_cmd(a: ReplayArgs) -> Result<(), Fail> {
         keep_trace: false,
         stop_at_suspend: false,
         limits: a.limits.limits(),
+        judge_secrets: false,
     };
     let report = sim::replay(
         &workflow,
@@ -320,6 +322,7 @@ fn resume_cmd(a: ResumeArgs) -> Result<(), Fail> {
         keep_trace: false,
         stop_at_suspend: a.stop_at_suspend,
         limits: a.limits.limits(),
+        judge_secrets: false,
     };
     let report = sim::resume(
         &workflow,

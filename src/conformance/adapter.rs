@@ -37,6 +37,15 @@ pub trait Adapter {
         crate::service::run_and_crash_points_with(workflow, scenario, max, |r| self.handle(r))
     }
 
+    /// Whether this seam judges `case` at all: `None` when it does (the default), else the
+    /// seam's name (`seam.host`): the case is then not run and reported not applicable, so
+    /// a pass the suite's own reference earned is never counted as the candidate's (issue 38
+    /// item 3, D-208).
+    fn unjudged(&self, case: &super::Case) -> Option<&'static str> {
+        let _ = case;
+        None
+    }
+
     /// What this candidate supports; cases needing anything else are reported not
     /// applicable (never passed). Default: everything.
     fn capabilities(&self) -> super::Capabilities {
@@ -271,6 +280,10 @@ impl<A: Adapter> Adapter for WithCapabilities<A> {
         self.inner.run_and_crash_points(workflow, scenario, max)
     }
 
+    fn unjudged(&self, case: &super::Case) -> Option<&'static str> {
+        self.inner.unjudged(case)
+    }
+
     fn capabilities(&self) -> super::Capabilities {
         self.profile.clone()
     }
@@ -296,6 +309,10 @@ impl Adapter for Box<dyn Adapter> {
         max: u64,
     ) -> RunAndCrashes {
         (**self).run_and_crash_points(workflow, scenario, max)
+    }
+
+    fn unjudged(&self, case: &super::Case) -> Option<&'static str> {
+        (**self).unjudged(case)
     }
 
     fn capabilities(&self) -> super::Capabilities {

@@ -169,6 +169,41 @@ pub const SPEC_CODES: &[&str] = &[
 /// The name of the capability for assertions on the reference's own codes and messages.
 pub const REFERENCE_VOCABULARY: &str = "reference-vocabulary";
 
+/// The name a case's `missing` carries when the host seam does not judge it (never a
+/// capability a candidate declares): see [`SEAM_HOST_MEANS`].
+pub const SEAM_HOST: &str = "seam.host";
+
+/// What [`SEAM_HOST`] means, as the report says it.
+pub const SEAM_HOST_MEANS: &str = "the host seam judges only runs and replays that reach a \
+report, and `validate` when the host brings its own validator; pure ops and refusals are \
+answered by the suite's own engine and never touch the host";
+
+/// Whether a `missing` entry names a seam that does not judge the case, not a capability.
+pub fn is_seam(name: &str) -> bool {
+    name.starts_with("seam.")
+}
+
+/// The failure text of a case that was not run.
+pub fn not_applicable_because(missing: &[String]) -> String {
+    if missing.iter().any(|m| is_seam(m)) {
+        format!("not judged at this seam: {SEAM_HOST_MEANS}")
+    } else {
+        format!("not applicable: needs {}", missing.join(", "))
+    }
+}
+
+/// Whether a case's expectations are about a refusal (an `error` answer) rather than a
+/// report.
+pub fn expects_refusal(case: &Case) -> bool {
+    case.expect.contains_key("error")
+        || ["match", "includes", "contains"].iter().any(|k| {
+            case.expect
+                .get(*k)
+                .and_then(Value::as_object)
+                .is_some_and(|m| m.keys().any(|p| p.starts_with("/error")))
+        })
+}
+
 /// Whether `name` is a capability name (`op.<anything>` included).
 pub fn is_capability(name: &str) -> bool {
     CAPABILITIES.iter().any(|(n, _)| *n == name)

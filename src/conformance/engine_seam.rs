@@ -90,26 +90,38 @@ impl<E: EngineAdapter> Adapter for EngineOnSim<E> {
     fn handle(&mut self, request: &Value) -> Result<Value, AdapterError> {
         let factory = self.engine.factory();
         // The run's budgets (`"limits"`), as for the in-process `run` op.
-        let options: SimOptions = match crate::service::sim::op_options(request) {
+        let mut options: SimOptions = match crate::service::sim::op_options(request) {
             Ok(o) => o,
             Err(response) => return Ok(response),
         };
+        // SEC-1 is judged on what the engine wrote, before anything is redacted (D-207).
+        options.judge_secrets = true;
         let run = |plain: &Value| {
             crate::service::sim::run_with(plain, |workflow, scenario| {
                 crate::sim::run_engine(factory, workflow, scenario, &options)
             })
         };
         let op = request.get("op").and_then(Value::as_str);
+        let judged = |answer: Value| match answer.pointer("/error/code").and_then(Value::as_str) {
+            Some(crate::redact::leak::SECRET_LEAK) => Err(AdapterError::Protocol(
+                answer
+                    .pointer("/error/message")
+                    .and_then(Value::as_str)
+                    .unwrap_or("SEC-1: the engine wrote a secret")
+                    .to_owned(),
+            )),
+            _ => Ok(answer),
+        };
         // A WOML / YAML run: the suite imports it, the engine runs the plain w6w request.
         if op == Some("run") && request.get("dialect").is_some() {
             let answer: Result<Value, std::convert::Infallible> =
                 crate::service::dialect::run_with(request, |plain| Ok(run(plain)));
-            return Ok(match answer {
+            return judged(match answer {
                 Ok(v) => v,
                 Err(never) => match never {},
             });
         }
-        Ok(match op {
+        judged(match op {
             Some("run") => run(request),
             Some("replay") => {
                 crate::service::sim::replay_with(request, |workflow, scenario, original, from| {

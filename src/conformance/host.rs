@@ -69,6 +69,13 @@ pub trait HostAdapter {
         super::Capabilities::all()
     }
 
+    /// Whether this host brings its own [`HostAdapter::validate`]: then the `validate`
+    /// cases judge it. Default `false`: the default validator is this crate's, and its
+    /// passes are not the host's (D-208).
+    fn validates(&self) -> bool {
+        false
+    }
+
     /// Save-time validation (the `validate` op, MODEL-*/PLAN-*): `previous` is the stored
     /// document a save replaces. Default: this crate's validator.
     fn validate(
@@ -235,6 +242,19 @@ impl<H: HostAdapter> Adapter for EngineOnHost<H> {
 
     fn capabilities(&self) -> super::Capabilities {
         self.host.capabilities()
+    }
+
+    /// D-208: the host seam judges what reaches the host — runs and replays whose outcome
+    /// is a report (read back from the host's store), and `validate` when the host brings
+    /// its own validator. Pure ops and refusals are answered by our engine alone: a host
+    /// that keeps nothing would pass them, so they are not the host's to count.
+    fn unjudged(&self, case: &super::Case) -> Option<&'static str> {
+        let judged = match case.request.get("op").and_then(Value::as_str) {
+            Some("run" | "replay") => !super::capability::expects_refusal(case),
+            Some("validate") => self.host.validates() && case.request.get("dialect").is_none(),
+            _ => false,
+        };
+        (!judged).then_some(super::capability::SEAM_HOST)
     }
 
     /// The suite ran the reference engine on this host and saw everything (D-102).

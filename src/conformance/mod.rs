@@ -151,16 +151,12 @@ impl CaseOutcome {
 /// Run one case through `handler` (the op service, or a candidate adapter) and check it.
 pub fn check_case(case: &Case, handler: &dyn Fn(&Value) -> Value) -> CaseOutcome {
     let mut response = handler(&case.request);
-    let mut failures = check_expectations(&case.expect, &response);
     // SEC-1: what the report keeps (failure texts, the response, JSON/JUnit) passes
-    // through the case's redaction sink — an adapter may echo a secret anywhere.
+    // through the case's redaction sink — an adapter may echo a secret anywhere. A failure
+    // text scrubs the values it quotes, never the suite's own words (issue 38 item 8).
     let scrub = case_scrubber(&case.request);
-    if !scrub.is_empty() {
-        scrub.value(&mut response);
-        for f in &mut failures {
-            *f = scrub.line(f);
-        }
-    }
+    let failures = check_expectations(&case.expect, &response, &scrub);
+    scrub.value(&mut response);
     CaseOutcome {
         id: case.id.clone(),
         clauses: case.clauses.clone(),
@@ -180,24 +176,54 @@ pub fn case_scrubber(request: &Value) -> crate::redact::Scrubber {
 }
 
 /// Check expectations against a response; returns one message per failed expectation.
-pub fn check_expectations(expect: &Map<String, Value>, response: &Value) -> Vec<String> {
+/// Every value a message quotes (the response's, and the case's own) is shown through
+/// `scrub`; the message's own words are not (a one-letter secret must not turn
+/// "expected" into `e[redacted]pected`).
+pub fn check_expectations(
+    expect: &Map<String, Value>,
+    response: &Value,
+    scrub: &crate::redact::Scrubber,
+) -> Vec<String> {
+    let show = |v: &Value| -> String {
+        if scrub.touches(v) {
+            scrub.scrubbed(v.clone()).to_string()
+        } else {
+            v.to_string()
+        }
+    };
     let mut failures = Vec::new();
     for (kind, spec) in expect {
         match kind.as_str() {
             "response" => {
                 if !json_eq(response, spec) {
-                    failures.push(format!("response: expected {spec}, got {response}"));
+                    failures.push(format!(
+                        "response: expected {}, got {}",
+                        show(spec),
+                        show(response)
+                    ));
                 }
             }
             "ok" => match response.get("ok") {
                 Some(v) if json_eq(v, spec) => {}
-                Some(v) => failures.push(format!("ok: expected {spec}, got {v}")),
-                None => failures.push(format!("ok: expected {spec}, got response {response}")),
+                Some(v) => failures.push(format!("ok: expected {}, got {}", show(spec), show(v))),
+                None => failures.push(format!(
+                    "ok: expected {}, got response {}",
+                    show(spec),
+                    show(response)
+                )),
             },
             "error" => match response.get("error") {
                 Some(v) if includes(v, spec) => {}
-                Some(v) => failures.push(format!("error: expected to include {spec}, got {v}")),
-                None => failures.push(format!("error: expected {spec}, got response {response}")),
+                Some(v) => failures.push(format!(
+                    "error: expected to include {}, got {}",
+                    show(spec),
+                    show(v)
+                )),
+                None => failures.push(format!(
+                    "error: expected {}, got response {}",
+                    show(spec),
+                    show(response)
+                )),
             },
             "match" | "includes" | "contains" => {
                 let Some(map) = spec.as_object() else {
@@ -216,8 +242,8 @@ pub fn check_expectations(expect: &Map<String, Value>, response: &Value) -> Vec<
                         },
                     };
                     if !ok {
-                        let got = got.map_or_else(|| "nothing".to_owned(), Value::to_string);
-                        failures.push(format!("{kind} {ptr}: expected {want}, got {got}"));
+                        let got = got.map_or_else(|| "nothing".to_owned(), show);
+                        failures.push(format!("{kind} {ptr}: expected {}, got {got}", show(want)));
                     }
                 }
             }
@@ -225,7 +251,7 @@ pub fn check_expectations(expect: &Map<String, Value>, response: &Value) -> Vec<
                 for ptr in spec.as_array().into_iter().flatten() {
                     let ptr = ptr.as_str().unwrap_or_default();
                     if let Some(got) = response.pointer(ptr) {
-                        failures.push(format!("absent {ptr}: expected nothing, got {got}"));
+                        failures.push(format!("absent {ptr}: expected nothing, got {}", show(got)));
                     }
                 }
             }
@@ -334,6 +360,26 @@ mod tests {
         }
     }
 
+    /// Issue 38 item 8: a failure scrubs the values it quotes, never its own words — with a
+    /// one-letter secret, "expected" stays "expected".
+    #[test]
+    fn a_failure_quotes_scrubbed_values_in_readable_words() {
+        let case: Case = serde_json::from_value(json!({
+            "id": "c", "clauses": ["SEC-1"],
+            "request": {"op": "run", "scenario": {"secrets": {"S": "e"}}},
+            "expect": {"ok": {"v": "other"}}
+        }))
+        .expect("case");
+        let outcome = check_case(&case, &|_| json!({"ok": {"v": "e", "w": "tree"}}));
+        assert_eq!(
+            outcome.failures,
+            vec![
+                r#"ok: expected {"v":"other"}, got {"v":"[redacted]","w":"tr[redacted][redacted]"}"#
+            ]
+        );
+        assert_eq!(outcome.response["ok"]["v"], "[redacted]");
+    }
+
     #[test]
     fn expectations_fail_when_they_should() {
         let response = json!({"ok": {"a": 1, "b": [1, 2]}});
@@ -345,7 +391,7 @@ mod tests {
             "count": [{"pointer": "/ok/b", "equals": 2}]
         }))
         .expect("valid");
-        assert!(check_expectations(&pass, &response).is_empty());
+        assert!(check_expectations(&pass, &response, &Default::default()).is_empty());
         let fail: Map<String, Value> = serde_json::from_value(json!({
             "ok": {"a": 2},
             "match": {"/ok/c": 1},
@@ -354,6 +400,9 @@ mod tests {
             "notContainsText": ["\"b\""]
         }))
         .expect("valid");
-        assert_eq!(check_expectations(&fail, &response).len(), 5);
+        assert_eq!(
+            check_expectations(&fail, &response, &Default::default()).len(),
+            5
+        );
     }
 }

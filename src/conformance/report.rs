@@ -249,7 +249,12 @@ pub fn run_suite(
         #[allow(clippy::disallowed_methods)] // real time: per-case duration for JUnit
         let case_started = Instant::now();
         let requires = super::capability::required(case);
-        let missing = profile.missing(&requires);
+        let mut missing = profile.missing(&requires);
+        if missing.is_empty()
+            && let Some(seam) = adapter.unjudged(case)
+        {
+            missing.push(seam.to_owned());
+        }
         let self_reported = missing.is_empty() && !observed && effectful(&requires);
         let (outcome, adapter_failed) = if self_reported {
             // D-102: never asked; a self-written report is no evidence either way.
@@ -268,7 +273,7 @@ pub fn run_suite(
             let outcome = CaseOutcome {
                 id: case.id.clone(),
                 clauses: case.clauses.clone(),
-                failures: vec![format!("not applicable: needs {}", missing.join(", "))],
+                failures: vec![super::capability::not_applicable_because(&missing)],
                 response: Value::Null,
             };
             (outcome, false)
@@ -375,26 +380,28 @@ pub(crate) fn bounded_response(response: Value) -> Value {
 
 /// Run one case through an adapter; the flag says the adapter gave no response.
 pub fn check_with(case: &Case, adapter: &mut dyn Adapter) -> (CaseOutcome, bool) {
+    // SEC-1: the report keeps nothing the case's secrets could reach unredacted, and at
+    // most a bounded prefix of what an adapter answered (a huge answer is not kept whole).
+    // A failure text scrubs what it quotes, not the suite's own words (issue 38 item 8).
+    let scrub = super::case_scrubber(&case.request);
     let (response, failures, adapter_failed) = match adapter.handle(&case.request) {
         Ok(response) => {
-            let mut failures = check_expectations(&case.expect, &response);
+            let mut failures = check_expectations(&case.expect, &response, &scrub);
             // An unexpected error answer: say what it was, not only what is missing.
             if !failures.is_empty()
                 && !case.expect.contains_key("error")
                 && !case.expect.contains_key("response")
                 && let Some(error) = response.get("error")
             {
+                let error = scrub.scrubbed(error.clone());
                 failures.push(format!("the answer was an error: {error}"));
             }
             (response, failures, false)
         }
-        Err(e) => (Value::Null, vec![e.to_string()], true),
+        // An adapter's message mixes its words with what it quotes from the candidate.
+        Err(e) => (Value::Null, vec![scrub.prose(&e.to_string())], true),
     };
-    // SEC-1: the report keeps nothing the case's secrets could reach unredacted, and at
-    // most a bounded prefix of what an adapter answered (a huge answer is not kept whole).
-    let scrub = super::case_scrubber(&case.request);
     let response = bounded_response(scrub.scrubbed(response));
-    let failures = failures.iter().map(|f| scrub.line(f)).collect();
     let outcome = CaseOutcome {
         id: case.id.clone(),
         clauses: case.clauses.clone(),
@@ -539,18 +546,32 @@ impl SuiteReport {
         }
         if self.not_applicable() > 0 {
             let mut missing: BTreeMap<&str, usize> = BTreeMap::new();
+            let mut unjudged = 0;
             for c in &self.cases {
+                if c.missing.iter().any(|m| super::capability::is_seam(m)) {
+                    unjudged += 1;
+                    continue;
+                }
                 for m in &c.missing {
                     *missing.entry(m.as_str()).or_default() += 1;
                 }
             }
-            let list: Vec<String> = missing.iter().map(|(m, n)| format!("{m} ({n})")).collect();
-            let _ = writeln!(
-                out,
-                "\nNot applicable: {} cases need a capability outside the profile: {}",
-                self.not_applicable(),
-                list.join(", ")
-            );
+            if unjudged > 0 {
+                let _ = writeln!(
+                    out,
+                    "\nNot judged at this seam: {unjudged} cases ({}); not run, not counted",
+                    super::capability::SEAM_HOST_MEANS
+                );
+            }
+            if !missing.is_empty() {
+                let list: Vec<String> = missing.iter().map(|(m, n)| format!("{m} ({n})")).collect();
+                let _ = writeln!(
+                    out,
+                    "\nNot applicable: {} cases need a capability outside the profile: {}",
+                    self.not_applicable() - unjudged,
+                    list.join(", ")
+                );
+            }
         }
         if let Some(g) = &self.generated {
             let na = match g.not_applicable {

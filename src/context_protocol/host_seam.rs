@@ -23,6 +23,7 @@ use serde_json::{Value, json};
 
 use super::wire::{Peer, clip};
 use crate::conformance::HostAdapter;
+use crate::conformance::child::Deadline;
 use crate::host::{RunStore, ScheduleEntry, StoreError as HostStoreError, StoreFactory};
 use crate::json::json_eq;
 use crate::model::{PatchField, RunState, RunStatePatch};
@@ -38,10 +39,20 @@ struct Conn {
     capabilities: Vec<String>,
     next_id: u64,
     kills: u64,
+    /// The suite run's wall-clock bound (`--deadline`).
+    deadline: Deadline,
 }
 
 impl Conn {
     fn peer(&mut self) -> Result<&mut Peer, StoreError> {
+        if self.deadline.passed() {
+            self.kill();
+            return Err(StoreError(format!(
+                "the run's overall deadline of {} s passed; the host is not asked again \
+                 (--deadline)",
+                self.deadline.total().as_secs()
+            )));
+        }
         if self.peer.is_none() {
             let mut peer = Peer::spawn(&self.argv).map_err(|e| StoreError(e.to_string()))?;
             if !peer.send(&super::hello("host")) {
@@ -50,7 +61,10 @@ impl Conn {
                 ));
             }
             let line = peer
-                .recv(self.timeout, "waiting for the host's ready message")
+                .recv(
+                    self.deadline.clamp(self.timeout),
+                    "waiting for the host's ready message",
+                )
                 .map_err(|e| StoreError(format!("host handshake: {e}")))?;
             let ready = super::parse_ready(&line)
                 .map_err(|e| StoreError(format!("host handshake: {e}")))?;
@@ -67,7 +81,7 @@ impl Conn {
     fn call(&mut self, member: &str, args: Value) -> Result<Value, StoreError> {
         self.next_id += 1;
         let id = self.next_id;
-        let timeout = self.timeout;
+        let timeout = self.deadline.clamp(self.timeout);
         let peer = self.peer()?;
         let sent = peer.send(&json!({"type": "call", "id": id, "member": member, "args": args}));
         let line = if sent {
@@ -294,6 +308,7 @@ impl HostProcess {
             capabilities: Vec::new(),
             next_id: 0,
             kills: 0,
+            deadline: Deadline::after(None),
         };
         let conn = Rc::new(RefCell::new(conn));
         conn.borrow_mut().peer().map_err(|e| e.0)?;
@@ -309,6 +324,14 @@ impl HostProcess {
             stores: 0,
             salt,
         })
+    }
+
+    /// Bound the whole suite run against this host to `total` of wall-clock time from
+    /// now (`--deadline`; `None`: unbounded, the default): once it passes the host is
+    /// killed and every later case fails at once, naming it.
+    pub fn with_deadline(self, total: Option<Duration>) -> Self {
+        self.conn.borrow_mut().deadline = Deadline::after(total);
+        self
     }
 
     /// How many times the suite killed the host at a crash point.

@@ -29,12 +29,14 @@ use serde_json::{Map, Value, json};
 
 use super::shift::ClockShift;
 use super::wire::{Peer, WireError, clip};
+use crate::conformance::child::Deadline;
 use crate::conformance::{Adapter, AdapterError};
 use crate::engine::{EngineError, RunResult, RunSeed};
 use crate::host::{
     HostError, InvokeRequest, LogLevel, OnExecuted, ScheduleDirective, WorkflowContext,
 };
 use crate::model::{RunState, RunStatePatch};
+use crate::redact::leak::{Detector, Leak};
 use crate::sim::exec::{Exec, block_on};
 use crate::sim::host::SimHost;
 use crate::sim::world::World;
@@ -61,6 +63,9 @@ pub struct EngineOptions {
     pub startup_timeout: Duration,
     /// After this many failed spawns / handshakes in a row, every later request fails.
     pub max_consecutive_failures: u32,
+    /// The whole suite run's wall-clock bound (`--deadline`; `None`: none): once it
+    /// passes the candidate is killed and every later case fails at once, naming it.
+    pub deadline: Option<Duration>,
 }
 
 impl Default for EngineOptions {
@@ -70,6 +75,7 @@ impl Default for EngineOptions {
             session_timeout: Duration::from_secs(60),
             startup_timeout: Duration::from_secs(30),
             max_consecutive_failures: 3,
+            deadline: None,
         }
     }
 }
@@ -99,12 +105,23 @@ pub(crate) struct Candidate {
     broken: Option<String>,
     failures: u32,
     traffic: Traffic,
+    deadline: Deadline,
 }
 
 impl Candidate {
     fn running(&mut self) -> Result<&mut Peer, String> {
         if let Some(why) = &self.broken {
             return Err(why.clone());
+        }
+        if self.deadline.passed() {
+            self.kill();
+            let why = format!(
+                "the run's overall deadline of {} s passed; this and every later case were not \
+                 run (--deadline)",
+                self.deadline.total().as_secs()
+            );
+            self.broken = Some(why.clone());
+            return Err(why);
         }
         if self.peer.is_none() {
             match self.start() {
@@ -137,7 +154,7 @@ impl Candidate {
         }
         let line = peer
             .recv(
-                self.options.startup_timeout,
+                self.deadline.clamp(self.options.startup_timeout),
                 "waiting for the ready message",
             )
             .map_err(|e| format!("handshake: {e}"))?;
@@ -191,12 +208,14 @@ pub(crate) struct Session<'s, C: WorkflowContext> {
     deadline: Instant,
     /// This run's session clock (D-104), shared by all its process lives.
     shift: &'s ClockShift,
+    /// SEC-1 judged on the candidate's own bytes (D-207): the session's secrets.
+    secrets: Detector,
 }
 
 impl<'s, C: WorkflowContext> Session<'s, C> {
     fn recv(&self) -> Result<String, String> {
         let mut cand = self.cand.borrow_mut();
-        let line_timeout = cand.options.line_timeout;
+        let line_timeout = cand.deadline.clamp(cand.options.line_timeout);
         #[allow(clippy::disallowed_methods)] // real time: a deadline on a real process
         let left = self.deadline.saturating_duration_since(Instant::now());
         let peer = cand.running()?;
@@ -232,8 +251,18 @@ impl<'s, C: WorkflowContext> Session<'s, C> {
     fn read_turn(&mut self) -> Result<Option<Result<(), Ending>>, String> {
         for _ in 0..MAX_MESSAGES_PER_TURN {
             let line = self.recv()?;
-            let mut msg: Value = serde_json::from_str(&line)
-                .map_err(|e| format!("a line that is not JSON ({e}): {}", clip(&line)))?;
+            let mut msg: Value = serde_json::from_str(&line).map_err(|e| {
+                // A line that is not JSON is judged as text before it is quoted.
+                match self.secrets.in_text(&line) {
+                    Some(form) => Leak {
+                        pointer: String::new(),
+                        form,
+                    }
+                    .message("a line that is not JSON"),
+                    None => format!("a line that is not JSON ({e}): {}", clip(&line)),
+                }
+            })?;
+            self.judge_secrets(&msg)?;
             self.check_times(&msg)?;
             self.shift.inbound(&mut msg);
             let kind = msg.get("type").and_then(Value::as_str).unwrap_or_default();
@@ -276,6 +305,43 @@ impl<'s, C: WorkflowContext> Session<'s, C> {
         Err(format!(
             "more than {MAX_MESSAGES_PER_TURN} messages without an idle"
         ))
+    }
+
+    /// SEC-1 (D-207): a message the candidate wrote holds no secret of the session in any
+    /// form, outside the fields that carry secrets to where they are used: an `invoke`'s
+    /// `params` (the action's input), an `invokeCallable`'s `target` and `input` (the
+    /// callee), and any value the same call declares in `secretDerived` (the host records
+    /// those redacted). Judged before anything is redacted, translated or stored.
+    fn judge_secrets(&self, msg: &Value) -> Result<(), String> {
+        if self.secrets.is_empty() {
+            return Ok(());
+        }
+        let member = msg
+            .get("member")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let declared = msg.pointer("/args/secretDerived").and_then(Value::as_array);
+        let exempt = |pointer: &str| {
+            pointer == "/args/secretDerived"
+                || (member == "invoke" && pointer == "/args/params")
+                || (member == "invokeCallable"
+                    && (pointer == "/args/input" || pointer == "/args/target"))
+                || declared.is_some_and(|d| {
+                    pointer.starts_with("/args/")
+                        && msg.pointer(pointer).is_some_and(|v| d.contains(v))
+                })
+        };
+        match self.secrets.in_value(msg, "", &exempt) {
+            None => Ok(()),
+            Some(leak) => {
+                let kind = msg.get("type").and_then(Value::as_str).unwrap_or("message");
+                let what = match kind {
+                    "call" => format!("a {member:?} call"),
+                    other => format!("a {other:?} message"),
+                };
+                Err(leak.message(&what))
+            }
+        }
     }
 
     /// D-104: the times a candidate writes into its step records must be times the suite's
@@ -361,7 +427,9 @@ impl<'s, C: WorkflowContext> Session<'s, C> {
         let host = self.host;
         let str_arg = |k: &str| args.get(k).and_then(Value::as_str).map(str::to_owned);
         let u64_arg = |k: &str| args.get(k).and_then(Value::as_u64);
-        let bad = |what: &str| format!("{member} needs {what}: {args}");
+        // `what` starts with the field's name: the message names the protocol, the message,
+        // the JSON Pointer of the field and where its shape is written down.
+        let bad = |what: &str| invalid_call(member, what, args);
         Ok(match member {
             "invoke" => {
                 let params = match args.get("params") {
@@ -409,11 +477,17 @@ impl<'s, C: WorkflowContext> Session<'s, C> {
                 })
             }
             "state.checkpoint" => {
-                let patch: RunStatePatch = args
-                    .get("patch")
-                    .cloned()
-                    .and_then(|p| serde_json::from_value(p).ok())
-                    .ok_or_else(|| bad("patch (a RunStatePatch)"))?;
+                let patch: RunStatePatch = match args.get("patch") {
+                    None => return Err(bad("patch (a RunStatePatch)")),
+                    Some(p) => serde_path_to_error::deserialize(p).map_err(|e| {
+                        let at = pointer_of(e.path());
+                        invalid_call(
+                            member,
+                            &format!("patch{at} ({}; a RunStatePatch)", e.inner()),
+                            args,
+                        )
+                    })?,
+                };
                 if patch.run_id != self.run_id {
                     return Err(format!(
                         "a checkpoint for run {:?}, but this session runs {:?} (is a recorded transcript being replayed?)",
@@ -558,6 +632,37 @@ impl<'s, C: WorkflowContext> Session<'s, C> {
     }
 }
 
+/// A `call` the suite cannot read: `what` begins with the field (a JSON Pointer below
+/// `/args`, e.g. `patch/steps/a/attempt`), then why in parentheses.
+fn invalid_call(member: &str, what: &str, args: &Value) -> String {
+    let (field, why) = what.split_once(' ').unwrap_or((what, ""));
+    let field = field.trim_start_matches('/');
+    format!(
+        "context protocol v1: a \"call\" message (member {member:?}) needs /args/{field} {why} \
+         (docs/context-protocol.md, \"call → answer\"; docs/schemas/context/call.json); its args \
+         were {}",
+        clip(&args.to_string())
+    )
+}
+
+/// A serde path as a JSON Pointer suffix (`/steps/a/attempt`), empty at the root.
+fn pointer_of(path: &serde_path_to_error::Path) -> String {
+    path.iter()
+        .filter_map(|seg| match seg {
+            serde_path_to_error::Segment::Seq { index } => Some(index.to_string()),
+            serde_path_to_error::Segment::Map { key } => {
+                Some(key.replace('~', "~0").replace('/', "~1"))
+            }
+            serde_path_to_error::Segment::Enum { variant } => Some(variant.clone()),
+            serde_path_to_error::Segment::Unknown => None,
+        })
+        .fold(String::new(), |mut out, seg| {
+            out.push('/');
+            out.push_str(&seg);
+            out
+        })
+}
+
 fn ok_null() -> Answer {
     Answer {
         message: json!({"ok": null}),
@@ -697,7 +802,7 @@ impl<'s, C: WorkflowContext> Session<'s, C> {
             cand.traffic.sessions += 1;
             cand.running()
                 .map_err(|why| format!("the candidate engine: {why}"))?;
-            cand.options.session_timeout
+            cand.deadline.clamp(cand.options.session_timeout)
         };
         #[allow(clippy::disallowed_methods)] // real time: a deadline on a real process
         let deadline = Instant::now() + session_timeout;
@@ -713,6 +818,7 @@ impl<'s, C: WorkflowContext> Session<'s, C> {
             enqueued: 0,
             deadline,
             shift,
+            secrets: Detector::new(ctx.secrets().values()),
         };
         let start = session.stamped(start);
         if let Err(why) = session.send(&start) {
@@ -833,6 +939,7 @@ impl EngineProcess {
             .map_err(|e| AdapterError::Spawn(format!("cannot parse {command:?}: {e}")))?;
         let cand = Candidate {
             argv,
+            deadline: Deadline::after(options.deadline),
             options,
             peer: None,
             name: None,
@@ -871,7 +978,7 @@ impl EngineProcess {
         self.next_op += 1;
         let id = self.next_op;
         let mut cand = self.cand.borrow_mut();
-        let timeout = cand.options.line_timeout;
+        let timeout = cand.deadline.clamp(cand.options.line_timeout);
         let peer = cand.running().map_err(AdapterError::Unavailable)?;
         if !peer.send(&json!({"type": "op", "id": id, "request": request})) {
             cand.kill();

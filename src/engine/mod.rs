@@ -24,6 +24,7 @@ mod routing;
 mod run;
 mod runerr;
 mod sealed;
+mod sink;
 mod step;
 mod strand;
 #[cfg(test)]

@@ -36,6 +36,17 @@ impl Engine<'_> {
         from: Option<&str>,
         ctx: &C,
     ) -> Result<RunResult, EngineError> {
+        // SEC-1 (D-207): what the engine writes is scrubbed by the engine, not its host.
+        self.replay_run(run_id, from, &super::sink::Sunk::new(ctx))
+            .await
+    }
+
+    async fn replay_run<C: WorkflowContext>(
+        &self,
+        run_id: &str,
+        from: Option<&str>,
+        ctx: &C,
+    ) -> Result<RunResult, EngineError> {
         let original = ctx
             .load(run_id)
             .await?

@@ -196,6 +196,15 @@ impl<'w> Engine<'w> {
         seed: RunSeed,
         ctx: &C,
     ) -> Result<RunResult, EngineError> {
+        // SEC-1 (D-207): what the engine writes is scrubbed by the engine, not its host.
+        self.start(seed, &super::sink::Sunk::new(ctx)).await
+    }
+
+    async fn start<C: WorkflowContext>(
+        &self,
+        seed: RunSeed,
+        ctx: &C,
+    ) -> Result<RunResult, EngineError> {
         self.check_supported(ctx)?;
         let variables = super::vars::seed_variables(self.workflow, &seed.variables)?;
         let mut fresh = RunState::new(&seed.run_id, &self.workflow.id);
@@ -261,6 +270,17 @@ impl<'w> Engine<'w> {
     /// resume runs inside the run-level ladder (D-72); a crash resume runs no retry but
     /// still reroutes / applies onError (RUNERR-4, D-110).
     pub async fn resume_with<C: WorkflowContext>(
+        &self,
+        run_id: &str,
+        token: Option<&str>,
+        ctx: &C,
+    ) -> Result<RunResult, EngineError> {
+        // SEC-1 (D-207): what the engine writes is scrubbed by the engine, not its host.
+        self.continue_run(run_id, token, &super::sink::Sunk::new(ctx))
+            .await
+    }
+
+    async fn continue_run<C: WorkflowContext>(
         &self,
         run_id: &str,
         token: Option<&str>,

@@ -77,6 +77,26 @@ impl SimHost<'_> {
         }
     }
 
+    /// SEC-1 judged on what the engine under test wrote (D-207): `true` when `v` holds a
+    /// secret, and then the run is stopped. Only the top-level run is the candidate's; a
+    /// child run is the host's own engine.
+    fn leaks(&self, what: &str, v: &Value) -> bool {
+        if self.role != Role::Top {
+            return false;
+        }
+        let judge = self.world.borrow().judge.clone();
+        let Some(judge) = judge else {
+            return false;
+        };
+        match judge.in_value(v, "", &|_| false) {
+            None => false,
+            Some(leak) => {
+                self.world.borrow_mut().leak(leak.message(what));
+                true
+            }
+        }
+    }
+
     fn scrubbed(&self, mut v: Value) -> Value {
         self.scrub.value(&mut v);
         v
@@ -269,6 +289,12 @@ impl WorkflowContext for SimHost<'_> {
     }
 
     fn log(&self, level: LogLevel, message: &str, data: Option<&Value>) {
+        if self.world.borrow().judge.is_some() {
+            let line = json!({"level": level, "message": message, "data": data});
+            if self.leaks("a log line", &line) {
+                return;
+            }
+        }
         if !self.tracing() {
             return;
         }
@@ -284,6 +310,15 @@ impl WorkflowContext for SimHost<'_> {
     }
 
     async fn checkpoint(&self, patch: &RunStatePatch) -> Result<(), HostError> {
+        if self.world.borrow().judge.is_some()
+            && self.leaks(
+                "a checkpoint (RunStatePatch)",
+                &serde_json::to_value(patch).unwrap_or_default(),
+            )
+        {
+            // The simulator stops the run; nothing of this checkpoint is stored.
+            return std::future::pending().await;
+        }
         // SEC-1: nothing secret reaches a store (a copy only when there is a secret to scrub).
         let patch: std::borrow::Cow<'_, RunStatePatch> = if self.scrub.touches_patch(patch) {
             let mut p = patch.clone();

@@ -103,6 +103,12 @@ pub struct SimOptions {
     pub stop_at_suspend: bool,
     /// The run's budgets.
     pub limits: Limits,
+    /// SEC-1 judged on what the engine wrote (docs/decisions.md D-207): every checkpoint
+    /// and log line of the top-level run is looked through for the scenario's secrets, in
+    /// every form, before the redaction sink touches it; a hit stops the run with
+    /// [`crate::redact::leak::SECRET_LEAK`]. The engine seams set it for the engine under
+    /// test.
+    pub judge_secrets: bool,
 }
 
 impl Default for SimOptions {
@@ -113,6 +119,7 @@ impl Default for SimOptions {
             keep_trace: true,
             stop_at_suspend: false,
             limits: Limits::DEFAULT,
+            judge_secrets: false,
         }
     }
 }
@@ -576,6 +583,11 @@ impl<'a> Sim<'a> {
         world.sink = sink;
         world.keep_trace = options.keep_trace;
         world.track_counts = store.keeps_world();
+        if options.judge_secrets {
+            world.judge = Some(Rc::new(crate::redact::leak::Detector::new(
+                scenario.secrets.values(),
+            )));
+        }
         if let Some(lease) = store.seq_lease(run_id) {
             world.seq_lease = Some(lease);
             world.seq_ceiling = 0;
@@ -707,6 +719,10 @@ impl<'a> Sim<'a> {
                 }
                 Exec::Halted(message) if self.world.borrow().limit_hit => {
                     return Err(SimError::LimitExceeded(message));
+                }
+                Exec::Halted(message) if self.world.borrow().leaked => {
+                    return Err(SimError::Candidate(serde_json::json!({
+                        "code": crate::redact::leak::SECRET_LEAK, "message": message})));
                 }
                 Exec::Halted(message) => return Err(SimError::Halted(message)),
                 Exec::Refused(answer) => return Err(SimError::Candidate(answer)),

@@ -204,6 +204,10 @@ pub struct World {
     /// (tracked only when the store keeps the world, which appends just those).
     pub counts_changed: Vec<String>,
     pub track_counts: bool,
+    /// SEC-1 judged on what the engine wrote (`SimOptions::judge_secrets`), and whether it
+    /// stopped the run (then `halt` says where).
+    pub judge: Option<Rc<crate::redact::leak::Detector>>,
+    pub leaked: bool,
 }
 
 impl World {
@@ -225,6 +229,8 @@ impl World {
             seq_ceiling: u64::MAX,
             counts_changed: Vec::new(),
             track_counts: false,
+            judge: None,
+            leaked: false,
         }
     }
 
@@ -255,6 +261,8 @@ impl World {
             seq_ceiling: self.seq_ceiling,
             counts_changed: self.counts_changed.clone(),
             track_counts: self.track_counts,
+            judge: self.judge.clone(),
+            leaked: self.leaked,
         })
     }
 
@@ -276,6 +284,14 @@ impl World {
         self.next_timer += 1;
         self.timers.insert((deadline_ms, id));
         id
+    }
+
+    /// Stop the run: the engine under test wrote a secret (`message` says where).
+    pub fn leak(&mut self, message: String) {
+        if self.halt.is_none() {
+            self.leaked = true;
+            self.halt = Some(message);
+        }
     }
 
     /// Stop the run: a budget ran out (`limit_exceeded`).

@@ -353,6 +353,37 @@ fn the_overall_deadline_ends_a_hanging_adapter_run() {
     assert!(last.contains("deadline of 1 s passed"), "{last}");
 }
 
+/// D-209: `--deadline` bounds an `--engine` or `--host` run as it bounds an `--adapter`
+/// one — a candidate that answers the hello and then stays silent costs at most the
+/// deadline, not `--timeout-ms` per case, and every case left fails naming it.
+#[test]
+fn the_overall_deadline_ends_a_silent_engine_or_host_run() {
+    let silent = format!(
+        "sh '{}'",
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/context/silent-candidate.sh")
+            .display()
+    );
+    let f = fixture_cases();
+    let engine = ["--cases", &f, "--engine", &silent];
+    let host = ["--clause", "RUN-2", "--generate", "0", "--host", &silent];
+    for seam in [&engine[..], &host[..]] {
+        let mut args = seam.to_vec();
+        args.extend_from_slice(&["--timeout-ms", "60000", "--deadline", "1"]);
+        let (v, code) = json_report(&args);
+        assert_eq!(code, 1, "{seam:?}");
+        let cases = v["cases"].as_array().expect("cases");
+        let judged: Vec<&Value> = cases
+            .iter()
+            .filter(|c| c["status"] != "notApplicable")
+            .collect();
+        assert!(judged.len() >= 3, "{seam:?}: {v}");
+        assert!(judged.iter().all(|c| c["passed"] == false), "{seam:?}");
+        let last = judged.last().map(|c| c.to_string()).unwrap_or_default();
+        assert!(last.contains("deadline of 1 s passed"), "{seam:?}: {last}");
+    }
+}
+
 /// Issue 12 item 7: whatever the adapter forked is killed with it.
 #[cfg(unix)]
 #[test]

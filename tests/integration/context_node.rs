@@ -236,6 +236,82 @@ fn a_caching_engine_fails_every_effectful_case() {
     );
 }
 
+/// The first string (or number, as text) among the secrets a case's run hands the engine,
+/// as the leaky proxy picks it.
+fn first_secret(v: &Value) -> Option<String> {
+    match v {
+        Value::String(s) if !s.is_empty() => Some(s.clone()),
+        Value::Number(n) => Some(n.to_string()),
+        Value::Array(items) => items.iter().find_map(first_secret),
+        Value::Object(m) => m.values().find_map(first_secret),
+        _ => None,
+    }
+}
+
+/// SEC-1 judged on what the candidate wrote (D-207): an honest engine behind a proxy that
+/// writes the session's secret where SEC-1 forbids it — in plaintext into a checkpoint,
+/// base64-encoded or as an 8-character piece into a log line, percent-encoded into `done` —
+/// fails every case whose session holds a secret, naming SEC-1, the message and the field,
+/// and never quoting the secret. Before D-207 the suite redacted the checkpoint first and
+/// read no log line, so all four passed.
+#[test]
+fn an_engine_that_writes_a_secret_fails_naming_sec_1_the_message_and_the_field() {
+    if !node() {
+        return;
+    }
+    let script = root().join("tests/fixtures/context/leaky-engine.js");
+    let bin = Path::new(env!("CARGO_BIN_EXE_w6w-sim"));
+    let suite = conformance::Suite::load_default().expect("cases");
+    let selection = options(&["SEC-1", "ENV-3", "TPL-6", "EXPR-5"]);
+    // The effectful cases whose secret is long enough to be looked for inside a text.
+    let leaky: Vec<(String, String)> = suite
+        .cases()
+        .filter(|(_, c)| c.clauses.iter().any(|k| selection.clauses.contains(k)))
+        .filter_map(|(_, c)| {
+            let secret = first_secret(c.request.pointer("/scenario/secrets")?)?;
+            let effectful = w6w_sim::service::handle(&c.request).get("ok").is_some();
+            (effectful && secret.chars().count() >= 8).then(|| (c.id.clone(), secret))
+        })
+        .collect();
+    assert!(leaky.len() >= 15, "{} cases", leaky.len());
+    for (mode, message, field) in [
+        (
+            "checkpoint",
+            "a \"state.checkpoint\" call",
+            "at /args/patch/note",
+        ),
+        ("log", "a \"log\" message", "base64-encoded at /message"),
+        // An 8-character piece (in plaintext, when that is the whole secret).
+        ("piece", "a \"log\" message", "at /message"),
+        // Percent-encoded (or as it is, when it holds no character a URL escapes).
+        ("done", "a \"done\" message", "at /error/message"),
+    ] {
+        let cmd = format!(
+            "node {} {mode} {} engine serve",
+            quoted(&script),
+            quoted(bin)
+        );
+        let mut engine = EngineProcess::start(&cmd, EngineOptions::default()).expect("starts");
+        let report = conformance::run(&mut engine, &selection).expect("loads");
+        for (id, secret) in &leaky {
+            let case = report
+                .cases
+                .iter()
+                .find(|c| &c.outcome.id == id)
+                .unwrap_or_else(|| panic!("no case {id}"));
+            let said = case.outcome.failures.join("\n");
+            assert!(
+                said.contains("SEC-1:") && said.contains(message) && said.contains(field),
+                "{mode} {id} should fail naming SEC-1, {message} and {field}: {said}"
+            );
+            assert!(
+                !said.contains(secret.as_str()),
+                "{mode} {id} quotes the secret"
+            );
+        }
+    }
+}
+
 fn host(script: &str, dir: &Path) -> HostProcess {
     let cmd = format!(
         "node {} --dir {}",
@@ -264,11 +340,7 @@ fn the_example_file_host_passes_and_the_broken_hosts_fail_naming_run_3_and_run_4
         let dir = tempfile::tempdir().expect("tempdir");
         let mut candidate = EngineOnHost::new(host(broken, dir.path()));
         let report = conformance::run(&mut candidate, &selection).expect("loads");
-        let failed: Vec<_> = report
-            .cases
-            .iter()
-            .filter(|c| !c.outcome.passed())
-            .collect();
+        let failed: Vec<_> = report.cases.iter().filter(|c| c.failed()).collect();
         assert!(failed.len() >= 5, "{broken}: only {} failed", failed.len());
         for case in failed {
             let message = case.outcome.response["error"]["message"]
@@ -282,6 +354,58 @@ fn the_example_file_host_passes_and_the_broken_hosts_fail_naming_run_3_and_run_4
             );
         }
     }
+}
+
+/// D-208: the host seam counts what it judges. A host that keeps nothing across a restart
+/// fails every case it is asked — every run and replay that reaches a report is read back
+/// from a freshly restarted host — and the pure ops and refusals, which our engine answers
+/// without the host, are not run and not counted (before, such a host scored 513 passed on
+/// the suite's own answers).
+#[test]
+fn a_host_that_forgets_everything_fails_every_case_it_is_asked() {
+    if !node() {
+        return;
+    }
+    let selection = options(&["RUN-2", "RUN-9", "RETRY-1", "EXPR-1", "PLAN-1", "MODEL-7"]);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let amnesiac = "tests/fixtures/context/buffer-in-memory-host.js";
+    let mut candidate = EngineOnHost::new(host(amnesiac, dir.path()));
+    let report = conformance::run(&mut candidate, &selection).expect("loads");
+    assert_eq!(report.passed(), 0, "{}", report.to_text());
+    let judged: Vec<_> = report
+        .cases
+        .iter()
+        .filter(|c| !c.not_applicable())
+        .collect();
+    assert!(judged.len() >= 20, "{} judged", judged.len());
+    assert!(judged.iter().all(|c| c.failed()));
+    let unjudged: Vec<_> = report
+        .cases
+        .iter()
+        .filter(|c| c.missing == ["seam.host"])
+        .collect();
+    assert!(unjudged.len() >= 10, "{} not judged", unjudged.len());
+    for case in &unjudged {
+        assert!(
+            case.outcome.failures[0].starts_with("not judged at this seam"),
+            "{:?}",
+            case.outcome.failures
+        );
+    }
+    let text = report.to_text();
+    assert!(
+        text.contains(&format!(
+            "Not judged at this seam: {} cases",
+            unjudged.len()
+        )),
+        "{text}"
+    );
+    // The honest file host passes every case it is asked, on the same selection.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut good = EngineOnHost::new(host("examples/hosts/file-host.js", dir.path()));
+    let honest = conformance::run(&mut good, &selection).expect("loads");
+    honest.assert_all_passed();
+    assert_eq!(honest.passed(), judged.len());
 }
 
 /// D-103: `schedule` is routed to the host under test. The example file host keeps its

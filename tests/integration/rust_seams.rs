@@ -258,6 +258,8 @@ mod engine_seam {
         /// Before the run it hands a secret to an action without naming its path (SEC-1
         /// makes naming it the engine's duty).
         LeaksASecret,
+        /// Before the run it logs the host's first secret, hex-encoded (D-207).
+        LogsASecret,
     }
 
     struct Flawed<'w>(Engine<'w>, Flaw);
@@ -292,6 +294,15 @@ mod engine_seam {
                     .and_then(|v| v["token"].as_str().map(str::to_owned));
                 assert_eq!(echoed, Some(token), "the action gets the secret");
             }
+            if self.1 == Flaw::LogsASecret
+                && let Some(secret) = ctx
+                    .secrets()
+                    .values()
+                    .find_map(|v| v.as_str().map(str::to_owned))
+            {
+                let hex: String = secret.bytes().map(|b| format!("{b:02x}")).collect();
+                ctx.log(w6w_sim::host::LogLevel::Debug, &format!("auth {hex}"), None);
+            }
             self.0.run(seed, ctx).await.map(drop)
         }
         async fn resume<C: WorkflowContext>(
@@ -323,14 +334,14 @@ mod engine_seam {
         }
     }
 
-    struct Candidate(Capabilities);
+    struct Candidate(Capabilities, FlawedFactory);
     impl EngineAdapter for Candidate {
         type Factory = FlawedFactory;
         fn name(&self) -> String {
-            "no-recovery".into()
+            "flawed".into()
         }
         fn factory(&self) -> &FlawedFactory {
-            &FlawedFactory(Flaw::NoRecovery)
+            &self.1
         }
         fn capabilities(&self) -> Capabilities {
             self.0.clone()
@@ -343,8 +354,11 @@ mod engine_seam {
             generate: 0,
             ..RunOptions::default()
         };
-        let report = conformance::run_engine(Candidate(Capabilities::engine_core()), &options)
-            .expect("suite loads");
+        let report = conformance::run_engine(
+            Candidate(Capabilities::engine_core(), FlawedFactory(Flaw::NoRecovery)),
+            &options,
+        )
+        .expect("suite loads");
         let row = |id: &str| {
             report
                 .clauses
@@ -374,13 +388,66 @@ mod engine_seam {
         );
         // Claiming a capability it lacks makes those cases fail instead.
         let claimed = Capabilities::engine_core().with("op.plan");
-        let report = conformance::run_engine(Candidate(claimed), &options).expect("loads");
+        let report = conformance::run_engine(
+            Candidate(claimed, FlawedFactory(Flaw::NoRecovery)),
+            &options,
+        )
+        .expect("loads");
         let plan = report
             .clauses
             .iter()
             .find(|r| r.clause == "PLAN-5")
             .expect("PLAN-5");
         assert!(plan.failed > 0, "unsupported_op answers fail");
+    }
+
+    /// SEC-1 is judged on what the engine wrote, before any redaction (D-207): an engine
+    /// that logs the host's secret hex-encoded fails every case whose run has a secret,
+    /// naming SEC-1 and the log line, never the secret; the same cases pass on the honest
+    /// engine through the same seam.
+    #[test]
+    fn an_engine_that_logs_a_secret_fails_sec_1_through_the_rust_seam() {
+        let options = RunOptions {
+            clauses: vec!["SEC-1".into()],
+            generate: 0,
+            ..RunOptions::default()
+        };
+        let report = conformance::run_engine(
+            Candidate(Capabilities::all(), FlawedFactory(Flaw::LogsASecret)),
+            &options,
+        )
+        .expect("suite loads");
+        let suite = conformance::Suite::load_default().expect("cases");
+        let mut judged = 0;
+        for case in &report.cases {
+            let Some((_, c)) = suite.cases().find(|(_, c)| c.id == case.outcome.id) else {
+                continue;
+            };
+            let secret = c
+                .request
+                .pointer("/scenario/secrets")
+                .and_then(serde_json::Value::as_object)
+                .and_then(|m| m.values().find_map(serde_json::Value::as_str));
+            // The flaw is in `start`: a run (a replay starts no run).
+            let effectful = c.request["op"] == "run"
+                && w6w_sim::service::handle(&c.request).get("ok").is_some();
+            let Some(secret) = secret.filter(|s| s.len() >= 4 && effectful) else {
+                continue;
+            };
+            judged += 1;
+            let said = case.outcome.failures.join("\n");
+            assert!(
+                said.contains("SEC-1: a log line") && said.contains("hex-encoded"),
+                "{}: {said}",
+                case.outcome.id
+            );
+            assert!(
+                !said.contains(secret),
+                "{} quotes the secret",
+                case.outcome.id
+            );
+        }
+        assert!(judged >= 10, "{judged} cases judged");
     }
 
     /// A candidate that hands a secret to an action without naming its path: the
