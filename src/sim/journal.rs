@@ -4,10 +4,12 @@
 //! exclusive lock and reading a journal back. Invariant: `checkpoint` appends exactly one
 //! framed record and returns only after `fdatasync`; nothing a reader accepts was not
 //! written whole by this module; a damaged, foreign or unknown file is refused with its
-//! path and byte offset, never silently repaired — except a torn tail (the one record a
-//! killed process was appending, which never returned: an incomplete last record, or a
-//! tail of zero bytes a filesystem left after a crash), which is dropped. A whole last
-//! record that fails its checksum is refused like any other (D-202).
+//! path and byte offset, never silently repaired or shortened — except a torn tail (the
+//! one record a killed process was appending, which never returned: an incomplete last
+//! record with nothing whole after it, or a tail of zero bytes a filesystem left after a
+//! crash), which is dropped. A whole last record that fails its checksum is refused like
+//! any other (D-202), and so is a length past the end of the file with a whole record after
+//! it (D-210).
 //!
 //! Layout of `DIR/<runId>.journal`: the 8-byte magic `w6wjrnl\n`, then frames of
 //! `len: u32 LE | crc: u32 LE | kind: u8 | JSON`, where `len` counts `kind` + JSON and
@@ -362,6 +364,67 @@ fn frame(buf: &mut Vec<u8>, kind: u8, body: &impl Serialize) -> Result<(), Strin
 
 // ---- reading ----
 
+/// How many bytes [`damaged_length`] may checksum per byte of the tail it scans (plus
+/// [`SCAN_SLACK`]): the scan stays linear in the file whatever its bytes are.
+const SCAN_BYTES_PER_TAIL_BYTE: usize = 8;
+const SCAN_SLACK: usize = 1 << 20;
+
+/// D-210: whether the bytes from `off` (a record whose length points past the end of the
+/// file) cannot be a torn tail, and why: the bytes to the end are one whole record under
+/// another length (`crc` matches), or a whole record — known kind, a JSON object, a
+/// matching checksum — starts after its frame header. Neither can come from an append
+/// cut short, whose bytes are a prefix of one record. `None`: a torn tail.
+///
+/// Only candidates whose kind byte and first JSON byte fit are checksummed, and the work
+/// is bounded linearly in the tail; a tail that would need more is crafted, and is
+/// refused as damage too.
+fn damaged_length(bytes: &[u8], off: usize, crc: u32) -> Option<String> {
+    let end = bytes.len();
+    let whole_len = end - off - FRAME_HEADER;
+    if let Ok(whole) = u32::try_from(whole_len) {
+        let mut h = crc32fast::Hasher::new();
+        h.update(&whole.to_le_bytes());
+        h.update(&bytes[off + FRAME_HEADER..]);
+        if h.finalize() == crc {
+            return Some(format!(
+                "the {whole_len} bytes after its frame header form the whole record"
+            ));
+        }
+    }
+    let mut budget = SCAN_BYTES_PER_TAIL_BYTE
+        .saturating_mul(end - off)
+        .saturating_add(SCAN_SLACK);
+    // A record's body is at least one byte, so the next one starts after that.
+    for p in off + FRAME_HEADER + 1..end.saturating_sub(FRAME_HEADER + 1) {
+        let len = u32::from_le_bytes([bytes[p], bytes[p + 1], bytes[p + 2], bytes[p + 3]]) as usize;
+        if !(2..=RECORD_MAX).contains(&len) || len > end - p - FRAME_HEADER {
+            continue;
+        }
+        let body = &bytes[p + FRAME_HEADER..p + FRAME_HEADER + len];
+        if !matches!(
+            body[0],
+            KIND_HEADER | KIND_SNAPSHOT | KIND_PATCH | KIND_LEASE
+        ) || body[1] != b'{'
+        {
+            continue;
+        }
+        if len + 4 > budget {
+            return Some(format!(
+                "the bytes after it hold more record-like frames than a torn tail can (from offset {p})"
+            ));
+        }
+        budget -= len + 4;
+        let mut h = crc32fast::Hasher::new();
+        h.update(&bytes[p..p + 4]);
+        h.update(body);
+        let stored = u32::from_le_bytes([bytes[p + 4], bytes[p + 5], bytes[p + 6], bytes[p + 7]]);
+        if h.finalize() == stored {
+            return Some(format!("a whole record follows at offset {p}"));
+        }
+    }
+    None
+}
+
 /// A journal read back: the state its records fold to, and where its whole records end.
 #[derive(Debug, Clone)]
 pub struct Folded {
@@ -431,6 +494,16 @@ pub fn read_journal(
             return Err(corrupt(off, format!("impossible record length {len}")));
         }
         if rest - FRAME_HEADER < len {
+            // D-210: a torn append leaves a prefix of one record and nothing after it; a
+            // length past the end with a whole record after it is a damaged length field.
+            if let Some(found) = damaged_length(bytes, off, crc) {
+                return Err(corrupt(
+                    off,
+                    format!(
+                        "record length {len} points past the end of the file, but {found}: damage, not a torn tail (an append cut short leaves a prefix of one record and nothing whole after it)"
+                    ),
+                ));
+            }
             torn = rest as u64;
             break;
         }

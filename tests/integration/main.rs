@@ -34,5 +34,6 @@ mod package;
 mod reference_snapshots;
 mod rust_seams;
 mod schemas;
+mod store_safety;
 mod support;
 mod tidy;

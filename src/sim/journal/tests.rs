@@ -305,6 +305,96 @@ fn a_record_failing_its_checksum_is_refused_with_file_and_offset() {
     assert!(err.contains("run_file_corrupt"), "{err}");
 }
 
+/// D-210: one flipped bit in a record's length field that points past the end of the file
+/// is damage when whole records follow (a torn append leaves none), or when the bytes to
+/// the end are the whole record: refused with the offset, the file never cut.
+#[test]
+fn a_length_pointing_past_the_end_with_whole_records_after_it_is_damage_not_a_torn_tail() {
+    let d = dir();
+    let mut store = JournalStore::open(d.path()).expect("open");
+    drive(&mut store, "r1", 8, 5);
+    let path = store.path_of("r1").expect("path");
+    drop(store);
+    let whole = std::fs::read(&path).expect("read");
+    let offs = record_offsets(&whole);
+    let last = *offs.last().expect("records");
+    let mut refused = 0;
+    for victim in [offs[2], offs[offs.len() / 2], last] {
+        for bit in 0..30 {
+            let mut bytes = whole.clone();
+            let len = u32::from_le_bytes([
+                bytes[victim],
+                bytes[victim + 1],
+                bytes[victim + 2],
+                bytes[victim + 3],
+            ]) ^ (1 << bit);
+            if (len as usize) <= bytes.len() - victim - FRAME_HEADER {
+                continue; // a length inside the file fails its checksum (tested above)
+            }
+            bytes[victim..victim + 4].copy_from_slice(&len.to_le_bytes());
+            std::fs::write(&path, &bytes).expect("write");
+            let err = fresh_load(d.path(), "r1").expect_err("refused").0;
+            assert!(err.contains("run_file_corrupt"), "{victim}/{bit}: {err}");
+            assert!(
+                err.contains(&format!("offset {victim}")),
+                "{victim}/{bit}: {err}"
+            );
+            assert!(err.contains("not a torn tail"), "{victim}/{bit}: {err}");
+            assert_eq!(
+                std::fs::read(&path).expect("read"),
+                bytes,
+                "{victim}/{bit}: opening changed the damaged file"
+            );
+            refused += 1;
+        }
+    }
+    assert!(
+        refused >= 3 * 10,
+        "only {refused} flips pointed past the end"
+    );
+    // A real torn tail of the same file is still dropped (D-61, D-202).
+    std::fs::write(&path, &whole[..whole.len() - 3]).expect("write");
+    assert!(fresh_load(d.path(), "r1").expect("torn tail").is_some());
+}
+
+/// D-210: the scan that tells damage from a torn tail costs work linear in the tail, even
+/// for a tail crafted to hold record-like frames at every offset.
+#[test]
+fn a_tail_of_record_like_frames_is_scanned_in_linear_work_and_refused() {
+    let path = Path::new("crafted.journal");
+    let mut bytes = MAGIC.to_vec();
+    // A header record, then a length past the end, then 10-byte frames claiming a long
+    // body at every offset (their checksums are wrong).
+    let mut buf = Vec::new();
+    frame(
+        &mut buf,
+        KIND_HEADER,
+        &Header {
+            format: JOURNAL_FORMAT.into(),
+            run_id: "r1".into(),
+        },
+    )
+    .expect("frame");
+    bytes.extend_from_slice(&buf);
+    let bad = bytes.len();
+    bytes.extend_from_slice(&u32::MAX.to_le_bytes()[..3]);
+    bytes.extend_from_slice(&[0x3f, 0, 0, 0, 0]);
+    let tail = 200_000;
+    let claim = u32::try_from(tail / 2).expect("small").to_le_bytes();
+    while bytes.len() < bad + tail {
+        bytes.extend_from_slice(&claim);
+        bytes.extend_from_slice(&[0; 4]);
+        bytes.extend_from_slice(b"P{");
+    }
+    let err = read_journal(path, &bytes, Some("r1")).expect_err("refused");
+    let text = err.to_string();
+    assert!(text.contains(&format!("offset {bad}")), "{text}");
+    assert!(
+        text.contains("more record-like frames than a torn tail"),
+        "{text}"
+    );
+}
+
 #[test]
 fn a_journal_of_another_run_is_refused() {
     let d = dir();

@@ -1,0 +1,126 @@
+//! Issue 44 item 6 end to end: a damaged journal is refused, never shortened (D-210).
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+use crate::support::bin;
+use serde_json::{Value, json};
+
+/// A chain of eight echo steps, run `run_s`: enough records for a middle one.
+fn chain() -> (Value, Value) {
+    let steps: Vec<Value> = (0..8)
+        .map(|i| json!({"id": format!("s{i}"), "uses": {"app": "demo", "action": "echo"}, "with": {"i": i}}))
+        .collect();
+    (
+        json!({"manifestVersion": "2", "id": "wf_chain", "name": "chain", "steps": steps}),
+        json!({"runId": "run_s"}),
+    )
+}
+
+struct Files {
+    dir: tempfile::TempDir,
+    wf: PathBuf,
+    sc: PathBuf,
+    store: PathBuf,
+}
+
+impl Files {
+    fn new() -> Files {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (wf, sc) = chain();
+        let p = |name: &str| dir.path().join(name);
+        std::fs::write(p("wf.json"), wf.to_string()).expect("write");
+        std::fs::write(p("sc.json"), sc.to_string()).expect("write");
+        std::fs::create_dir(p("store")).expect("store dir");
+        Files {
+            wf: p("wf.json"),
+            sc: p("sc.json"),
+            store: p("store"),
+            dir,
+        }
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    fn in_store(&self, name: &str) -> PathBuf {
+        self.store.join(name)
+    }
+
+    /// `run` (or `resume`) of the chain on the store.
+    fn command(&self, verb: &str) -> Command {
+        let mut c = bin();
+        c.arg(verb).arg(&self.wf);
+        if verb == "resume" {
+            c.args(["--run", "run_s"]);
+        }
+        c.arg("--scenario")
+            .arg(&self.sc)
+            .arg("--store")
+            .arg(&self.store);
+        c
+    }
+
+    /// A run killed (aborted) right after checkpoint `n`, left for `resume`.
+    fn killed_after(&self, n: u32) {
+        let out = self
+            .command("run")
+            .env("W6W_SIM_ABORT_AFTER_CHECKPOINT", n.to_string())
+            .output()
+            .expect("spawn");
+        assert!(!out.status.success(), "the process was aborted");
+    }
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// The byte offsets of a journal's records (after the 8-byte magic).
+fn record_offsets(bytes: &[u8]) -> Vec<usize> {
+    let mut offs = Vec::new();
+    let mut off = 8;
+    while off + 8 <= bytes.len() {
+        offs.push(off);
+        let len = u32::from_le_bytes([bytes[off], bytes[off + 1], bytes[off + 2], bytes[off + 3]]);
+        off += 8 + len as usize;
+    }
+    offs
+}
+
+/// D-210: one flipped bit in a middle record's length field used to read as a torn tail:
+/// `resume` exited 0, cut every later acknowledged record off and invoked their steps
+/// again. Now it is refused with the offset, before anything runs, the file untouched.
+#[test]
+fn resume_refuses_a_journal_whose_middle_record_length_points_past_the_end() {
+    let f = Files::new();
+    f.killed_after(6);
+    let journal = f.in_store("run_s.journal");
+    let mut bytes = std::fs::read(&journal).expect("journal");
+    let offs = record_offsets(&bytes);
+    assert!(offs.len() >= 6, "{} records", offs.len());
+    let victim = offs[offs.len() / 2];
+    bytes[victim + 2] ^= 0x04; // + 256 KiB: past the end of this small file
+    std::fs::write(&journal, &bytes).expect("damage");
+    let trace = f.path("trace.jsonl");
+    let out = f
+        .command("resume")
+        .arg("--trace")
+        .arg(&trace)
+        .output()
+        .expect("spawn");
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains(&format!("offset {victim}")), "{err}");
+    assert!(err.contains("run_file_corrupt"), "{err}");
+    assert!(err.contains("not a torn tail"), "{err}");
+    assert!(out.stdout.is_empty(), "no report: nothing ran");
+    assert_eq!(
+        std::fs::read(&journal).expect("journal"),
+        bytes,
+        "the damaged journal is left as it was"
+    );
+    let traced = std::fs::read_to_string(&trace).unwrap_or_default();
+    assert!(!traced.contains("invoke"), "nothing was invoked: {traced}");
+}
