@@ -1,18 +1,21 @@
 //! `w6w-sim run | replay | resume`: the simulated host on the command line.
 //!
 //! Invariant: parsing and printing only; every command is one call into [`crate::sim`].
-//! Exit codes: 0 whenever a report is printed (the run's status is data), 1 when the
-//! workflow, scenario or run state is invalid or the run is rejected before it starts,
-//! 2 on usage, I/O or JSON syntax errors.
+//! Exit codes: 0 whenever a report is printed and its trace written whole (the run's
+//! status is data), 1 when the workflow, scenario or run state is invalid or the run is
+//! rejected before it starts, 2 on usage, I/O or JSON syntax errors — a `--trace` file
+//! that could not be written too, after the report (the run happened; D-211).
 //!
 //! Crash-recovery testing: `--abort-after-checkpoint N` (hidden) or the environment
 //! variable `W6W_SIM_ABORT_AFTER_CHECKPOINT=N` makes the process call
 //! `std::process::abort()` right after checkpoint N (1-based, counted across restarts) is
 //! durable — a real process death. `w6w-sim resume` then continues the run from the store.
 
+use std::cell::RefCell;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::rc::Rc;
 
 use serde_json::Value;
 
@@ -211,16 +214,89 @@ fn abort_hook(flag: Option<u64>) -> Result<Option<u64>, Fail> {
     }
 }
 
-fn trace_sink(path: Option<&Path>) -> Result<Option<Box<dyn Write>>, Fail> {
+/// `--trace FILE`: the file, which remembers its first write error and refuses every
+/// write after it, so the trace on disk is whole up to a point and has no hole (D-211).
+struct TraceFile {
+    file: std::fs::File,
+    failed: Rc<RefCell<Option<std::io::Error>>>,
+}
+
+impl TraceFile {
+    fn check<T>(&self, result: std::io::Result<T>) -> std::io::Result<T> {
+        if let Err(e) = &result {
+            let mut failed = self.failed.borrow_mut();
+            if failed.is_none() {
+                *failed = Some(std::io::Error::new(e.kind(), e.to_string()));
+            }
+        }
+        result
+    }
+
+    fn refuse_after_failure(&self) -> std::io::Result<()> {
+        match self.failed.borrow().as_ref() {
+            Some(e) => Err(std::io::Error::new(
+                e.kind(),
+                "an earlier write of the trace failed",
+            )),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Write for TraceFile {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.refuse_after_failure()?;
+        let written = self.file.write(buf);
+        self.check(written)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.refuse_after_failure()?;
+        let flushed = self.file.flush();
+        self.check(flushed)
+    }
+}
+
+/// The trace sink of one command, and how the command learns, once the run is over,
+/// whether every event reached the file.
+struct Trace {
+    path: Option<PathBuf>,
+    failed: Rc<RefCell<Option<std::io::Error>>>,
+}
+
+impl Trace {
+    /// D-211: a trace that could not be written fails the command (exit 2), after the
+    /// report is printed — the run happened, and a store holds it.
+    fn finish(self) -> Result<(), Fail> {
+        match (self.path, self.failed.borrow_mut().take()) {
+            (Some(path), Some(e)) => Err(Fail(
+                format!(
+                    "cannot write the trace file {}: {e}; the trace stops before the run's end",
+                    path.display()
+                ),
+                2,
+            )),
+            _ => Ok(()),
+        }
+    }
+}
+
+fn trace_sink(path: Option<&Path>) -> Result<(Option<Box<dyn Write>>, Trace), Fail> {
+    let failed = Rc::new(RefCell::new(None));
+    let trace = Trace {
+        path: path.map(Path::to_owned),
+        failed: Rc::clone(&failed),
+    };
     let Some(path) = path else {
-        return Ok(None);
+        return Ok((None, trace));
     };
     let file = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
         .open(path)
         .map_err(|e| Fail(format!("cannot open trace file {}: {e}", path.display()), 2))?;
-    Ok(Some(Box::new(std::io::BufWriter::new(file))))
+    let sink = std::io::BufWriter::new(TraceFile { file, failed });
+    Ok((Some(Box::new(sink)), trace))
 }
 
 fn print(report: &Report) -> Result<(), Fail> {
@@ -267,20 +343,17 @@ fn run_cmd(a: RunArgs) -> Result<(), Fail> {
     if dialect != crate::dialect::Dialect::W6w {
         // Issue 10: a WOML or YAML document, imported and run on the same engine.
         let scenario = read_json(&a.scenario, "scenario")?;
-        let sink = trace_sink(a.trace.as_deref())?;
-        return super::dialect::run(&a.workflow, dialect, &scenario, &options, sink)
-            .map_err(|(m, code)| Fail(m, code));
+        let (sink, trace) = trace_sink(a.trace.as_deref())?;
+        super::dialect::run(&a.workflow, dialect, &scenario, &options, sink)
+            .map_err(|(m, code)| Fail(m, code))?;
+        return trace.finish();
     }
     let workflow = sim::load_workflow(&read_json(&a.workflow, "workflow")?)?;
     let scenario = sim::load_scenario(&read_json(&a.scenario, "scenario")?)?;
-    let report = sim::run(
-        &workflow,
-        &scenario,
-        &options,
-        trace_sink(a.trace.as_deref())?,
-    )
-    .map_err(sim_fail(&scenario))?;
-    print(&report)
+    let (sink, trace) = trace_sink(a.trace.as_deref())?;
+    let report = sim::run(&workflow, &scenario, &options, sink).map_err(sim_fail(&scenario))?;
+    print(&report)?;
+    trace.finish()
 }
 
 fn replay_cmd(a: ReplayArgs) -> Result<(), Fail> {
@@ -301,16 +374,18 @@ fn replay_cmd(a: ReplayArgs) -> Result<(), Fail> {
         limits: a.limits.limits(),
         judge_secrets: false,
     };
+    let (sink, trace) = trace_sink(a.trace.as_deref())?;
     let report = sim::replay(
         &workflow,
         &scenario,
         &original,
         a.from.as_deref(),
         &options,
-        trace_sink(a.trace.as_deref())?,
+        sink,
     )
     .map_err(sim_fail(&scenario))?;
-    print(&report)
+    print(&report)?;
+    trace.finish()
 }
 
 fn resume_cmd(a: ResumeArgs) -> Result<(), Fail> {
@@ -324,16 +399,18 @@ fn resume_cmd(a: ResumeArgs) -> Result<(), Fail> {
         limits: a.limits.limits(),
         judge_secrets: false,
     };
+    let (sink, trace) = trace_sink(a.trace.as_deref())?;
     let report = sim::resume(
         &workflow,
         &scenario,
         &options,
         &a.run,
         a.token.as_deref(),
-        trace_sink(a.trace.as_deref())?,
+        sink,
     )
     .map_err(sim_fail(&scenario))?;
-    print(&report)
+    print(&report)?;
+    trace.finish()
 }
 
 /// Run one simulator subcommand.

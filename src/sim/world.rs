@@ -372,8 +372,8 @@ impl World {
             return;
         }
         if let Some(sink) = &mut self.sink {
-            // A trace write failure must not change the run; it is reported at the end
-            // by the CLI when it flushes.
+            // A trace write failure must not change the run: the sink keeps its first
+            // error and the command fails once the run is over (`--trace`: D-211).
             let _ = serde_json::to_writer(&mut *sink, &value);
             let _ = sink.write_all(b"\n");
             let _ = sink.flush();

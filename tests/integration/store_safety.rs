@@ -1,9 +1,10 @@
-//! Issue 44 item 6 end to end: a damaged journal is refused, never shortened (D-210).
+//! Issue 44 item 6 end to end: a damaged journal is refused, never shortened (D-210); a
+//! `--trace` file that cannot be written fails the command (D-211).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use crate::support::bin;
+use crate::support::{bin, example};
 use serde_json::{Value, json};
 
 /// A chain of eight echo steps, run `run_s`: enough records for a middle one.
@@ -123,4 +124,78 @@ fn resume_refuses_a_journal_whose_middle_record_length_points_past_the_end() {
     );
     let traced = std::fs::read_to_string(&trace).unwrap_or_default();
     assert!(!traced.contains("invoke"), "nothing was invoked: {traced}");
+}
+
+/// D-211: a full disk under `--trace` used to give exit 0 and a truncated trace. Every
+/// command that writes a trace now fails (exit 2) and names the file; the report is still
+/// printed, since the run happened.
+#[test]
+fn a_trace_write_failure_fails_run_replay_and_resume() {
+    let full = Path::new("/dev/full");
+    assert!(full.exists(), "this test needs /dev/full");
+    let check = |what: &str, out: &Output| {
+        let err = stderr(out);
+        assert_eq!(out.status.code(), Some(2), "{what}: {err}");
+        assert!(
+            err.contains("cannot write the trace file /dev/full"),
+            "{what}: {err}"
+        );
+        let report: Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("{what}: the report is still printed: {e}"));
+        assert!(report["run"].is_object(), "{what}");
+    };
+    let f = Files::new();
+    let out = bin()
+        .arg("run")
+        .arg(&f.wf)
+        .arg("--scenario")
+        .arg(&f.sc)
+        .arg("--trace")
+        .arg(full)
+        .output()
+        .expect("spawn");
+    check("run", &out);
+    let report = f.path("report.json");
+    std::fs::write(&report, &out.stdout).expect("write");
+    let out = bin()
+        .arg("replay")
+        .arg(&f.wf)
+        .arg("--run")
+        .arg(&report)
+        .arg("--scenario")
+        .arg(&f.sc)
+        .arg("--trace")
+        .arg(full)
+        .output()
+        .expect("spawn");
+    check("replay", &out);
+    f.killed_after(3);
+    let out = f
+        .command("resume")
+        .arg("--trace")
+        .arg(full)
+        .output()
+        .expect("spawn");
+    check("resume", &out);
+    let out = bin()
+        .arg("run")
+        .arg(example("order.woml.xml"))
+        .arg("--scenario")
+        .arg(example("order.scenario.json"))
+        .arg("--trace")
+        .arg(full)
+        .output()
+        .expect("spawn");
+    check("run (WOML)", &out);
+    // The same commands with a writable trace exit 0.
+    let out = bin()
+        .arg("run")
+        .arg(&f.wf)
+        .arg("--scenario")
+        .arg(&f.sc)
+        .arg("--trace")
+        .arg(f.path("t.jsonl"))
+        .output()
+        .expect("spawn");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
 }
