@@ -9,7 +9,8 @@
 //! record with nothing whole after it, or a tail of zero bytes a filesystem left after a
 //! crash), which is dropped. A whole last record that fails its checksum is refused like
 //! any other (D-202), and so is a length past the end of the file with a whole record after
-//! it (D-210).
+//! it (D-210). No file of the store is opened through a symbolic link, and the temp file
+//! of a rewrite is created exclusively (D-212).
 //!
 //! Layout of `DIR/<runId>.journal`: the 8-byte magic `w6wjrnl\n`, then frames of
 //! `len: u32 LE | crc: u32 LE | kind: u8 | JSON`, where `len` counts `kind` + JSON and
@@ -46,7 +47,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::scenario::run_id_ok;
-use super::store::{STORE_FORMAT, Store, StoreError, StoredRun};
+use super::store::{
+    STORE_FORMAT, Store, StoreError, StoredRun, create_temp, is_link_refusal, open_no_follow,
+};
 use super::world::{SeqLease, WorldSnapshot};
 use crate::model::{RunState, RunStatePatch};
 
@@ -107,6 +110,12 @@ pub enum JournalError {
     },
     #[error("{}: {message}", path.display())]
     Io { path: PathBuf, message: String },
+    /// A file of the store is a symbolic link: refused, never followed (D-212).
+    #[error(
+        "{}: is a symbolic link; the store never follows a link in its directory (remove it)",
+        path.display()
+    )]
+    Link { path: PathBuf },
     #[error("run id {0:?} is not a safe file name")]
     BadRunId(String),
 }
@@ -120,6 +129,7 @@ impl JournalError {
             JournalError::WrongRun { .. } => "run_file_wrong_run",
             JournalError::UnknownFormat { .. } => "run_file_unknown_format",
             JournalError::Io { .. } => "store_io",
+            JournalError::Link { .. } => "store_link",
             JournalError::BadRunId(_) => "bad_run_id",
         }
     }
@@ -136,6 +146,27 @@ fn io_err(path: &Path) -> impl Fn(std::io::Error) -> JournalError + '_ {
         path: path.to_owned(),
         message: e.to_string(),
     }
+}
+
+/// [`io_err`] for opening a store file: a symbolic link is [`JournalError::Link`].
+fn open_err(path: &Path) -> impl Fn(std::io::Error) -> JournalError + '_ {
+    move |e| {
+        if is_link_refusal(path, &e) {
+            JournalError::Link {
+                path: path.to_owned(),
+            }
+        } else {
+            io_err(path)(e)
+        }
+    }
+}
+
+/// The whole of a store file, opened without following a link (D-212).
+fn read_no_follow(path: &Path) -> std::io::Result<Vec<u8>> {
+    let mut f = open_no_follow(OpenOptions::new().read(true), path)?;
+    let mut bytes = Vec::new();
+    f.read_to_end(&mut bytes)?;
+    Ok(bytes)
 }
 
 // ---- records ----
@@ -749,13 +780,15 @@ impl Inner {
 
     fn lock(&self, run_id: &str) -> Result<File, JournalError> {
         let path = self.dir.join(format!("{run_id}.lock"));
-        let mut f = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(&path)
-            .map_err(io_err(&path))?;
+        let mut f = open_no_follow(
+            OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create(true)
+                .truncate(false),
+            &path,
+        )
+        .map_err(open_err(&path))?;
         // A lock this very process holds may be a closed store's, still held for a moment
         // by a child this process is spawning (between its fork and its exec the child
         // holds every descriptor): it is tried again for a short while before the run is
@@ -815,13 +848,11 @@ impl Inner {
                 snapshot_bytes: 0,
                 since_snapshot: 0,
             };
-            match std::fs::read(&path) {
-                Ok(bytes) => {
+            match open_no_follow(OpenOptions::new().read(true).write(true), &path) {
+                Ok(mut file) => {
+                    let mut bytes = Vec::new();
+                    file.read_to_end(&mut bytes).map_err(io_err(&path))?;
                     let f = read_journal(&path, &bytes, Some(run_id))?;
-                    let mut file = OpenOptions::new()
-                        .write(true)
-                        .open(&path)
-                        .map_err(io_err(&path))?;
                     if f.torn > 0 {
                         // The record a killed writer was appending never returned: drop it
                         // so the next append follows a whole record.
@@ -840,7 +871,7 @@ impl Inner {
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                     let legacy = self.dir.join(format!("{run_id}.json"));
-                    match std::fs::read(&legacy) {
+                    match read_no_follow(&legacy) {
                         Ok(bytes) => {
                             let stored = read_legacy(&legacy, &bytes, run_id)?;
                             run.mirror = stored.world.as_ref().map(Mirror::of).unwrap_or_default();
@@ -848,10 +879,10 @@ impl Inner {
                             run.legacy = Some(legacy);
                         }
                         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                        Err(e) => return Err(io_err(&legacy)(e)),
+                        Err(e) => return Err(open_err(&legacy)(e)),
                     }
                 }
-                Err(e) => return Err(io_err(&path)(e)),
+                Err(e) => return Err(open_err(&path)(e)),
             }
             self.runs.insert(run_id.to_owned(), run);
         }
@@ -928,12 +959,9 @@ impl OpenRun {
         let snapshot_bytes = buf.len() as u64;
         bytes.extend_from_slice(buf);
         let tmp = dir.join(format!(".{run_id}.journal.tmp"));
-        let mut file = OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .open(&tmp)
-            .map_err(io_err(&tmp))?;
+        // D-212: created exclusively and never through a link, so a file planted at the
+        // temp path is never truncated or written.
+        let mut file = create_temp(&tmp).map_err(open_err(&tmp))?;
         file.write_all(&bytes)
             .and_then(|()| file.sync_all())
             .map_err(io_err(&tmp))?;
@@ -1176,7 +1204,7 @@ impl Store for JournalStore {
         let mut inner = self.borrow()?;
         let run = inner.open(run_id)?;
         if let Some(legacy) = &run.legacy {
-            let bytes = std::fs::read(legacy).map_err(io_err(legacy))?;
+            let bytes = read_no_follow(legacy).map_err(open_err(legacy))?;
             let mut stored = read_legacy(legacy, &bytes, run_id)?;
             stored.format = STORE_FORMAT.into();
             return Ok(Some(stored));
@@ -1184,7 +1212,7 @@ impl Store for JournalStore {
         if run.file.is_none() {
             return Ok(None);
         }
-        let bytes = std::fs::read(&run.path).map_err(io_err(&run.path))?;
+        let bytes = read_no_follow(&run.path).map_err(open_err(&run.path))?;
         let f = read_journal(&run.path, &bytes, Some(run_id))?;
         Ok(Some(StoredRun {
             format: JOURNAL_FORMAT.into(),

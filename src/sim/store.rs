@@ -22,6 +22,68 @@ use crate::model::{RunState, RunStatePatch};
 #[error("{0}")]
 pub struct StoreError(pub String);
 
+/// Open a file of a store directory without following a symbolic link in its last
+/// component (`O_NOFOLLOW`), so a link planted in a shared store directory is refused and
+/// never leads a write (or a truncation) to a file outside it (D-212). A link found is the
+/// error [`is_link_refusal`] recognises.
+pub(crate) fn open_no_follow(
+    options: &mut std::fs::OpenOptions,
+    path: &Path,
+) -> std::io::Result<std::fs::File> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.custom_flags(libc::O_NOFOLLOW);
+    }
+    #[cfg(not(unix))]
+    if std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink()) {
+        return Err(std::io::Error::other("a symbolic link"));
+    }
+    options.open(path)
+}
+
+/// Whether an error of [`open_no_follow`] (or of an exclusive create) means `path` is a
+/// symbolic link: `ELOOP` from `O_NOFOLLOW`, or a link found where a file was expected.
+pub(crate) fn is_link_refusal(path: &Path, e: &std::io::Error) -> bool {
+    #[cfg(unix)]
+    if e.raw_os_error() == Some(libc::ELOOP) {
+        return true;
+    }
+    let _ = e;
+    std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink())
+}
+
+/// Create a store's temp file exclusively (`O_CREAT | O_EXCL | O_NOFOLLOW`): a stale temp
+/// file a killed writer left is a regular file and is removed first (the caller holds the
+/// run, so nobody else is writing it); a symbolic link there is refused, never followed
+/// (D-212).
+pub(crate) fn create_temp(path: &Path) -> std::io::Result<std::fs::File> {
+    match std::fs::symlink_metadata(path) {
+        Ok(m) if m.file_type().is_symlink() => {
+            return Err(std::io::Error::other("a symbolic link"));
+        }
+        Ok(_) => std::fs::remove_file(path)?,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(e),
+    }
+    open_no_follow(
+        std::fs::OpenOptions::new().write(true).create_new(true),
+        path,
+    )
+}
+
+/// The message for a store file that could not be opened: a symbolic link is named as one.
+pub(crate) fn open_error(path: &Path, e: &std::io::Error) -> String {
+    if is_link_refusal(path, e) {
+        format!(
+            "{}: is a symbolic link; the store never follows a link in its directory (remove it)",
+            path.display()
+        )
+    } else {
+        format!("{}: {e}", path.display())
+    }
+}
+
 /// One stored run: its state, and (disk only) the world that produced it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StoredRun {
@@ -202,7 +264,7 @@ impl DiskStore {
         let tmp = self.dir.join(format!(".{}.json.tmp", state.run_id));
         let io = |e: std::io::Error| StoreError(format!("{}: {e}", path.display()));
         {
-            let mut f = std::fs::File::create(&tmp).map_err(io)?;
+            let mut f = create_temp(&tmp).map_err(|e| StoreError(open_error(&tmp, &e)))?;
             f.write_all(&bytes).map_err(io)?;
             f.sync_all().map_err(io)?;
         }
@@ -217,10 +279,15 @@ impl DiskStore {
 
     fn read(&self, run_id: &str) -> Result<Option<StoredRun>, StoreError> {
         let path = self.path_of(run_id)?;
-        let text = match std::fs::read(&path) {
+        let read =
+            open_no_follow(std::fs::OpenOptions::new().read(true), &path).and_then(|mut f| {
+                let mut bytes = Vec::new();
+                std::io::Read::read_to_end(&mut f, &mut bytes).map(|_| bytes)
+            });
+        let text = match read {
             Ok(t) => t,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(StoreError(format!("{}: {e}", path.display()))),
+            Err(e) => return Err(StoreError(open_error(&path, &e))),
         };
         serde_json::from_slice(&text)
             .map(Some)

@@ -1,5 +1,6 @@
 //! Issue 44 item 6 end to end: a damaged journal is refused, never shortened (D-210); a
-//! `--trace` file that cannot be written fails the command (D-211).
+//! `--trace` file that cannot be written fails the command (D-211); a symbolic link planted
+//! in the store directory is refused, never followed (D-212).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -197,5 +198,54 @@ fn a_trace_write_failure_fails_run_replay_and_resume() {
         .arg(f.path("t.jsonl"))
         .output()
         .expect("spawn");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+}
+
+/// D-212: a symbolic link planted at the run's lock, temp or journal path made a run
+/// truncate or overwrite the file it points to, outside the store. Each is refused,
+/// naming the link, and the file outside is byte-identical afterwards.
+#[test]
+fn a_symlink_planted_in_the_store_is_refused_and_its_target_left_alone() {
+    let f = Files::new();
+    let outside = f.path("outside.txt");
+    let original = b"precious bytes outside the store\n".repeat(10);
+    std::fs::write(&outside, &original).expect("write");
+    for (name, verb) in [
+        ("run_s.lock", "run"),
+        (".run_s.journal.tmp", "run"),
+        ("run_s.journal", "resume"),
+    ] {
+        let link = f.in_store(name);
+        std::os::unix::fs::symlink(&outside, &link).expect("symlink");
+        let out = f.command(verb).output().expect("spawn");
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{name}: {err}");
+        assert!(
+            err.contains(&format!("{}: is a symbolic link", link.display())),
+            "{name}: {err}"
+        );
+        assert!(err.contains("store_link"), "{name}: {err}");
+        assert!(out.stdout.is_empty(), "{name}: no report");
+        assert_eq!(
+            std::fs::read(&outside).expect("outside"),
+            original,
+            "{name}: the file outside the store was changed"
+        );
+        assert!(
+            std::fs::symlink_metadata(&link)
+                .expect("still there")
+                .file_type()
+                .is_symlink(),
+            "{name}: the link was replaced"
+        );
+        std::fs::remove_file(&link).expect("remove link");
+        for entry in std::fs::read_dir(&f.store).expect("store") {
+            std::fs::remove_file(entry.expect("entry").path()).expect("clean");
+        }
+    }
+    // Without a link the same run succeeds, and a stale temp file a killed writer left
+    // (a regular file) does not stop the next one.
+    std::fs::write(f.in_store(".run_s.journal.tmp"), b"half a snapshot").expect("write");
+    let out = f.command("run").output().expect("spawn");
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
 }
