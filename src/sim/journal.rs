@@ -27,6 +27,9 @@
 //! `DIR/<runId>.lock` is held with an exclusive OS file lock for as long as this store has
 //! the run open (released by the kernel when the process dies) and holds the owner's pid:
 //! a second process gets "run R is in use by process P" before it can invoke anything.
+//! A store directory this process cannot write (no lock file can be created or opened for
+//! writing) is read without the lock: a finished run loads, anything else — an unfinished
+//! run, any write — is refused (`store_read_only`, D-213).
 //!
 //! Trace sequence numbers survive real kills through leases: before the trace uses a
 //! `seq` at or past the durable ceiling, an `L` record raises the ceiling by
@@ -110,6 +113,14 @@ pub enum JournalError {
     },
     #[error("{}: {message}", path.display())]
     Io { path: PathBuf, message: String },
+    /// The store directory cannot be written (its lock file cannot be created or opened
+    /// for writing): a finished run is read from it, nothing is written to it (D-213).
+    #[error("{}: the store cannot be written ({why}); {message}", path.display())]
+    ReadOnly {
+        path: PathBuf,
+        why: String,
+        message: String,
+    },
     /// A file of the store is a symbolic link: refused, never followed (D-212).
     #[error(
         "{}: is a symbolic link; the store never follows a link in its directory (remove it)",
@@ -130,6 +141,7 @@ impl JournalError {
             JournalError::UnknownFormat { .. } => "run_file_unknown_format",
             JournalError::Io { .. } => "store_io",
             JournalError::Link { .. } => "store_link",
+            JournalError::ReadOnly { .. } => "store_read_only",
             JournalError::BadRunId(_) => "bad_run_id",
         }
     }
@@ -715,8 +727,10 @@ pub fn is_journal(bytes: &[u8]) -> bool {
 /// One run this store has open (and locked).
 struct OpenRun {
     path: PathBuf,
-    /// Held for the lock; dropping it releases the run.
-    _lock: File,
+    /// Held for the lock; dropping it releases the run. `None`: the store cannot be
+    /// written, and `read_only` says why (D-213).
+    _lock: Option<File>,
+    read_only: Option<String>,
     /// The journal, positioned at `len`; `None` until the run's first write.
     file: Option<File>,
     /// A legacy file to migrate at the first write, and remove once the journal is durable.
@@ -761,13 +775,36 @@ fn sync_dir(dir: &Path) -> Result<(), JournalError> {
 /// How many times [`Inner::lock`] tries again a lock its own process holds (2 ms apart).
 const OWN_LOCK_TRIES: u32 = 100;
 
-/// The pid a lock file names (empty when it names none).
-fn holder(f: &mut File) -> String {
-    let mut pid = String::new();
+/// How many times [`holder`] reads again a lock file that names no pid yet (1 ms apart).
+const HOLDER_TRIES: u32 = 200;
+
+/// The pid a lock file names now: its first line when that is a number, else empty.
+fn holder_now(f: &mut File) -> String {
+    let mut text = String::new();
     let _ = f
         .seek(SeekFrom::Start(0))
-        .and_then(|_| f.read_to_string(&mut pid));
-    pid.trim().to_owned()
+        .and_then(|_| f.read_to_string(&mut text));
+    let first = text.lines().next().unwrap_or_default().trim();
+    if !first.is_empty() && first.bytes().all(|b| b.is_ascii_digit()) {
+        first.to_owned()
+    } else {
+        String::new()
+    }
+}
+
+/// The pid of the process holding the lock on `f` (empty when it names none). D-213: the
+/// holder writes its pid just after it takes the lock, so a lock file that names no pid
+/// yet (created a moment ago) is read again for a short while.
+fn holder(f: &mut File) -> String {
+    let mut tries = 0;
+    loop {
+        let pid = holder_now(f);
+        if !pid.is_empty() || tries >= HOLDER_TRIES {
+            return pid;
+        }
+        tries += 1;
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
 }
 
 impl Inner {
@@ -778,17 +815,30 @@ impl Inner {
         Ok(self.dir.join(format!("{run_id}.journal")))
     }
 
-    fn lock(&self, run_id: &str) -> Result<File, JournalError> {
+    /// Take the run's lock: `Ok(Err(why))` when the store cannot be written (a read-only
+    /// directory or filesystem), for reading a finished run without it (D-213).
+    fn lock(&self, run_id: &str) -> Result<Result<File, String>, JournalError> {
         let path = self.dir.join(format!("{run_id}.lock"));
-        let mut f = open_no_follow(
+        let opened = open_no_follow(
             OpenOptions::new()
                 .read(true)
                 .write(true)
                 .create(true)
                 .truncate(false),
             &path,
-        )
-        .map_err(open_err(&path))?;
+        );
+        let mut f = match opened {
+            Ok(f) => f,
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::PermissionDenied | std::io::ErrorKind::ReadOnlyFilesystem
+                ) && !is_link_refusal(&path, &e) =>
+            {
+                return Ok(Err(format!("{}: {e}", path.display())));
+            }
+            Err(e) => return Err(open_err(&path)(e)),
+        };
         // A lock this very process holds may be a closed store's, still held for a moment
         // by a child this process is spawning (between its fork and its exec the child
         // holds every descriptor): it is tried again for a short while before the run is
@@ -798,7 +848,7 @@ impl Inner {
             match f.try_lock() {
                 Err(std::fs::TryLockError::WouldBlock)
                     if tries < OWN_LOCK_TRIES
-                        && holder(&mut f) == std::process::id().to_string() =>
+                        && holder_now(&mut f) == std::process::id().to_string() =>
                 {
                     tries += 1;
                     std::thread::sleep(std::time::Duration::from_millis(2));
@@ -808,12 +858,15 @@ impl Inner {
         };
         match locked {
             Ok(()) => {
-                // The pid is informational (the OS lock is the exclusion): no fsync.
-                f.set_len(0)
-                    .and_then(|()| f.seek(SeekFrom::Start(0)))
-                    .and_then(|_| writeln!(f, "{}", std::process::id()))
+                // The pid is informational (the OS lock is the exclusion): no fsync. D-213:
+                // written over the previous holder's in one write, then the file is cut to
+                // it, so the file never reads empty while it is locked.
+                let line = format!("{}\n", std::process::id());
+                f.seek(SeekFrom::Start(0))
+                    .and_then(|_| f.write_all(line.as_bytes()))
+                    .and_then(|()| f.set_len(line.len() as u64))
                     .map_err(io_err(&path))?;
-                Ok(f)
+                Ok(Ok(f))
             }
             Err(std::fs::TryLockError::WouldBlock) => {
                 let pid = holder(&mut f);
@@ -835,10 +888,14 @@ impl Inner {
     fn open(&mut self, run_id: &str) -> Result<&mut OpenRun, JournalError> {
         if !self.runs.contains_key(run_id) {
             let path = self.journal_path(run_id)?;
-            let lock = self.lock(run_id)?;
+            let (lock, read_only) = match self.lock(run_id)? {
+                Ok(lock) => (Some(lock), None),
+                Err(why) => (None, Some(why)),
+            };
             let mut run = OpenRun {
                 path: path.clone(),
                 _lock: lock,
+                read_only,
                 file: None,
                 legacy: None,
                 state: None,
@@ -848,12 +905,13 @@ impl Inner {
                 snapshot_bytes: 0,
                 since_snapshot: 0,
             };
-            match open_no_follow(OpenOptions::new().read(true).write(true), &path) {
+            let writable = run.read_only.is_none();
+            match open_no_follow(OpenOptions::new().read(true).write(writable), &path) {
                 Ok(mut file) => {
                     let mut bytes = Vec::new();
                     file.read_to_end(&mut bytes).map_err(io_err(&path))?;
                     let f = read_journal(&path, &bytes, Some(run_id))?;
-                    if f.torn > 0 {
+                    if f.torn > 0 && writable {
                         // The record a killed writer was appending never returned: drop it
                         // so the next append follows a whole record.
                         file.set_len(f.len)
@@ -893,8 +951,21 @@ impl Inner {
 }
 
 impl OpenRun {
+    /// D-213: refuse any write to a run read from a store that cannot be written.
+    fn writable(&self) -> Result<(), JournalError> {
+        match &self.read_only {
+            Some(why) => Err(JournalError::ReadOnly {
+                path: self.path.clone(),
+                why: why.clone(),
+                message: "nothing can be written to it".into(),
+            }),
+            None => Ok(()),
+        }
+    }
+
     /// Append one framed record and make it durable.
     fn append(&mut self, buf: &[u8]) -> Result<(), JournalError> {
+        self.writable()?;
         let Some(file) = self.file.as_mut() else {
             return Err(JournalError::Io {
                 path: self.path.clone(),
@@ -924,6 +995,7 @@ impl OpenRun {
         world: Option<&WorldSnapshot>,
         buf: &mut Vec<u8>,
     ) -> Result<(), JournalError> {
+        self.writable()?;
         let Some(state) = self.state.as_ref() else {
             return Err(JournalError::Io {
                 path: self.path.clone(),
@@ -1122,6 +1194,11 @@ impl JournalStore {
         let mut buf = std::mem::take(&mut inner.buf);
         let result = (|| {
             let run = inner.open(run_id)?;
+            if run.read_only.is_some() {
+                // D-213: nothing this process does to the run is durable, so no `seq` of it
+                // can be met again after a kill.
+                return Ok(u64::MAX);
+            }
             if run.file.is_none() {
                 // No journal yet: nothing of this run survives a kill, so nothing to guard;
                 // ask again at the next event.
@@ -1203,22 +1280,38 @@ impl Store for JournalStore {
     fn load(&self, run_id: &str) -> Result<Option<StoredRun>, StoreError> {
         let mut inner = self.borrow()?;
         let run = inner.open(run_id)?;
-        if let Some(legacy) = &run.legacy {
+        let stored = if let Some(legacy) = &run.legacy {
             let bytes = read_no_follow(legacy).map_err(open_err(legacy))?;
             let mut stored = read_legacy(legacy, &bytes, run_id)?;
             stored.format = STORE_FORMAT.into();
-            return Ok(Some(stored));
-        }
-        if run.file.is_none() {
+            stored
+        } else if run.file.is_none() {
             return Ok(None);
+        } else {
+            let bytes = read_no_follow(&run.path).map_err(open_err(&run.path))?;
+            let f = read_journal(&run.path, &bytes, Some(run_id))?;
+            StoredRun {
+                format: JOURNAL_FORMAT.into(),
+                state: f.state,
+                world: f.world,
+            }
+        };
+        if let Some(why) = &run.read_only
+            && !stored.state.status.is_terminal()
+        {
+            // D-213: without the lock another process may be running it, and nothing of
+            // a continuation could be written.
+            return Err(JournalError::ReadOnly {
+                path: run.path.clone(),
+                why: why.clone(),
+                message: format!(
+                    "run {run_id} is {}: only a finished run is read from such a store",
+                    stored.state.status.as_str()
+                ),
+            }
+            .into());
         }
-        let bytes = read_no_follow(&run.path).map_err(open_err(&run.path))?;
-        let f = read_journal(&run.path, &bytes, Some(run_id))?;
-        Ok(Some(StoredRun {
-            format: JOURNAL_FORMAT.into(),
-            state: f.state,
-            world: f.world,
-        }))
+        Ok(Some(stored))
     }
 
     /// A simulated crash: close every run (releasing its lock); the next access reads

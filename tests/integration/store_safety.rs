@@ -1,6 +1,7 @@
 //! Issue 44 item 6 end to end: a damaged journal is refused, never shortened (D-210); a
 //! `--trace` file that cannot be written fails the command (D-211); a symbolic link planted
-//! in the store directory is refused, never followed (D-212).
+//! in the store directory is refused, never followed (D-212); a finished run reads from a
+//! store without creating anything in it (D-213).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -248,4 +249,116 @@ fn a_symlink_planted_in_the_store_is_refused_and_its_target_left_alone() {
     std::fs::write(f.in_store(".run_s.journal.tmp"), b"half a snapshot").expect("write");
     let out = f.command("run").output().expect("spawn");
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+}
+
+/// D-213: a finished run read from a store directory this process cannot write: `resume`
+/// used to fail creating the lock file. It now prints the finished run's report and
+/// creates nothing; an unfinished run there is refused (without the lock another process
+/// may be running it). As root, permissions are not enforced, so the commands run as
+/// `nobody` (`setpriv`).
+#[test]
+fn a_finished_run_reads_from_a_store_that_cannot_be_written() {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let f = Files::new();
+    let finished = f.command("run").output().expect("spawn");
+    assert_eq!(finished.status.code(), Some(0), "{}", stderr(&finished));
+    let finished: Value = serde_json::from_slice(&finished.stdout).expect("report");
+    let unfinished = f.path("unfinished.json");
+    std::fs::write(&unfinished, json!({"runId": "run_u"}).to_string()).expect("write");
+    let out = bin()
+        .arg("run")
+        .arg(&f.wf)
+        .arg("--scenario")
+        .arg(&unfinished)
+        .arg("--store")
+        .arg(&f.store)
+        .env("W6W_SIM_ABORT_AFTER_CHECKPOINT", "2")
+        .output()
+        .expect("spawn");
+    assert!(!out.status.success(), "aborted");
+    let mode = |p: &Path, m: u32| {
+        std::fs::set_permissions(p, std::fs::Permissions::from_mode(m)).expect("chmod");
+    };
+    for entry in std::fs::read_dir(&f.store).expect("store") {
+        let path = entry.expect("entry").path();
+        if path.extension().is_some_and(|e| e == "lock") {
+            std::fs::remove_file(&path).expect("no lock files: a reader would need one");
+        } else {
+            mode(&path, 0o444);
+        }
+    }
+    for p in [&f.wf, &f.sc, &unfinished] {
+        mode(p, 0o444);
+    }
+    mode(f.dir.path(), 0o755);
+    mode(&f.store, 0o555);
+    let listing = || {
+        let mut names: Vec<(String, Vec<u8>)> = std::fs::read_dir(&f.store)
+            .expect("store")
+            .map(|e| {
+                let p = e.expect("entry").path();
+                let name = p.file_name().unwrap_or_default().to_string_lossy().into();
+                (name, std::fs::read(&p).expect("read"))
+            })
+            .collect();
+        names.sort();
+        names
+    };
+    let before = listing();
+    let root = std::fs::metadata(f.dir.path()).expect("meta").uid() == 0;
+    let reader = |args: &[&std::ffi::OsStr]| -> Output {
+        let mut c = if root {
+            let mut c = Command::new("setpriv");
+            c.args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+                .arg(env!("CARGO_BIN_EXE_w6w-sim"));
+            c
+        } else {
+            bin()
+        };
+        c.args(args)
+            .output()
+            .expect("spawn (as root this needs setpriv)")
+    };
+    let os = |p: &Path| p.as_os_str().to_owned();
+    let (wf, sc, store) = (os(&f.wf), os(&f.sc), os(&f.store));
+    let out = reader(&[
+        "resume".as_ref(),
+        &wf,
+        "--run".as_ref(),
+        "run_s".as_ref(),
+        "--scenario".as_ref(),
+        &sc,
+        "--store".as_ref(),
+        &store,
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let report: Value = serde_json::from_slice(&out.stdout).expect("report");
+    assert_eq!(report["run"], finished["run"]);
+    let journal = os(&f.in_store("run_s.journal"));
+    let out = reader(&[
+        "replay".as_ref(),
+        &wf,
+        "--run".as_ref(),
+        &journal,
+        "--scenario".as_ref(),
+        &sc,
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let out = reader(&[
+        "resume".as_ref(),
+        &wf,
+        "--run".as_ref(),
+        "run_u".as_ref(),
+        "--scenario".as_ref(),
+        &os(&unfinished),
+        "--store".as_ref(),
+        &store,
+    ]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("store_read_only"), "{err}");
+    assert!(err.contains("only a finished run is read"), "{err}");
+    assert!(out.stdout.is_empty(), "no report for an unfinished run");
+    assert_eq!(listing(), before, "reading created or changed nothing");
+    mode(&f.store, 0o755);
 }

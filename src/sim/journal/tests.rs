@@ -507,6 +507,36 @@ fn a_second_opener_is_told_the_run_is_in_use_by_this_process() {
     assert!(second.load("r1").expect("free").is_some());
 }
 
+/// D-213: a losing opener used to say "in use by process (unknown)" when it read the lock
+/// file between the holder creating (or emptying) it and writing its pid. The file no
+/// longer reads empty once it names a pid, and one that names none yet is read again.
+#[test]
+fn a_losing_opener_reads_the_pid_its_holder_writes_just_after_locking() {
+    let d = dir();
+    let lock_path = d.path().join("r1.lock");
+    let held = File::create(&lock_path).expect("create");
+    held.try_lock().expect("the holder has the lock");
+    let writer = {
+        let path = lock_path.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_millis(30));
+            std::fs::write(path, "1\n").expect("the holder writes its pid");
+        })
+    };
+    let err = fresh_load(d.path(), "r1").expect_err("locked").0;
+    writer.join().expect("writer");
+    assert!(err.contains("run r1 is in use by process 1 "), "{err}");
+    drop(held);
+    // Taking the lock writes the pid over a longer, older one: no empty moment, no tail.
+    std::fs::write(&lock_path, "4294967295\nleft over\n").expect("write");
+    let store = JournalStore::open(d.path()).expect("open");
+    assert!(store.load("r1").expect("free").is_none());
+    assert_eq!(
+        std::fs::read_to_string(&lock_path).expect("lock"),
+        format!("{}\n", std::process::id())
+    );
+}
+
 #[test]
 fn compaction_rewrites_a_snapshot_and_keeps_the_state() {
     let d = dir();
