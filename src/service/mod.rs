@@ -108,16 +108,21 @@ pub fn handle_line(line: &str) -> String {
 /// Handle one request line as raw bytes: invalid UTF-8, bad JSON and duplicate keys each
 /// get `bad_request` (with the duplicate's `path`), never an end of the service.
 pub fn handle_bytes(line: &[u8]) -> String {
-    let response = match crate::json::parse_bytes(line) {
-        Ok(request) => handle(&request),
-        Err(e) => {
-            let mut r = bad_request(format!("request is not acceptable JSON: {e}"));
-            if let Some(path) = e.duplicate
-                && let Some(err) = r.get_mut("error").and_then(Value::as_object_mut)
-            {
-                err.insert("path".into(), Value::String(path));
+    let response = if line.iter().all(u8::is_ascii_whitespace) {
+        // D-214: answered like any other bad line, saying what was wrong with it.
+        bad_request("a blank request line; every line must hold one JSON request object")
+    } else {
+        match crate::json::parse_bytes(line) {
+            Ok(request) => handle(&request),
+            Err(e) => {
+                let mut r = bad_request(format!("request is not acceptable JSON: {e}"));
+                if let Some(path) = e.duplicate
+                    && let Some(err) = r.get_mut("error").and_then(Value::as_object_mut)
+                {
+                    err.insert("path".into(), Value::String(path));
+                }
+                r
             }
-            r
         }
     };
     serde_json::to_string(&response).unwrap_or_else(|e| {
@@ -133,6 +138,7 @@ mod tests {
     fn malformed_lines_get_bad_request() {
         for line in [
             "",
+            " \t\r",
             "not json",
             "[1,2]",
             "{}",

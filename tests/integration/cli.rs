@@ -287,6 +287,31 @@ fn eval_answers_every_line_in_order_and_never_aborts() {
     );
 }
 
+/// D-214: a blank or whitespace-only line is answered `bad_request` like any other bad
+/// line (it used to get no answer, so a client counting lines waited forever).
+#[test]
+fn eval_answers_a_blank_line_with_bad_request() {
+    let input = "\n   \n{\"op\":\"logic\",\"logic\":{\"+\":[1,2]},\"data\":{}}\n\t\r\n";
+    let out = run(&["eval"], Some(input));
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let lines: Vec<Value> = stdout(&out)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("JSON line"))
+        .collect();
+    assert_eq!(lines.len(), 4, "one answer per line: {lines:?}");
+    for i in [0, 1, 3] {
+        assert_eq!(lines[i]["error"]["code"], "bad_request", "line {i}");
+        assert!(
+            lines[i]["error"]["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("blank request line")),
+            "line {i}: {}",
+            lines[i]
+        );
+    }
+    assert_eq!(lines[2], json!({"ok": 3}));
+}
+
 /// Issue 12 item 6: a line of invalid UTF-8, a request with a duplicate key and an
 /// overlong line each get `bad_request`, and the service carries on.
 #[test]
