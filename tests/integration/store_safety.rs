@@ -131,6 +131,7 @@ fn resume_refuses_a_journal_whose_middle_record_length_points_past_the_end() {
 /// D-211: a full disk under `--trace` used to give exit 0 and a truncated trace. Every
 /// command that writes a trace now fails (exit 2) and names the file; the report is still
 /// printed, since the run happened.
+#[cfg(target_os = "linux")]
 #[test]
 fn a_trace_write_failure_fails_run_replay_and_resume() {
     let full = Path::new("/dev/full");
@@ -205,6 +206,7 @@ fn a_trace_write_failure_fails_run_replay_and_resume() {
 /// D-212: a symbolic link planted at the run's lock, temp or journal path made a run
 /// truncate or overwrite the file it points to, outside the store. Each is refused,
 /// naming the link, and the file outside is byte-identical afterwards.
+#[cfg(unix)]
 #[test]
 fn a_symlink_planted_in_the_store_is_refused_and_its_target_left_alone() {
     let f = Files::new();
@@ -256,6 +258,7 @@ fn a_symlink_planted_in_the_store_is_refused_and_its_target_left_alone() {
 /// creates nothing; an unfinished run there is refused (without the lock another process
 /// may be running it). As root, permissions are not enforced, so the commands run as
 /// `nobody` (`setpriv`).
+#[cfg(unix)]
 #[test]
 fn a_finished_run_reads_from_a_store_that_cannot_be_written() {
     use std::os::unix::fs::{MetadataExt, PermissionsExt};
