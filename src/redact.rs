@@ -143,15 +143,18 @@ fn replace_standalone(text: &str, needle: &str) -> String {
     }
     let word = |c: Option<char>| c.is_some_and(char::is_alphanumeric);
     let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    while let Some(at) = rest.find(needle) {
-        let (before, after) = (&rest[..at], &rest[at + needle.len()..]);
-        let alone = !word(before.chars().next_back()) && !word(after.chars().next());
-        out.push_str(before);
-        out.push_str(if alone { REDACTED } else { needle });
-        rest = after;
+    let mut done = 0;
+    for (at, _) in text.match_indices(needle) {
+        let end = at + needle.len();
+        // The characters around it in the whole text, not in what is left of it.
+        let alone = !word(text[..at].chars().next_back()) && !word(text[end..].chars().next());
+        if alone {
+            out.push_str(&text[done..at]);
+            out.push_str(REDACTED);
+            done = end;
+        }
     }
-    out.push_str(rest);
+    out.push_str(&text[done..]);
     out
 }
 
@@ -606,6 +609,7 @@ mod tests {
         // What `line` does to the same text: every "e" goes.
         assert!(s.line("expected").contains(REDACTED));
         assert_eq!(s.prose("nothing to see"), "nothing to see");
+        assert_eq!(s.prose("e e,e"), "[redacted] [redacted],[redacted]");
     }
 
     fn secret() -> impl Strategy<Value = Value> {

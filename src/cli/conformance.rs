@@ -80,9 +80,16 @@ pub(crate) struct ConformanceArgs {
     /// scenario to ./w6w-failure-SEED.{workflow,scenario}.json.
     #[arg(long, value_name = "N")]
     generate: Option<usize>,
-    /// Seed of the first generated workflow; workflow i uses SEED + i.
-    #[arg(long, value_name = "SEED", default_value_t = conformance::generate::DEFAULT_SEED)]
-    seed: u64,
+    /// Seed of the first generated workflow; workflow i uses SEED + i [default: a fresh
+    /// random seed every run, printed in the report, so generated workflows cannot be
+    /// precomputed; --shard needs an explicit one, the same for every shard].
+    #[arg(long, value_name = "SEED")]
+    seed: Option<u64>,
+    /// With --engine: the seed every session's run id nonce and clock are drawn from
+    /// [default: a fresh random seed, printed on stderr]. The same seed gives the engine
+    /// the same messages again (docs/context-protocol.md, "Anti-cheat").
+    #[arg(long, value_name = "S", requires = "engine")]
+    session_seed: Option<u64>,
     /// The candidate's capability profile, comma-separated (`*` everything, `-NAME` all
     /// but, or names such as `op.run,op.replay,strands`; see docs/capabilities.md): cases
     /// needing anything else are reported not applicable. [default: what the adapter's
@@ -155,6 +162,17 @@ fn conformance(args: &ConformanceArgs) -> ExitCode {
     let shard = match args.shard.as_deref().map(Shard::parse).transpose() {
         Ok(s) => s,
         Err(e) => return usage_error(e),
+    };
+    // D-215: a fresh seed per run, unless one is given; shards must share theirs.
+    let seed = match (args.seed, shard) {
+        (Some(seed), _) => seed,
+        (None, Some(_)) => {
+            return usage_error(
+                "--shard needs --seed S, the same for every shard (e.g. the CI run's number), so \
+                 the shards draw one campaign's generated workflows",
+            );
+        }
+        (None, None) => fresh_seed(),
     };
     if !suite.cases().any(|(_, c)| selection.selects(c)) {
         return usage_error(format!(
@@ -277,7 +295,7 @@ fn conformance(args: &ConformanceArgs) -> ExitCode {
     }
     if generate > 0 {
         progress.tick(0, generate, "generated workflows");
-        let generated = run_generated_shard(adapter.as_mut(), generate, args.seed, shard);
+        let generated = run_generated_shard(adapter.as_mut(), generate, seed, shard);
         progress.clear();
         report.add_generated(generated);
     }
@@ -351,6 +369,16 @@ fn shell_quote(word: &str) -> String {
     }
 }
 
+/// A fresh random seed for generated workflows (D-215): not reproducible on purpose; the
+/// report prints it, and `--seed` reproduces it. Kept below 2^53 so it reads the same as a
+/// JSON number anywhere.
+fn fresh_seed() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u64(0x5eed);
+    h.finish() % 1_000_000_000
+}
+
 /// `--engine` / `--host`: a candidate behind the context protocol.
 fn context_adapter(args: &ConformanceArgs) -> Result<Box<dyn Adapter>, String> {
     use crate::context_protocol::{EngineOptions, EngineProcess, host_seam::HostProcess};
@@ -360,11 +388,15 @@ fn context_adapter(args: &ConformanceArgs) -> Result<Box<dyn Adapter>, String> {
             line_timeout: Duration::from_millis(args.timeout_ms),
             startup_timeout: Duration::from_millis(args.startup_timeout_ms),
             deadline,
+            session_seed: args.session_seed,
             ..EngineOptions::default()
         };
-        return EngineProcess::start(command, options)
-            .map(|e| Box::new(e) as Box<dyn Adapter>)
-            .map_err(|e| e.to_string());
+        let engine = EngineProcess::start(command, options).map_err(|e| e.to_string())?;
+        eprintln!(
+            "w6w-sim conformance: session seed {0} (--session-seed {0} gives the engine the same run ids and clocks)",
+            engine.session_seed()
+        );
+        return Ok(Box::new(engine));
     }
     let command = args.host.as_deref().unwrap_or_default();
     HostProcess::start(command, Duration::from_millis(args.timeout_ms)).map(|h| {

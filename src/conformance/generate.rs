@@ -99,6 +99,9 @@ pub struct Generated {
     pub steps: Vec<GenStep>,
     /// `(from, to, error lane?)` by step index; empty means an implicit chain.
     pub edges: Vec<(usize, usize, bool)>,
+    /// Whether the scenario scripts step metadata (`onExecuted`, META-*): only for a
+    /// candidate whose profile has `meta`, optional in the RFC.
+    pub meta: bool,
 }
 
 pub const ON_ERROR: [&str; 3] = ["fail", "continue", "continue-record"];
@@ -175,7 +178,15 @@ impl Generated {
             seed,
             steps,
             edges: edges.into_iter().collect(),
+            meta: true,
         }
+    }
+
+    /// The same workflow for a profile: without scripted metadata when it lacks `meta`
+    /// (issue 38 item 4: drawn from the declared profile, not silently not applicable).
+    pub fn for_profile(mut self, profile: &super::Capabilities) -> Self {
+        self.meta = profile.supports("meta");
+        self
     }
 
     /// The workflow document.
@@ -249,11 +260,12 @@ impl Generated {
                         v
                     })
                     .collect();
-                (
-                    sid(i),
-                    json!({"idempotent": s.idempotent, "outcomes": outcomes,
-                           "meta": {"app": "app", "version": format!("v{i}"), "action": "act"}}),
-                )
+                let mut action = json!({"idempotent": s.idempotent, "outcomes": outcomes});
+                if self.meta {
+                    action["meta"] =
+                        json!({"app": "app", "version": format!("v{i}"), "action": "act"});
+                }
+                (sid(i), action)
             })
             .collect();
         json!({"variables": {"s": SECRET}, "secrets": {"S": SECRET},
@@ -807,6 +819,8 @@ pub struct GeneratedReport {
     pub not_applicable: usize,
     /// Their seeds.
     pub not_applicable_seeds: Vec<u64>,
+    /// What they needed that the profile lacks (every name, sorted): the report says why.
+    pub missing: Vec<String>,
     /// Workflows not run because the candidate's `run` / `replay` answers are
     /// self-reported ([`super::SELF_REPORTED`], D-102): counted as failed.
     pub self_reported: usize,
@@ -857,6 +871,7 @@ fn batch(
     let mut not_applicable = 0;
     let mut seeds = Vec::new();
     let mut not_applicable_seeds = Vec::new();
+    let mut missing = BTreeSet::new();
     let profile = adapter.capabilities();
     let observed = super::adapter::evidence_of(adapter) == super::Evidence::Observed;
     let mut self_reported = 0;
@@ -868,14 +883,16 @@ fn batch(
         ran += 1;
         let s = seed.wrapping_add(i as u64);
         seeds.push(s);
-        let g = Generated::from_seed(s);
+        let g = Generated::from_seed(s).for_profile(&profile);
         let request = json!({"op": "run", "workflow": g.workflow(),
                              "scenario": g.scenario(json!({}))});
         let mut needs = super::capability::required_by_request(&request);
         needs.insert("op.replay".into());
-        if !profile.missing(&needs).is_empty() {
+        let lacks = profile.missing(&needs);
+        if !lacks.is_empty() {
             not_applicable += 1;
             not_applicable_seeds.push(s);
+            missing.extend(lacks);
             continue;
         }
         if !observed {
@@ -903,6 +920,7 @@ fn batch(
         seeds,
         not_applicable,
         not_applicable_seeds,
+        missing: missing.into_iter().collect(),
         self_reported,
         elapsed: started.elapsed(),
     }
@@ -1071,6 +1089,33 @@ mod tests {
     fn the_reference_satisfies_every_property() {
         let report = run_generated(&mut Reference, 40, 1);
         assert!(report.failures.is_empty(), "{:?}", report.failures);
+    }
+
+    /// Issue 38 item 4: a profile without `meta` (optional in the RFC) gets workflows whose
+    /// scenarios script no metadata — run and judged, not silently not applicable; a
+    /// profile without `op.replay` gets none, and the report says what they needed.
+    #[test]
+    fn generated_workflows_are_drawn_from_the_declared_profile() {
+        let core = super::super::Capabilities::engine_core();
+        let mut no_meta = super::super::WithCapabilities::new(Reference, core.clone());
+        let report = run_generated(&mut no_meta, 10, 1);
+        assert_eq!(
+            (report.not_applicable, report.failed()),
+            (0, 0),
+            "{report:?}"
+        );
+        assert!(
+            Generated::from_seed(1)
+                .for_profile(&core)
+                .scenario(json!({}))["actions"]
+                .as_object()
+                .is_some_and(|a| a.values().all(|v| v.get("meta").is_none()))
+        );
+        let mut no_replay =
+            super::super::WithCapabilities::new(Reference, core.without("op.replay"));
+        let report = run_generated(&mut no_replay, 3, 1);
+        assert_eq!(report.not_applicable, 3);
+        assert_eq!(report.missing, vec!["op.replay".to_owned()]);
     }
 
     #[test]

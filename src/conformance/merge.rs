@@ -186,6 +186,15 @@ fn generated_from_json(g: &Value) -> Result<GeneratedReport, String> {
             .and_then(Value::as_array)
             .map(|a| a.iter().filter_map(Value::as_u64).collect())
             .unwrap_or_default(),
+        missing: g
+            .get("missing")
+            .and_then(Value::as_array)
+            .map(|a| {
+                a.iter()
+                    .filter_map(|m| m.as_str().map(str::to_owned))
+                    .collect()
+            })
+            .unwrap_or_default(),
         self_reported: usize_of(g, "selfReported").unwrap_or(0),
         elapsed: millis(g, "elapsedMs"),
     })
@@ -481,6 +490,9 @@ fn merge_generated(
     m.seeds.sort_unstable();
     m.not_applicable_seeds.extend(&next.not_applicable_seeds);
     m.not_applicable_seeds.sort_unstable();
+    m.missing.extend(next.missing.iter().cloned());
+    m.missing.sort_unstable();
+    m.missing.dedup();
     Ok(Some(m))
 }
 

@@ -367,15 +367,13 @@ mod tests {
         let case: Case = serde_json::from_value(json!({
             "id": "c", "clauses": ["SEC-1"],
             "request": {"op": "run", "scenario": {"secrets": {"S": "e"}}},
-            "expect": {"ok": {"v": "other"}}
+            "expect": {"ok": {"v": "no"}}
         }))
         .expect("case");
         let outcome = check_case(&case, &|_| json!({"ok": {"v": "e", "w": "tree"}}));
         assert_eq!(
             outcome.failures,
-            vec![
-                r#"ok: expected {"v":"other"}, got {"v":"[redacted]","w":"tr[redacted][redacted]"}"#
-            ]
+            vec![r#"ok: expected {"v":"no"}, got {"v":"[redacted]","w":"tr[redacted][redacted]"}"#]
         );
         assert_eq!(outcome.response["ok"]["v"], "[redacted]");
     }

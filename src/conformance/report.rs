@@ -576,7 +576,11 @@ impl SuiteReport {
         if let Some(g) = &self.generated {
             let na = match g.not_applicable {
                 0 => String::new(),
-                n => format!(", {n} not applicable"),
+                n if g.missing.is_empty() => format!(", {n} not applicable"),
+                n => format!(
+                    ", {n} not applicable (they need {}, outside the profile)",
+                    g.missing.join(", ")
+                ),
             };
             let shard = g
                 .shard
@@ -803,6 +807,7 @@ impl SuiteReport {
                 "selfReported": g.self_reported,
                 "notApplicable": g.not_applicable,
                 "notApplicableSeeds": g.not_applicable_seeds,
+                "missing": g.missing,
                 "elapsedMs": g.elapsed.as_secs_f64() * 1000.0,
                 "failures": g.failures.iter().map(|f| json!({
                     "seed": f.seed,

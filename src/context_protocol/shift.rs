@@ -11,7 +11,6 @@
 
 use std::cell::RefCell;
 use std::collections::BTreeSet;
-use std::hash::{BuildHasher, Hasher};
 
 use serde_json::Value;
 
@@ -22,6 +21,16 @@ use crate::limits::{
     CLOCK_SHIFT_DAYS_MAX as MAX_SHIFT_DAYS, CLOCK_SHIFT_DAYS_MIN as MIN_SHIFT_DAYS,
 };
 const DAY_MS: u64 = 86_400_000;
+
+/// One step of SplitMix64: the next pseudo-random number of a seeded sequence (the
+/// session seed's draws, D-215).
+pub(crate) fn splitmix(state: &mut u64) -> u64 {
+    *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    let mut z = *state;
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
 
 /// How one run's clock is shifted for the candidate, and which times it was shown.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -51,7 +60,8 @@ impl ClockShift {
     /// `until`, a date in an action's output: moving those would change the run) or the
     /// window is too long to keep the shifted and canonical ranges apart. `/run` (a replay's
     /// original RunState) is not scanned: its times are an engine's, translated like any.
-    pub(crate) fn for_request(request: &Value, window: u64) -> Self {
+    /// The shift is drawn from `seed` (the run's, from the session seed, D-215).
+    pub(crate) fn for_request(request: &Value, window: u64, seed: u64) -> Self {
         let mut scanned = request.clone();
         if let Value::Object(m) = &mut scanned {
             m.remove("run");
@@ -59,9 +69,8 @@ impl ClockShift {
         if window >= MIN_SHIFT_DAYS * DAY_MS / 2 || holds_a_timestamp(&scanned) {
             return ClockShift::none();
         }
-        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-        h.write_u64(0x63_6c_6f_63_6b);
-        let days = MIN_SHIFT_DAYS + h.finish() % (MAX_SHIFT_DAYS - MIN_SHIFT_DAYS);
+        let mut state = seed ^ 0x63_6c_6f_63_6b;
+        let days = MIN_SHIFT_DAYS + splitmix(&mut state) % (MAX_SHIFT_DAYS - MIN_SHIFT_DAYS);
         ClockShift {
             ms: days * DAY_MS,
             window,
@@ -169,22 +178,30 @@ mod tests {
     #[test]
     fn a_request_with_a_time_is_not_shifted_and_others_are_shifted_differently() {
         let plain = json!({"op": "run", "workflow": {"steps": []}, "scenario": {}});
-        let a = ClockShift::for_request(&plain, WINDOW);
-        let b = ClockShift::for_request(&plain, WINDOW);
+        let a = ClockShift::for_request(&plain, WINDOW, 1);
+        let b = ClockShift::for_request(&plain, WINDOW, 2);
         assert!(a.active() && b.active());
-        assert_ne!(a.ms, b.ms, "a fresh shift per run");
+        assert_ne!(a.ms, b.ms, "a fresh shift per seed");
+        assert_eq!(
+            a,
+            ClockShift::for_request(&plain, WINDOW, 1),
+            "a seed reproduces it"
+        );
         assert!(a.ms >= MIN_SHIFT_DAYS * DAY_MS && a.ms.is_multiple_of(DAY_MS));
         for timed in [
             json!({"workflow": {"steps": [{"with": {"until": "2026-01-01T00:05:00Z"}}]}}),
             json!({"scenario": {"actions": {"a": {"output": "due 2030-02-03 10:00"}}}}),
             json!({"variables": {"2026-01-01T00:00:00Z": 1}}),
         ] {
-            assert!(!ClockShift::for_request(&timed, WINDOW).active(), "{timed}");
+            assert!(
+                !ClockShift::for_request(&timed, WINDOW, 1).active(),
+                "{timed}"
+            );
         }
         // A replay's original run carries an engine's times: translated, not a reason.
         let replay = json!({"op": "replay", "run": {"steps": {"a": {"startedAt": "2026-01-01T00:00:00.000Z"}}}});
-        assert!(ClockShift::for_request(&replay, WINDOW).active());
-        assert!(!ClockShift::for_request(&plain, MIN_SHIFT_DAYS * DAY_MS).active());
+        assert!(ClockShift::for_request(&replay, WINDOW, 1).active());
+        assert!(!ClockShift::for_request(&plain, MIN_SHIFT_DAYS * DAY_MS, 1).active());
     }
 
     #[test]

@@ -27,7 +27,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value, json};
 
-use super::shift::ClockShift;
+use super::salt::OutputSalt;
+use super::shift::{ClockShift, splitmix};
 use super::wire::{Peer, WireError, clip};
 use crate::conformance::child::Deadline;
 use crate::conformance::{Adapter, AdapterError};
@@ -66,6 +67,10 @@ pub struct EngineOptions {
     /// The whole suite run's wall-clock bound (`--deadline`; `None`: none): once it
     /// passes the candidate is killed and every later case fails at once, naming it.
     pub deadline: Option<Duration>,
+    /// What every session's run id nonce and clock are drawn from (`--session-seed`;
+    /// `None`: a fresh random seed, [`EngineProcess::session_seed`] says which). The same
+    /// seed and cases give the candidate the same messages (D-215).
+    pub session_seed: Option<u64>,
 }
 
 impl Default for EngineOptions {
@@ -76,6 +81,7 @@ impl Default for EngineOptions {
             startup_timeout: Duration::from_secs(30),
             max_consecutive_failures: 3,
             deadline: None,
+            session_seed: None,
         }
     }
 }
@@ -106,6 +112,9 @@ pub(crate) struct Candidate {
     failures: u32,
     traffic: Traffic,
     deadline: Deadline,
+    /// The session seed, and the sequence each run's seed is drawn from.
+    seed: u64,
+    seeds: u64,
 }
 
 impl Candidate {
@@ -169,6 +178,11 @@ impl Candidate {
             peer.kill();
         }
     }
+
+    /// The next run's seed: its run id nonce and its clock (D-215).
+    fn run_seed(&mut self) -> u64 {
+        splitmix(&mut self.seeds)
+    }
 }
 
 /// The answer to one call, and whether the suite must crash the candidate right after
@@ -208,6 +222,8 @@ pub(crate) struct Session<'s, C: WorkflowContext> {
     deadline: Instant,
     /// This run's session clock (D-104), shared by all its process lives.
     shift: &'s ClockShift,
+    /// This run's output salt (D-215), shared by all its process lives.
+    salt: &'s OutputSalt,
     /// SEC-1 judged on the candidate's own bytes (D-207): the session's secrets.
     secrets: Detector,
 }
@@ -265,6 +281,7 @@ impl<'s, C: WorkflowContext> Session<'s, C> {
             self.judge_secrets(&msg)?;
             self.check_times(&msg)?;
             self.shift.inbound(&mut msg);
+            self.salt.unsalt(&mut msg)?;
             let kind = msg.get("type").and_then(Value::as_str).unwrap_or_default();
             match kind {
                 "call" => self.accept_call(&msg)?,
@@ -460,11 +477,25 @@ impl<'s, C: WorkflowContext> Session<'s, C> {
                     on_executed: on_executed.clone(),
                     secret_paths,
                 };
+                // A secret-derived invocation's output is sealed whole by the engine (D-170):
+                // ciphertext the suite could not unsalt, so it goes unsalted.
+                let salt = req.secret_paths.is_empty().then_some(self.salt);
                 Box::pin(async move {
                     let result = host.invoke(req).await;
                     let mut message = match result {
-                        Ok(v) => json!({"ok": v}),
-                        Err(e) => json!({"error": e}),
+                        Ok(mut v) => {
+                            if let Some(salt) = salt {
+                                salt.output(&mut v);
+                            }
+                            json!({"ok": v})
+                        }
+                        Err(e) => {
+                            let mut e = serde_json::to_value(e).unwrap_or(Value::Null);
+                            if let Some(salt) = salt {
+                                salt.error(&mut e);
+                            }
+                            json!({"error": e})
+                        }
                     };
                     let reports = on_executed.reports();
                     if let (false, Value::Object(m)) = (reports.is_empty(), &mut message) {
@@ -513,9 +544,14 @@ impl<'s, C: WorkflowContext> Session<'s, C> {
             }
             "state.load" => {
                 let run_id = str_arg("runId").ok_or_else(|| bad("runId"))?;
+                let salt = self.salt;
                 Box::pin(async move {
                     let message = match host.load(&run_id).await {
-                        Ok(state) => json!({"ok": state}),
+                        Ok(state) => {
+                            let mut state = serde_json::to_value(state).unwrap_or(Value::Null);
+                            salt.state(&mut state);
+                            json!({"ok": state})
+                        }
                         Err(e) => json!({"error": {"code": e.code(), "message": e.to_string()}}),
                     };
                     Answer {
@@ -607,9 +643,15 @@ impl<'s, C: WorkflowContext> Session<'s, C> {
                     dispatch_id,
                     secret_paths,
                 };
+                let salt = req.secret_paths.is_empty().then_some(self.salt);
                 Box::pin(async move {
                     let message = match host.invoke_callable(req).await {
-                        Ok(v) => json!({"ok": v}),
+                        Ok(mut v) => {
+                            if let Some(salt) = salt {
+                                salt.output(&mut v);
+                            }
+                            json!({"ok": v})
+                        }
                         Err(e) => json!({"error": e}),
                     };
                     Answer {
@@ -661,6 +703,12 @@ fn pointer_of(path: &serde_path_to_error::Path) -> String {
             out.push_str(&seg);
             out
         })
+}
+
+/// D-215: the trigger a `run` hands the engine carries the session's salt.
+fn salted_trigger(mut trigger: Value, salt: &OutputSalt) -> Value {
+    salt.output(&mut trigger);
+    trigger
 }
 
 fn ok_null() -> Answer {
@@ -775,6 +823,7 @@ impl<'s, C: WorkflowContext> Session<'s, C> {
         kind: SessionKind<'_>,
         ctx: &'s C,
         shift: &'s ClockShift,
+        salt: &'s OutputSalt,
     ) -> Result<Self, String> {
         let info = ctx.run();
         let mut start = json!({
@@ -787,7 +836,7 @@ impl<'s, C: WorkflowContext> Session<'s, C> {
         let (kind, extra) = match kind {
             SessionKind::Run(seed) => (
                 "run",
-                json!({"seed": {"runId": seed.run_id, "trigger": seed.trigger,
+                json!({"seed": {"runId": seed.run_id, "trigger": salted_trigger(seed.trigger.clone(), salt),
                                 "variables": seed.variables}}),
             ),
             SessionKind::Resume(token) => ("resume", json!({"runId": info.id, "token": token})),
@@ -818,6 +867,7 @@ impl<'s, C: WorkflowContext> Session<'s, C> {
             enqueued: 0,
             deadline,
             shift,
+            salt,
             secrets: Detector::new(ctx.secrets().values()),
         };
         let start = session.stamped(start);
@@ -836,6 +886,7 @@ pub(crate) struct RemoteEngine<'c> {
     workflow: &'c Value,
     idempotent: Vec<String>,
     shift: ClockShift,
+    salt: OutputSalt,
 }
 
 impl Driver for RemoteEngine<'_> {
@@ -859,6 +910,7 @@ impl Driver for RemoteEngine<'_> {
             kind,
             host,
             &self.shift,
+            &self.salt,
         ) {
             Ok(s) => s,
             Err(why) => {
@@ -897,18 +949,20 @@ impl Driver for RemoteEngine<'_> {
     }
 }
 
-/// A per-session nonce: not reproducible on purpose (a recorded transcript must not match),
-/// and never visible in a report (the salted run id is mapped back).
-fn nonce() -> String {
+/// A fresh random session seed (what `--session-seed` overrides).
+fn random_seed() -> u64 {
     let mut h = std::collections::hash_map::RandomState::new().build_hasher();
     h.write_u64(0x77_36_77);
-    format!("{:012x}", h.finish() & 0xffff_ffff_ffff)
+    h.finish()
 }
 
-/// The run id the candidate sees: the scenario's, salted, when it stays a safe id.
-fn salted(run_id: &str) -> String {
+/// The run id the candidate sees: the scenario's, salted with a nonce drawn from the run's
+/// seed (a recorded transcript names another session's), when it stays a safe id. Never
+/// visible in a report: the salted run id is mapped back.
+fn salted(run_id: &str, run_seed: u64) -> String {
+    let mut state = run_seed ^ 0x006e_6f6e_6365;
     if run_id.len() + 13 <= 128 {
-        format!("{run_id}.{}", nonce())
+        format!("{run_id}.{:012x}", splitmix(&mut state) & 0xffff_ffff_ffff)
     } else {
         run_id.to_owned()
     }
@@ -937,9 +991,12 @@ impl EngineProcess {
     pub fn start(command: &str, options: EngineOptions) -> Result<Self, AdapterError> {
         let argv = crate::conformance::split_command(command)
             .map_err(|e| AdapterError::Spawn(format!("cannot parse {command:?}: {e}")))?;
+        let seed = options.session_seed.unwrap_or_else(random_seed);
         let cand = Candidate {
             argv,
             deadline: Deadline::after(options.deadline),
+            seed,
+            seeds: seed,
             options,
             peer: None,
             name: None,
@@ -967,6 +1024,12 @@ impl EngineProcess {
     /// The capabilities the candidate declared in its `ready` message.
     pub fn capabilities(&self) -> Vec<String> {
         self.cand.borrow().capabilities.clone()
+    }
+
+    /// The session seed every run's id nonce and clock were drawn from (`--session-seed`
+    /// reproduces them).
+    pub fn session_seed(&self) -> u64 {
+        self.cand.borrow().seed
     }
 
     /// What crossed the boundary so far.
@@ -1045,11 +1108,13 @@ impl EngineProcess {
             .filter(|(_, a)| a.idempotent)
             .map(|(id, _)| id.clone())
             .collect();
+        let run_seed = self.cand.borrow_mut().run_seed();
         let driver = Box::new(RemoteEngine {
             cand: &self.cand,
             workflow,
             idempotent,
-            shift: ClockShift::for_request(request, options.limits.virtual_ms),
+            shift: ClockShift::for_request(request, options.limits.virtual_ms, run_seed),
+            salt: OutputSalt::avoiding(run_seed, scenario.secrets.values()),
         });
         let (original_id, salt, result) = if replay {
             let Some(run) = request.get("run") else {
@@ -1071,7 +1136,7 @@ impl EngineProcess {
             };
             let original_id = original.run_id.clone();
             let salt = if crate::sim::scenario::run_id_ok(&original_id) {
-                salted(&original_id)
+                salted(&original_id, run_seed)
             } else {
                 original_id.clone()
             };
@@ -1088,7 +1153,7 @@ impl EngineProcess {
             (original_id, salt, result)
         } else {
             let original_id = scenario.run_id.clone();
-            let salt = salted(&original_id);
+            let salt = salted(&original_id, run_seed);
             scenario.run_id.clone_from(&salt);
             let result = run_with_driver(
                 driver,

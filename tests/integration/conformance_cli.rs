@@ -637,6 +637,8 @@ fn shards_split_cases_and_generated_seeds_into_a_partition() {
             "--generate",
             "9",
             "--json",
+            "--seed",
+            "6",
             "--shard",
             &shard,
         ]);
@@ -656,6 +658,36 @@ fn shards_split_cases_and_generated_seeds_into_a_partition() {
     let out = conformance(&["--clause", "RUN", "--shard", "4/3"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("expected K/N"));
+    // D-215: every run draws a fresh seed unless told, so shards must be told one.
+    let out = conformance(&["--clause", "RUN", "--generate", "3", "--shard", "1/3"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--shard needs --seed"));
+}
+
+/// D-215: without `--seed`, each run draws its generated workflows from a fresh seed and
+/// the report says which; `--seed` reproduces it.
+#[test]
+fn generated_workflows_take_a_fresh_printed_seed_unless_one_is_given() {
+    let seed_of = |args: &[&str]| -> u64 {
+        let (v, code) = json_report(args);
+        assert_eq!(code, 0, "{v}");
+        v["generated"]["seed"]
+            .as_u64()
+            .expect("the report prints the seed")
+    };
+    let args = ["--clause", "PLAN-1", "--generate", "2"];
+    let (a, b) = (seed_of(&args), seed_of(&args));
+    assert_ne!(a, b, "a fresh seed each run");
+    let again = a.to_string();
+    let pinned = [
+        "--clause",
+        "PLAN-1",
+        "--generate",
+        "2",
+        "--seed",
+        again.as_str(),
+    ];
+    assert_eq!(seed_of(&pinned), a, "--seed reproduces it");
 }
 
 /// Issue 9 item 7: a repro command names the candidate that was tested, for every seam.

@@ -222,18 +222,58 @@ fn a_caching_engine_fails_every_effectful_case() {
             );
         } else {
             caught += 1;
-            by_clock += usize::from(
-                case.outcome
-                    .failures
-                    .iter()
-                    .any(|f| f.contains("never showed in this session")),
-            );
+            // D-104's clock, or D-215's salt (the run-start checkpoint's trigger already
+            // carries the recording session's).
+            by_clock += usize::from(case.outcome.failures.iter().any(|f| {
+                f.contains("never showed in this session")
+                    || f.contains("a value this session never sent")
+            }));
         }
     }
     assert!(
         caught > 40 && by_clock > 40,
         "{caught} caught, {by_clock} by the clock"
     );
+
+    // Pass 4 (D-215): the cheat D-104 could not stop — the run id rewritten *and* every
+    // recorded time moved by the difference between this session's first `now` and the
+    // recorded one. Every object output a session hands the engine carries that session's
+    // salt, so the recording's checkpoints carry the recording session's: at least 99% of
+    // the effectful cases fail.
+    let rebase = format!("node {} rebase {}", quoted(&script), quoted(&cache));
+    let mut cheat = EngineProcess::start(&rebase, options_with_seed(99)).expect("starts");
+    let report = conformance::run(&mut cheat, &selection).expect("loads");
+    let (mut effectful, mut caught) = (0, 0);
+    let mut passed = Vec::new();
+    for case in &report.cases {
+        let (_, reports) = request_and_reports(&suite, &case.outcome.id);
+        if !matches!(
+            op_of(&report, &case.outcome.id).as_deref(),
+            Some("run" | "replay")
+        ) || !reports
+        {
+            continue;
+        }
+        effectful += 1;
+        if case.outcome.passed() {
+            passed.push(case.outcome.id.clone());
+        } else {
+            caught += 1;
+        }
+    }
+    assert!(
+        effectful > 40 && caught * 100 >= effectful * 99,
+        "{caught} of {effectful} caught; passed on a rebased recording: {passed:?}"
+    );
+}
+
+/// Engine options with a fixed session seed (D-215).
+fn options_with_seed(seed: u64) -> EngineOptions {
+    EngineOptions {
+        line_timeout: Duration::from_secs(5),
+        session_seed: Some(seed),
+        ..EngineOptions::default()
+    }
 }
 
 /// The first string (or number, as text) among the secrets a case's run hands the engine,

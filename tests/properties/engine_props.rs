@@ -121,6 +121,7 @@ fn workflows() -> impl Strategy<Value = Gen> {
                         seed: 0,
                         steps,
                         edges: edges.into_iter().collect(),
+                        meta: true,
                     },
                     crash_pick,
                     from_pick,
