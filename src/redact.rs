@@ -174,6 +174,25 @@ impl Scrubber {
         s
     }
 
+    /// [`Scrubber::new`] that also removes every encoded form the leak detector knows —
+    /// base64 at every alignment, hex, percent-encoding, any 8-character piece — for what
+    /// a report keeps of a candidate's answers (issue 44 item 2): a candidate may have
+    /// written a secret in any of them.
+    pub fn with_encoded_forms<'a>(secrets: impl IntoIterator<Item = &'a Value> + Clone) -> Self {
+        let mut s = Scrubber::new(secrets.clone());
+        let mut texts = Vec::new();
+        for v in secrets {
+            // Strings, and numbers as text.
+            string_leaves(v, &mut texts);
+        }
+        for t in texts {
+            s.needles.extend(leak::encoded_forms(&t));
+        }
+        sort_needles(&mut s.needles);
+        s.derived.get_mut().search = Search::new(s.needles.clone());
+        s
+    }
+
     fn collect(&mut self, v: &Value) {
         match v {
             Value::String(t) if !t.is_empty() => self.needles.extend(encodings(t)),
@@ -597,6 +616,32 @@ mod tests {
             "[xy1\"]{0,4}".prop_map(Value::String),
         ];
         crate::json::arb_tree(leaf, "[xy1]{1,2}")
+    }
+
+    /// Issue 44 item 2: what a report keeps loses the secret in every encoding the leak
+    /// detector knows.
+    #[test]
+    fn a_report_scrubber_removes_encoded_forms_too() {
+        use base64::Engine as _;
+        let secret = "sk_live_5ecret/9f8e 7d";
+        let s = Scrubber::with_encoded_forms([&json!({"K": secret})]);
+        let b64 = base64::engine::general_purpose::STANDARD.encode(secret);
+        let hex: String = secret.bytes().map(|b| format!("{b:02x}")).collect();
+        for text in [
+            format!("token {b64}"),
+            format!("hex {hex}"),
+            "k=sk_live_5ecret%2F9f8e%207d".to_owned(),
+            "…5ecret/9f…".to_owned(),
+        ] {
+            let out = s.line(&text);
+            assert!(out.contains(REDACTED), "{text} -> {out}");
+            assert!(!out.contains("5ecret/9f"), "{out}");
+        }
+        // The run's sink keeps its rule: raw spellings only.
+        assert_eq!(
+            Scrubber::new([&json!(secret)]).line(&format!("hex {hex}")),
+            format!("hex {hex}")
+        );
     }
 
     #[test]

@@ -166,13 +166,14 @@ pub fn check_case(case: &Case, handler: &dyn Fn(&Value) -> Value) -> CaseOutcome
 }
 
 /// The redaction sink of one case: the secrets its request hands the service (a run's
-/// `scenario.secrets`, a resolve's `scope.secrets`).
+/// `scenario.secrets`, a resolve's `scope.secrets`), in every encoding the leak detector
+/// knows — a report keeps what a candidate answered, and a candidate may have encoded them.
 pub fn case_scrubber(request: &Value) -> crate::redact::Scrubber {
     let secrets = ["/scenario/secrets", "/scope/secrets"]
         .iter()
         .filter_map(|p| request.pointer(p).and_then(Value::as_object))
         .flat_map(|m| m.values());
-    crate::redact::Scrubber::new(secrets)
+    crate::redact::Scrubber::with_encoded_forms(secrets)
 }
 
 /// Check expectations against a response; returns one message per failed expectation.

@@ -277,6 +277,17 @@ fn collect(v: &Value, out: &mut Vec<(String, Form)>, numbers: &mut Vec<Number>) 
     }
 }
 
+/// The encoded forms of the secret `s` (base64, hex, percent, 8-character pieces) long
+/// enough to look for inside a text: what a report scrubs besides the raw spellings.
+pub(crate) fn encoded_forms(s: &str) -> Vec<String> {
+    let mut all = Vec::new();
+    forms(s, &mut all);
+    all.into_iter()
+        .filter(|(t, form)| *form != Form::Raw && t.chars().count() >= PIECE)
+        .map(|(t, _)| t)
+        .collect()
+}
+
 /// Every form of the secret `s` this module looks for.
 fn forms(s: &str, out: &mut Vec<(String, Form)>) {
     for e in super::encodings(s) {

@@ -139,18 +139,24 @@ fn an_idle_that_hides_a_call_and_a_silent_candidate_fail_without_hanging() {
     assert!(err.to_string().contains("timeout"), "{err}");
 }
 
+/// The protocol error a scripted candidate's first turn earns on a one-step run.
+fn protocol_error(turn: &str) -> String {
+    let (_dir, cmd) = script(&format!(
+        "read start\necho '{turn}'\necho '{{\"type\":\"idle\",\"waiting\":[1]}}'\nsleep 5"
+    ));
+    let mut candidate = EngineProcess::start(&cmd, EngineOptions::default()).expect("starts");
+    let err = candidate.handle(&one_step_run()).expect_err("protocol");
+    assert!(matches!(err, AdapterError::Protocol(_)), "{err}");
+    err.to_string()
+}
+
 /// D-209: a message the suite cannot read is refused naming the protocol, the message and
 /// member, the JSON Pointer of the field and where its shape is written down.
 #[test]
 fn a_malformed_checkpoint_is_refused_naming_the_field() {
-    let (_dir, cmd) = script(
-        "read start\n\
-         echo '{\"type\":\"call\",\"id\":1,\"member\":\"state.checkpoint\",\"args\":{\"patch\":{\"runId\":\"r\",\"steps\":{\"a\":{\"stepId\":\"a\",\"status\":\"running\",\"attempt\":\"1\"}}}}}'\n\
-         echo '{\"type\":\"idle\",\"waiting\":[1]}'\nsleep 5",
+    let said = protocol_error(
+        r#"{"type":"call","id":1,"member":"state.checkpoint","args":{"patch":{"runId":"r","steps":{"a":{"stepId":"a","status":"running","attempt":"1"}}}}}"#,
     );
-    let mut candidate = EngineProcess::start(&cmd, EngineOptions::default()).expect("starts");
-    let err = candidate.handle(&one_step_run()).expect_err("protocol");
-    let said = err.to_string();
     for part in [
         "context protocol v1",
         "a \"call\" message (member \"state.checkpoint\")",
@@ -159,16 +165,9 @@ fn a_malformed_checkpoint_is_refused_naming_the_field() {
     ] {
         assert!(said.contains(part), "{part:?} missing from {said}");
     }
-    let (_dir, cmd) = script(
-        "read start\n\
-         echo '{\"type\":\"call\",\"id\":1,\"member\":\"invoke\",\"args\":{\"app\":\"a\",\"action\":\"b\",\"params\":[],\"stepId\":\"s\",\"attempt\":1}}'\n\
-         echo '{\"type\":\"idle\",\"waiting\":[1]}'\nsleep 5",
+    let said = protocol_error(
+        r#"{"type":"call","id":1,"member":"invoke","args":{"app":"a","action":"b","params":[],"stepId":"s","attempt":1}}"#,
     );
-    let mut candidate = EngineProcess::start(&cmd, EngineOptions::default()).expect("starts");
-    let said = candidate
-        .handle(&one_step_run())
-        .expect_err("protocol")
-        .to_string();
     assert!(said.contains("needs /args/params (an object)"), "{said}");
 }
 
