@@ -239,7 +239,18 @@ impl<'s, C: WorkflowContext> Session<'s, C> {
             line_timeout.min(left),
             "the candidate was running (before its idle)",
         )
-        .map_err(|e: WireError| format!("{}: {e}", e.code()))
+        .map_err(|e: WireError| {
+            let said = format!("{}: {e}", e.code());
+            // The report keeps the stderr tail a failure quotes: judged like any line the
+            // candidate wrote (D-207), before the report's sink scrubs it.
+            match self.secrets.in_text(&said) {
+                Some(form) => format!(
+                    "{said}; SEC-1: the candidate's stderr holds a secret of this session {}",
+                    form.describe()
+                ),
+                None => said,
+            }
+        })
     }
 
     fn send(&self, message: &Value) -> Result<(), String> {

@@ -325,6 +325,12 @@ fn an_engine_that_writes_a_secret_fails_naming_sec_1_the_message_and_the_field()
         ("piece", "a \"log\" message", "at /message"),
         // Percent-encoded (or as it is, when it holds no character a URL escapes).
         ("done", "a \"done\" message", "at /error/message"),
+        // The stderr tail a failure quotes (the process died, so the case fails anyway).
+        (
+            "stderr",
+            "the candidate's stderr holds a secret",
+            "in plaintext",
+        ),
     ] {
         let cmd = format!(
             "node {} {mode} {} engine serve",
