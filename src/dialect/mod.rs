@@ -18,6 +18,7 @@ use std::path::Path;
 use serde::Serialize;
 use serde_json::{Value, json};
 
+mod lines;
 mod manifest;
 mod run;
 mod script;
@@ -356,6 +357,35 @@ pub(crate) fn parse_duration_ms(text: &str) -> Option<u64> {
 
 /// The 24h upper bound of WOML durations (WOML-7, WOML-8).
 pub(crate) const DURATION_MS_MAX: u64 = 24 * 3_600_000;
+
+/// Work a front-end does where its cost could outgrow its input (issue 44 item 3): bytes a
+/// position lookup or a pre-scan reads, probes of a duplicate check. Test builds only, per
+/// thread: a test imports a document and ten times that document and bounds the growth.
+#[cfg(test)]
+pub(crate) mod work {
+    use std::cell::Cell;
+
+    thread_local! {
+        static UNITS: Cell<u64> = const { Cell::new(0) };
+    }
+
+    /// Count `n` units of work.
+    pub(crate) fn add(n: usize) {
+        UNITS.with(|u| u.set(u.get().saturating_add(n as u64)));
+    }
+
+    /// The units counted on this thread since the last call (and start again from zero).
+    pub(crate) fn take() -> u64 {
+        UNITS.with(|u| u.replace(0))
+    }
+
+    /// The work `f` does, counted.
+    pub(crate) fn of<T>(f: impl FnOnce() -> T) -> (T, u64) {
+        take();
+        let out = f();
+        (out, take())
+    }
+}
 
 #[cfg(test)]
 mod tests {

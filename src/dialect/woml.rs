@@ -13,13 +13,15 @@
 //! Invariant: the walk visits only the fixed shape `workflow > steps > step > script`; an
 //! unsupported construct is refused at its line without looking inside it.
 
+use indexmap::IndexSet;
 use roxmltree::{Document, Node, NodeType, ParsingOptions};
 use serde_json::{Map, Value, json};
 
+use super::lines::LineIndex;
 use super::script::secret_reads;
 use super::{
     DURATION_MS_MAX, Dialect, Imported, NODES_MAX, Note, Pos, Problem, StepInfo, StepKind,
-    parse_duration_ms, pos_at,
+    parse_duration_ms,
 };
 use crate::engine::{EXT_MAX_DELAY_MS, EXT_RETRY_ON, WAIT_MS_MAX};
 
@@ -42,25 +44,20 @@ const STEP_ATTRIBUTES: [&str; 7] = [
 ];
 const WORKFLOW_ATTRIBUTES: [&str; 3] = ["id", "name", "description"];
 
-struct Walk<'a, 'input> {
-    doc: &'a Document<'input>,
-    text: &'input str,
+struct Walk<'input> {
+    lines: LineIndex<'input>,
     problems: Vec<Problem>,
     notes: Vec<Note>,
 }
 
-impl<'input> Walk<'_, 'input> {
+impl<'input> Walk<'input> {
     fn pos(&self, node: Node<'_, 'input>) -> Pos {
-        let p = self.doc.text_pos_at(node.range().start);
-        Pos {
-            line: p.row as usize,
-            column: p.col as usize,
-        }
+        self.lines.pos(node.range().start)
     }
 
     fn attr_pos(&self, node: Node<'_, 'input>, name: &str) -> Pos {
         match node.attributes().find(|a| a.name() == name) {
-            Some(a) => pos_at(self.text, a.range().start),
+            Some(a) => self.lines.pos(a.range().start),
             None => self.pos(node),
         }
     }
@@ -96,6 +93,7 @@ impl<'input> Walk<'_, 'input> {
 
 /// Parse, check and import a WOML document.
 pub fn import(text: &str) -> Result<Imported, Vec<Problem>> {
+    let lines = LineIndex::new(text);
     let options = ParsingOptions {
         allow_dtd: false,
         nodes_limit: u32::try_from(NODES_MAX).unwrap_or(u32::MAX),
@@ -123,8 +121,7 @@ pub fn import(text: &str) -> Result<Imported, Vec<Problem>> {
         )]
     })?;
     let mut w = Walk {
-        doc: &doc,
-        text,
+        lines,
         problems: Vec::new(),
         notes: Vec::new(),
     };
@@ -148,7 +145,7 @@ pub fn import(text: &str) -> Result<Imported, Vec<Problem>> {
         if WORKFLOW_ATTRIBUTES.contains(&a.name()) && a.namespace().is_none() {
             meta.insert(a.name().to_owned(), json!(a.value()));
         } else {
-            let pos = pos_at(text, a.range().start);
+            let pos = w.lines.pos(a.range().start);
             w.problem(
                 "unknown_attribute",
                 "WOML-1",
@@ -213,33 +210,34 @@ pub fn import(text: &str) -> Result<Imported, Vec<Problem>> {
         .and_then(Value::as_str)
         .unwrap_or("woml-workflow")
         .to_owned();
-    let mut workflow = json!({
-        "manifestVersion": "2",
-        "id": id,
-        "name": name,
-        "steps": steps.iter().map(|s| s.json.clone()).collect::<Vec<_>>(),
-        "x-w6w-source": {"dialect": "woml"},
-    });
-    if let Value::Object(m) = &mut workflow {
-        if let Some(d) = meta.get("description") {
-            m.insert("description".into(), d.clone());
-        }
-        if let Some(c) = config_json {
-            m.insert("x-woml-config".into(), c);
-        }
+    // The steps move into the workflow: no second copy of the import.
+    let (steps, infos): (Vec<Value>, Vec<StepInfo>) =
+        steps.into_iter().map(|s| (s.json, s.info)).unzip();
+    let mut m = Map::new();
+    m.insert("manifestVersion".into(), json!("2"));
+    m.insert("id".into(), json!(id));
+    m.insert("name".into(), json!(name));
+    m.insert("steps".into(), Value::Array(steps));
+    m.insert("x-w6w-source".into(), json!({"dialect": "woml"}));
+    if let Some(d) = meta.get("description") {
+        m.insert("description".into(), d.clone());
     }
+    if let Some(c) = config_json {
+        m.insert("x-woml-config".into(), c);
+    }
+    let workflow = Value::Object(m);
     Ok(Imported {
         dialect: Dialect::Woml,
         workflow,
         notes: w.notes,
-        steps: steps.into_iter().map(|s| s.info).collect(),
+        steps: infos,
     })
 }
 
 /// `<config>` is carried under `x-woml-config` (its contents as text), with a note: the
 /// simulator does not enforce a script timeout — a timeout is scripted as a `timeout`
 /// failure of the step (docs/decisions.md D-35).
-fn config_value<'i>(w: &mut Walk<'_, 'i>, config: Node<'_, 'i>) -> Value {
+fn config_value<'i>(w: &mut Walk<'i>, config: Node<'_, 'i>) -> Value {
     let mut out = Map::new();
     for a in config.attributes() {
         out.insert(format!("@{}", a.name()), json!(a.value()));
@@ -269,9 +267,9 @@ struct ImportedStep {
     info: StepInfo,
 }
 
-fn walk_steps<'i>(w: &mut Walk<'_, 'i>, steps: Node<'_, 'i>) -> Vec<ImportedStep> {
+fn walk_steps<'i>(w: &mut Walk<'i>, steps: Node<'_, 'i>) -> Vec<ImportedStep> {
     for a in steps.attributes() {
-        let pos = pos_at(w.text, a.range().start);
+        let pos = w.lines.pos(a.range().start);
         w.problem(
             "unknown_attribute",
             "WOML-1",
@@ -293,7 +291,8 @@ fn walk_steps<'i>(w: &mut Walk<'_, 'i>, steps: Node<'_, 'i>) -> Vec<ImportedStep
         );
     }
     let mut out: Vec<ImportedStep> = Vec::new();
-    let mut seen: Vec<String> = Vec::new();
+    // Every id so far, in document order: the duplicate check is a hash probe (D-216).
+    let mut seen: IndexSet<String> = IndexSet::new();
     let mut ordinal = std::collections::BTreeMap::<&str, usize>::new();
     for item in items {
         let name = item.tag_name().name();
@@ -303,7 +302,7 @@ fn walk_steps<'i>(w: &mut Walk<'_, 'i>, steps: Node<'_, 'i>) -> Vec<ImportedStep
         let pos = w.pos(item);
         if name == "step" && item.tag_name().namespace().is_none() {
             if let Some(step) = walk_step(w, item, &path, &seen) {
-                seen.push(step.info.id.clone());
+                seen.insert(step.info.id.clone());
                 out.push(step);
             }
         } else if UNSUPPORTED_FLOW_ITEMS.contains(&name) {
@@ -343,16 +342,16 @@ struct Retry {
 }
 
 fn walk_step<'i>(
-    w: &mut Walk<'_, 'i>,
+    w: &mut Walk<'i>,
     step: Node<'_, 'i>,
     path: &str,
-    seen: &[String],
+    seen: &IndexSet<String>,
 ) -> Option<ImportedStep> {
     let before = w.problems.len();
     let pos = w.pos(step);
     for a in step.attributes() {
         if !STEP_ATTRIBUTES.contains(&a.name()) || a.namespace().is_some() {
-            let apos = pos_at(w.text, a.range().start);
+            let apos = w.lines.pos(a.range().start);
             w.problem(
                 "unknown_attribute",
                 "WOML-4",
@@ -391,7 +390,7 @@ fn walk_step<'i>(
             );
             None
         }
-        Some(id) if seen.iter().any(|s| s == id) => {
+        Some(id) if seen.contains(id) => {
             let apos = w.attr_pos(step, "id");
             w.problem(
                 "duplicate_id",
@@ -412,7 +411,7 @@ fn walk_step<'i>(
     let (id, retry, (body, body_offset)) = (id?, retry?, body?);
     let (secrets, refused) = secret_reads(&body);
     for r in refused {
-        let at = pos_at(w.text, body_offset + r.offset.min(body.len()));
+        let at = w.lines.pos(body_offset + r.offset.min(body.len()));
         w.problem(
             "dynamic_secret",
             "WOML-16",
@@ -476,7 +475,7 @@ fn walk_step<'i>(
 
 /// WOML-3/12/14: `context.payload` is the workflow input (the trigger's event) and
 /// `context.steps` holds exactly the outputs visible at this position — every earlier step.
-fn context_binding(earlier: &[String]) -> Value {
+fn context_binding(earlier: &IndexSet<String>) -> Value {
     let steps: Map<String, Value> = earlier
         .iter()
         .map(|id| (id.clone(), json!({"$": format!("steps.{id}.output")})))
@@ -502,7 +501,7 @@ fn retry_policy(r: &Retry) -> Option<Value> {
     Some(p)
 }
 
-fn retry_attributes<'i>(w: &mut Walk<'_, 'i>, step: Node<'_, 'i>, path: &str) -> Option<Retry> {
+fn retry_attributes<'i>(w: &mut Walk<'i>, step: Node<'_, 'i>, path: &str) -> Option<Retry> {
     let before = w.problems.len();
     let attempts = match step.attribute("retry") {
         None => 1,
@@ -549,7 +548,7 @@ fn retry_attributes<'i>(w: &mut Walk<'_, 'i>, step: Node<'_, 'i>, path: &str) ->
             "retry-backoff requires retry greater than one",
         );
     }
-    let duration = |w: &mut Walk<'_, 'i>, attr: &str, clause: &'static str| -> Option<u64> {
+    let duration = |w: &mut Walk<'i>, attr: &str, clause: &'static str| -> Option<u64> {
         let v = step.attribute(attr)?;
         match parse_duration_ms(v) {
             Some(ms) if (1..=DURATION_MS_MAX).contains(&ms) => Some(ms),
@@ -591,11 +590,7 @@ fn retry_attributes<'i>(w: &mut Walk<'_, 'i>, step: Node<'_, 'i>, path: &str) ->
 
 /// WOML-9: exactly one attribute-free `<script>` and nothing else; its body text and the
 /// byte offset of the body in the source (for positions inside it).
-fn script_body<'i>(
-    w: &mut Walk<'_, 'i>,
-    step: Node<'_, 'i>,
-    path: &str,
-) -> Option<(String, usize)> {
+fn script_body<'i>(w: &mut Walk<'i>, step: Node<'_, 'i>, path: &str) -> Option<(String, usize)> {
     let before = w.problems.len();
     let mut scripts = Vec::new();
     for child in step.children() {
@@ -641,7 +636,7 @@ fn script_body<'i>(
     }
     let script = scripts[0];
     for a in script.attributes() {
-        let apos = pos_at(w.text, a.range().start);
+        let apos = w.lines.pos(a.range().start);
         w.problem(
             "script_attribute",
             "WOML-9",

@@ -13,7 +13,7 @@
 //! Invariant: only the fixed shape `steps[i].<id>.<body>` is walked; nothing recurses into
 //! user data except the bounded conversions of `yaml_tree`.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 
 use serde_json::{Map, Value, json};
 
@@ -97,6 +97,36 @@ impl Ctx<'_> {
     ) {
         self.problems
             .push(Problem::new(code, Some(clause), path, pos, message));
+    }
+}
+
+/// The steps so far, as YML-6 names them: `(id, body kind)` in list order (a duplicate
+/// too), and by id, so that each lookup is a hash probe rather than a scan (D-216).
+#[derive(Default)]
+struct Ids {
+    all: Vec<(String, &'static str)>,
+    /// Each id, and whether any step of that id was imported.
+    by_id: HashMap<String, bool>,
+}
+
+impl Ids {
+    fn push(&mut self, id: String, kind: &'static str) {
+        let imported = self.by_id.entry(id.clone()).or_insert(false);
+        *imported |= kind == "imported";
+        self.all.push((id, kind));
+    }
+
+    fn contains(&self, id: &str) -> bool {
+        #[cfg(test)]
+        super::work::add(1);
+        self.by_id.contains_key(id)
+    }
+
+    /// Whether a step of this id was imported (a `when` may read its value).
+    fn imported(&self, id: &str) -> bool {
+        #[cfg(test)]
+        super::work::add(1);
+        self.by_id.get(id).copied().unwrap_or(false)
     }
 }
 
@@ -190,16 +220,16 @@ pub fn import(text: &str, manifest: Option<&Manifest>) -> Result<Imported, Vec<P
         );
     }
     let mut checked: Vec<Checked> = Vec::new();
-    let mut ids: Vec<(String, &'static str)> = Vec::new();
+    let mut ids = Ids::default();
     for (i, item) in items.iter().enumerate() {
         if let Some(c) = check_step(&mut cx, i, item, &ids) {
-            ids.push((c.id.clone(), "imported"));
+            ids.push(c.id.clone(), "imported");
             checked.push(c);
         } else if let Some((id, kind)) = step_identity(item) {
-            ids.push((id, kind));
+            ids.push(id, kind);
         }
     }
-    unreadable_paths(&mut cx, items, &ids);
+    unreadable_paths(&mut cx, items, &ids.all);
     if !cx.problems.is_empty() {
         return Err(cx.problems);
     }
@@ -256,7 +286,7 @@ fn step_identity(item: &Y) -> Option<(String, &'static str)> {
     Some((id.clone(), kind))
 }
 
-fn check_step(cx: &mut Ctx<'_>, i: usize, item: &Y, earlier: &[(String, &str)]) -> Option<Checked> {
+fn check_step(cx: &mut Ctx<'_>, i: usize, item: &Y, earlier: &Ids) -> Option<Checked> {
     let before = cx.problems.len();
     let path = format!("/steps/{i}");
     let N::Map(entries) = &item.node else {
@@ -304,7 +334,7 @@ fn check_step(cx: &mut Ctx<'_>, i: usize, item: &Y, earlier: &[(String, &str)]) 
                 "step ids starting with {GUARD_PREFIX:?} are reserved for imported when guards"
             ),
         );
-    } else if earlier.iter().any(|(e, _)| e == id) {
+    } else if earlier.contains(id) {
         cx.problem(
             "duplicate_id",
             "YML-1",
@@ -371,7 +401,8 @@ fn check_step(cx: &mut Ctx<'_>, i: usize, item: &Y, earlier: &[(String, &str)]) 
         if k == body_key {
             continue;
         }
-        let kpath = format!("{path}/{}", pointer_token(k));
+        // Built only for a problem: a long step id is not copied once per key.
+        let kpath = || format!("{path}/{}", pointer_token(k));
         if let Some(allowed) = permitted(k) {
             if allowed.contains(&kind) {
                 modifiers.push((k, *kpos, v));
@@ -379,7 +410,7 @@ fn check_step(cx: &mut Ctx<'_>, i: usize, item: &Y, earlier: &[(String, &str)]) 
                 cx.problem(
                     "modifier_not_permitted",
                     "YML-10",
-                    kpath,
+                    kpath(),
                     *kpos,
                     format!("{kind} does not accept the timeout modifier (timeout is a key of the wait_for construct itself)"),
                 );
@@ -387,7 +418,7 @@ fn check_step(cx: &mut Ctx<'_>, i: usize, item: &Y, earlier: &[(String, &str)]) 
                 cx.problem(
                     "modifier_not_permitted",
                     "YML-7",
-                    kpath,
+                    kpath(),
                     *kpos,
                     format!(
                         "the modifier {k} is permitted on {} — not on {}",
@@ -402,7 +433,7 @@ fn check_step(cx: &mut Ctx<'_>, i: usize, item: &Y, earlier: &[(String, &str)]) 
             cx.problem(
                 "unknown_key",
                 "YML-9",
-                kpath,
+                kpath(),
                 *kpos,
                 format!("{k:?} is neither a body, a modifier nor a construct key"),
             );
@@ -624,7 +655,7 @@ fn check_step(cx: &mut Ctx<'_>, i: usize, item: &Y, earlier: &[(String, &str)]) 
 /// single `{{ path }}` into an earlier step's value (`steps.<id>.output…`), `vars` or
 /// `trigger` — as a type-preserving `$` marker, never as rendered text ("false" would be
 /// truthy). Anything else is refused rather than guessed.
-fn guard_condition(v: &Y, earlier: &[(String, &str)]) -> Result<Value, String> {
+fn guard_condition(v: &Y, earlier: &Ids) -> Result<Value, String> {
     if let N::Bool(b) = v.node {
         return Ok(json!(b));
     }
@@ -648,10 +679,7 @@ fn guard_condition(v: &Y, earlier: &[(String, &str)]) -> Result<Value, String> {
     let (root, rest) = inner.split_once('.').unwrap_or((inner, ""));
     let path = if matches!(root, "vars" | "trigger") {
         inner.to_owned()
-    } else if earlier
-        .iter()
-        .any(|(id, kind)| id == root && *kind == "imported")
-    {
+    } else if earlier.imported(root) {
         if rest.is_empty() {
             format!("steps.{root}.output")
         } else {

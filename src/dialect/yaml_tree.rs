@@ -100,6 +100,8 @@ enum Frame {
     },
     Map {
         entries: Vec<(String, Pos, Y)>,
+        /// Each key's first position: the duplicate check is a hash probe (D-216).
+        seen: HashMap<String, Pos>,
         key: Option<(String, Pos)>,
         pos: Pos,
         anchor: usize,
@@ -228,6 +230,7 @@ pub(crate) fn parse(text: &str) -> Result<Y, Problem> {
                 } else {
                     Frame::Map {
                         entries: Vec::new(),
+                        seen: HashMap::new(),
                         key: None,
                         pos: at,
                         anchor,
@@ -275,7 +278,9 @@ pub(crate) fn parse(text: &str) -> Result<Y, Problem> {
         match stack.last_mut() {
             None => root = Some(y),
             Some(Frame::Seq { items, .. }) => items.push(y),
-            Some(Frame::Map { entries, key, .. }) => match key.take() {
+            Some(Frame::Map {
+                entries, seen, key, ..
+            }) => match key.take() {
                 Some((k, kpos)) => entries.push((k, kpos, y)),
                 None => {
                     let k = match &y.node {
@@ -292,7 +297,9 @@ pub(crate) fn parse(text: &str) -> Result<Y, Problem> {
                             ));
                         }
                     };
-                    if let Some((_, first, _)) = entries.iter().find(|(e, _, _)| *e == k) {
+                    #[cfg(test)]
+                    super::work::add(1);
+                    if let Some(first) = seen.get(&k) {
                         let first = *first;
                         let mut p = path_of(&stack);
                         p.push('/');
@@ -308,6 +315,7 @@ pub(crate) fn parse(text: &str) -> Result<Y, Problem> {
                             ),
                         ));
                     }
+                    seen.insert(k.clone(), y.pos);
                     if let Some(Frame::Map { key, .. }) = stack.last_mut() {
                         *key = Some((k, y.pos));
                     }
@@ -458,6 +466,34 @@ mod tests {
         );
         assert_eq!(parse("? [a]\n: 1\n").expect_err("key").code, "invalid_key");
         assert_eq!(parse("a: .nan\n").expect_err("nan").code, "syntax_error");
+    }
+
+    /// D-216: a key is checked against its map's keys with one hash probe, so a map of 10×
+    /// the keys is ~10× the work (it was a scan of every earlier key: quadratic), and a
+    /// duplicate among many is still found with both positions.
+    #[test]
+    fn duplicate_key_checks_cost_linear_work() {
+        let map = |n: usize, flow: bool| -> String {
+            if flow {
+                let keys: Vec<String> = (0..n).map(|i| format!("k{i}: 1")).collect();
+                format!("m: {{{}}}\n", keys.join(", "))
+            } else {
+                (0..n).map(|i| format!("k{i}: 1\n")).collect()
+            }
+        };
+        for flow in [false, true] {
+            let work = |n: usize| crate::dialect::work::of(|| parse(&map(n, flow)).map(|_| ())).1;
+            let (small, big) = (work(1_000), work(10_000));
+            assert!(big <= 20 * small, "flow {flow}: {small} → {big} units");
+            assert!(big >= 10_000, "every key is checked");
+        }
+        let e = parse(&format!("{}k5: 2\n", map(10_000, false))).expect_err("duplicate");
+        assert_eq!((e.code, e.line, e.column), ("duplicate_key", 10_001, 1));
+        assert!(
+            e.message.contains("first at line 6, column 1"),
+            "{}",
+            e.message
+        );
     }
 
     #[test]

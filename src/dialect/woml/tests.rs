@@ -244,3 +244,34 @@ fn a_long_retry_delay_is_noted_against_the_five_minute_ceiling() {
         i.notes
     );
 }
+
+/// A chain of `n` steps with ids `s0…`, one per line or all on one line.
+fn chain(n: usize, id: impl Fn(usize) -> String, sep: &str) -> String {
+    let steps: String = (0..n)
+        .map(|i| {
+            format!(
+                "<step id=\"{}\"><script>return {i};</script></step>{sep}",
+                id(i)
+            )
+        })
+        .collect();
+    format!("<workflow><steps>{sep}{steps}</steps></workflow>\n")
+}
+
+/// D-216: every duplicate id is found with a hash probe and every position in bounded work,
+/// so 10× the steps (each a duplicate) is at most ~10× the work — on many lines or one.
+#[test]
+fn duplicate_ids_and_positions_cost_linear_work() {
+    for sep in ["\n", ""] {
+        let work = |n: usize| {
+            let text = chain(n, |_| "s".into(), sep);
+            let (result, units) = crate::dialect::work::of(|| import(&text));
+            let problems = result.expect_err("duplicates");
+            assert_eq!(problems.len(), n - 1);
+            assert!(problems.iter().all(|p| p.code == "duplicate_id"));
+            units
+        };
+        let (small, big) = (work(1_000), work(10_000));
+        assert!(big <= 20 * small, "{sep:?}: {small} → {big} units");
+    }
+}

@@ -236,3 +236,24 @@ fn positions_and_duplicate_keys() {
     let s = problems("steps: [\n");
     assert_eq!(s[0].code, "syntax_error");
 }
+
+/// D-216: a step id already used is found with a hash probe: 10× the duplicate steps is
+/// at most ~10× the work, and each is reported.
+#[test]
+fn duplicate_step_ids_cost_linear_work() {
+    let work = |n: usize| {
+        let text: String = std::iter::once("steps:\n".to_owned())
+            .chain((0..n).map(|_| "  - s:\n      run: x\n".to_owned()))
+            .collect();
+        let (result, units) = crate::dialect::work::of(|| import(&text, None));
+        let dups = result
+            .expect_err("duplicates")
+            .iter()
+            .filter(|p| p.code == "duplicate_id")
+            .count();
+        assert_eq!(dups, n - 1);
+        units
+    };
+    let (small, big) = (work(1_000), work(10_000));
+    assert!(big <= 20 * small, "{small} → {big} units");
+}
