@@ -49,6 +49,12 @@ pub const MAX_RESERVED_BYTES: usize = 256 << 20;
 pub const SOURCE_BYTES_MAX: usize = 8 * 1024 * 1024;
 /// Most nodes a WOML / YAML document may hold, alias expansion included.
 pub const NODES_MAX: usize = 200_000;
+/// Most attributes, namespace declarations included, on one element of a WOML document
+/// (roxmltree's duplicate check is quadratic in them; D-217).
+pub const WOML_ATTRIBUTES_MAX: usize = 64;
+/// Most XML namespace declarations in a whole WOML document (roxmltree copies every one in
+/// scope into each element that declares one; D-217).
+pub const WOML_NAMESPACES_MAX: usize = 64;
 /// Longest run id (run ids become file names in the disk store).
 pub const RUN_ID_CHARS_MAX: usize = 128;
 

@@ -94,6 +94,7 @@ impl<'input> Walk<'input> {
 /// Parse, check and import a WOML document.
 pub fn import(text: &str) -> Result<Imported, Vec<Problem>> {
     let lines = LineIndex::new(text);
+    prescan::check(text, |offset| lines.pos(offset)).map_err(|p| vec![p])?;
     let options = ParsingOptions {
         allow_dtd: false,
         nodes_limit: u32::try_from(NODES_MAX).unwrap_or(u32::MAX),
@@ -683,5 +684,6 @@ fn script_body<'i>(w: &mut Walk<'i>, step: Node<'_, 'i>, path: &str) -> Option<(
     (w.problems.len() == before).then_some((body, offset))
 }
 
+mod prescan;
 #[cfg(test)]
 mod tests;

@@ -275,3 +275,34 @@ fn duplicate_ids_and_positions_cost_linear_work() {
         assert!(big <= 20 * small, "{sep:?}: {small} → {big} units");
     }
 }
+
+/// D-217: the pre-scan refuses what would make roxmltree quadratic or cubic, at the
+/// attribute that passes the limit, before anything is parsed.
+#[test]
+fn too_many_attributes_or_namespaces_are_refused_before_parsing() {
+    use crate::limits::{WOML_ATTRIBUTES_MAX, WOML_NAMESPACES_MAX};
+    let attrs: String = (0..=WOML_ATTRIBUTES_MAX)
+        .map(|i| format!(" a{i}=\"v\""))
+        .collect();
+    let text = doc(&format!(
+        "    <step id=\"s\"{attrs}><script>x</script></step>"
+    ));
+    let p = &problems(&text)[0];
+    assert_eq!(
+        (p.code, p.clause, p.line),
+        ("limit_exceeded", Some("SEC-2"), 3)
+    );
+    let nested: String = (0..=WOML_NAMESPACES_MAX)
+        .map(|i| format!("<e xmlns:p{i}=\"u\">"))
+        .collect();
+    let text = format!("<workflow>\n{nested}");
+    let p = &problems(&text)[0];
+    assert_eq!((p.code, p.line), ("limit_exceeded", 2));
+    // Up to the limits the document is roxmltree's to judge, as before.
+    let ns: String = (0..WOML_NAMESPACES_MAX)
+        .map(|i| format!(" xmlns:p{i}=\"u{i}\""))
+        .collect();
+    let text =
+        format!("<workflow{ns}><steps><step id=\"a\"><script>x</script></step></steps></workflow>");
+    assert!(import(&text).is_ok());
+}
