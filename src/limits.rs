@@ -49,6 +49,10 @@ pub const MAX_RESERVED_BYTES: usize = 256 << 20;
 pub const SOURCE_BYTES_MAX: usize = 8 * 1024 * 1024;
 /// Most nodes a WOML / YAML document may hold, alias expansion included.
 pub const NODES_MAX: usize = 200_000;
+/// Most bytes the `context.steps` bindings of a WOML document's imported steps may total:
+/// each lists every earlier step (WOML-12), so they grow with the square of the step count
+/// (about 500 steps with short ids; D-218).
+pub const WOML_CONTEXT_BYTES_MAX: usize = 4 * 1024 * 1024;
 /// Most attributes, namespace declarations included, on one element of a WOML document
 /// (roxmltree's duplicate check is quadratic in them; D-217).
 pub const WOML_ATTRIBUTES_MAX: usize = 64;

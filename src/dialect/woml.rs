@@ -24,6 +24,7 @@ use super::{
     parse_duration_ms,
 };
 use crate::engine::{EXT_MAX_DELAY_MS, EXT_RETRY_ON, WAIT_MS_MAX};
+use crate::limits::WOML_CONTEXT_BYTES_MAX;
 
 /// The app every imported script step names; its outcome is scripted by step id.
 pub const SCRIPT_APP: &str = "woml";
@@ -211,7 +212,7 @@ pub fn import(text: &str) -> Result<Imported, Vec<Problem>> {
         .and_then(Value::as_str)
         .unwrap_or("woml-workflow")
         .to_owned();
-    // The steps move into the workflow: no second copy of the import.
+    // The steps move into the workflow: D-218, no second copy of the import.
     let (steps, infos): (Vec<Value>, Vec<StepInfo>) =
         steps.into_iter().map(|s| (s.json, s.info)).unzip();
     let mut m = Map::new();
@@ -295,6 +296,7 @@ fn walk_steps<'i>(w: &mut Walk<'i>, steps: Node<'_, 'i>) -> Vec<ImportedStep> {
     // Every id so far, in document order: the duplicate check is a hash probe (D-216).
     let mut seen: IndexSet<String> = IndexSet::new();
     let mut ordinal = std::collections::BTreeMap::<&str, usize>::new();
+    let mut context = ContextBudget::default();
     for item in items {
         let name = item.tag_name().name();
         let n = ordinal.entry(name).or_insert(0);
@@ -302,9 +304,12 @@ fn walk_steps<'i>(w: &mut Walk<'i>, steps: Node<'_, 'i>) -> Vec<ImportedStep> {
         let path = format!("/workflow/steps/{name}[{n}]");
         let pos = w.pos(item);
         if name == "step" && item.tag_name().namespace().is_none() {
-            if let Some(step) = walk_step(w, item, &path, &seen) {
+            if let Some(step) = walk_step(w, item, &path, &seen, &mut context) {
                 seen.insert(step.info.id.clone());
                 out.push(step);
+            }
+            if context.exceeded {
+                break;
             }
         } else if UNSUPPORTED_FLOW_ITEMS.contains(&name) {
             w.problem(
@@ -334,6 +339,22 @@ fn walk_steps<'i>(w: &mut Walk<'i>, steps: Node<'_, 'i>) -> Vec<ImportedStep> {
     out
 }
 
+/// D-218: what the `context.steps` bindings built so far cost, charged before each is built
+/// (so a refused document never builds the quadratic part): per step, the bytes of its
+/// binding's entries (`"<id>": {"$": "steps.<id>.output"}`, estimated as twice the id plus
+/// [`CONTEXT_ENTRY_BYTES`]), summed over the steps.
+#[derive(Default)]
+struct ContextBudget {
+    /// What one more step's binding costs: the entries of every step so far.
+    next: usize,
+    /// What the bindings built so far cost.
+    total: usize,
+    exceeded: bool,
+}
+
+/// The bytes of one context entry beside its id's two copies (`"":{"$":"steps..output"},`).
+const CONTEXT_ENTRY_BYTES: usize = 26;
+
 /// The parsed retry attributes of one step.
 struct Retry {
     attempts: u64,
@@ -347,6 +368,7 @@ fn walk_step<'i>(
     step: Node<'_, 'i>,
     path: &str,
     seen: &IndexSet<String>,
+    context: &mut ContextBudget,
 ) -> Option<ImportedStep> {
     let before = w.problems.len();
     let pos = w.pos(step);
@@ -443,6 +465,27 @@ fn walk_step<'i>(
             ));
         }
     }
+    context.total = context.total.saturating_add(context.next);
+    if context.total > WOML_CONTEXT_BYTES_MAX {
+        context.exceeded = true;
+        w.problem(
+            "limit_exceeded",
+            "SEC-2",
+            path.to_owned(),
+            pos,
+            format!(
+                "step {} of this document: the steps' context bindings would pass \
+                 {WOML_CONTEXT_BYTES_MAX} bytes — every step's context lists each earlier step's \
+                 output (WOML-12), so they grow with the square of the step count; split the \
+                 workflow or shorten its step ids",
+                seen.len() + 1
+            ),
+        );
+        return None;
+    }
+    context.next = context
+        .next
+        .saturating_add(2 * id.len() + CONTEXT_ENTRY_BYTES);
     let mut x = Map::new();
     x.insert("script".into(), json!(body));
     x.insert("secrets".into(), json!(secrets));

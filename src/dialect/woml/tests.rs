@@ -276,6 +276,53 @@ fn duplicate_ids_and_positions_cost_linear_work() {
     }
 }
 
+/// D-218: the context bindings are charged before they are built. Under the budget a chain
+/// imports with every earlier step in each context, its bindings within the budget; 10× the
+/// steps past it is refused at the step that passes it, in work linear in the document.
+#[test]
+fn the_context_bindings_are_bounded_and_a_chain_past_them_is_refused_in_linear_work() {
+    use crate::limits::WOML_CONTEXT_BYTES_MAX;
+    let id = |i: usize| format!("s{i}");
+    let bindings = |text: &str| -> usize {
+        let i = import(text).expect("under the budget");
+        let steps = i.workflow["steps"].as_array().expect("steps").clone();
+        let last = &steps[steps.len() - 1]["with"]["context"]["steps"];
+        assert_eq!(last.as_object().map(|m| m.len()), Some(steps.len() - 1));
+        assert_eq!(last["s0"], json!({"$": "steps.s0.output"}));
+        steps
+            .iter()
+            .map(|s| s["with"]["context"]["steps"].to_string().len())
+            .sum()
+    };
+    assert!(bindings(&chain(400, id, "\n")) <= WOML_CONTEXT_BYTES_MAX);
+    let counted = |n: usize| crate::dialect::work::of(|| import(&chain(n, id, "\n")));
+    let (under, under_units) = counted(450);
+    assert!(under.is_ok());
+    let (past, past_units) = counted(4_500);
+    let problems = past.expect_err("past the budget");
+    assert_eq!(problems.len(), 1, "{problems:?}");
+    let p = &problems[0];
+    assert_eq!((p.code, p.clause), ("limit_exceeded", Some("SEC-2")));
+    assert!(p.path.starts_with("/workflow/steps/step["), "{}", p.path);
+    let step: usize = p.path["/workflow/steps/step[".len()..]
+        .trim_end_matches(']')
+        .parse()
+        .expect("an ordinal");
+    assert!((450..600).contains(&step), "refused at step {step}");
+    assert_eq!(p.line, step + 1, "one step per line after the first");
+    assert!(
+        past_units <= 20 * under_units,
+        "{under_units} → {past_units} units"
+    );
+    // Long ids reach the budget with fewer steps: 60 steps of 6,000-byte ids.
+    let long = chain(60, |i| format!("{}{i}", "x".repeat(6_000)), "\n");
+    assert_eq!(problems_of(&long), vec!["limit_exceeded"]);
+}
+
+fn problems_of(text: &str) -> Vec<&'static str> {
+    problems(text).iter().map(|p| p.code).collect()
+}
+
 /// D-217: the pre-scan refuses what would make roxmltree quadratic or cubic, at the
 /// attribute that passes the limit, before anything is parsed.
 #[test]
