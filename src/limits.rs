@@ -53,6 +53,12 @@ pub const NODES_MAX: usize = 200_000;
 /// each lists every earlier step (WOML-12), so they grow with the square of the step count
 /// (about 500 steps with short ids; D-218).
 pub const WOML_CONTEXT_BYTES_MAX: usize = 4 * 1024 * 1024;
+/// Most problems a WOML / YAML document reports; past it one `too_many_problems` says so
+/// (each problem repeats its path, which can be long; D-219).
+pub const DIALECT_PROBLEMS_MAX: usize = 100;
+/// Longest map key of a YAML document, in characters: YAML's own bound for an implicit key,
+/// applied to explicit (`? key`) ones too — every problem under a key repeats it (D-219).
+pub const YAML_KEY_CHARS_MAX: usize = 1024;
 /// Most attributes, namespace declarations included, on one element of a WOML document
 /// (roxmltree's duplicate check is quadratic in them; D-217).
 pub const WOML_ATTRIBUTES_MAX: usize = 64;

@@ -17,7 +17,8 @@ use crate::dialect::{self, Dialect, Manifest, Problem};
 pub(crate) enum DialectCommand {
     /// Print the w6w workflow (manifestVersion "2") equivalent to a WOML or YAML document;
     /// what the move changes is printed as notes on stderr. Exit 1 with every problem
-    /// (line:column, path, code) when the document is invalid or cannot be imported.
+    /// (line:column, path, code; the first 100, then `too_many_problems`) when the
+    /// document is invalid or cannot be imported.
     Import(ImportArgs),
 }
 

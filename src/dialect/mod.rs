@@ -31,6 +31,8 @@ pub use run::{
     DialectRunError, decorate_report, prepare_scenario, run, script_failure_kinds, split_manifest,
 };
 
+/// The most problems one document reports (D-219).
+pub use crate::limits::DIALECT_PROBLEMS_MAX;
 /// The deepest nesting a YAML document may have (the same bound as w6w JSON documents).
 pub use crate::limits::MAX_NESTING_DEPTH as DEPTH_MAX;
 /// The most nodes a document may hold, alias expansion included (SEC-2).
@@ -168,6 +170,41 @@ impl Note {
     }
 }
 
+/// The code of the problem that says a document's further problems were left out.
+pub const TOO_MANY_PROBLEMS: &str = "too_many_problems";
+
+/// Add a problem to a front-end's list, keeping at most [`DIALECT_PROBLEMS_MAX`] (D-219):
+/// the first one past it becomes a [`TOO_MANY_PROBLEMS`] problem at its position, and
+/// later ones are dropped. Each problem repeats its path, and a path can be long, so an
+/// uncapped list grew with problems × path: 2 MB of YAML gave 805 MB of problems.
+pub(crate) fn push_problem(problems: &mut Vec<Problem>, problem: Problem) {
+    match problems.len().cmp(&DIALECT_PROBLEMS_MAX) {
+        std::cmp::Ordering::Less => problems.push(problem),
+        std::cmp::Ordering::Equal => {
+            let at = Pos {
+                line: problem.line,
+                column: problem.column,
+            };
+            problems.push(Problem::new(
+                TOO_MANY_PROBLEMS,
+                Some("SEC-2"),
+                "",
+                at,
+                format!(
+                    "more than {DIALECT_PROBLEMS_MAX} problems: the first {DIALECT_PROBLEMS_MAX} \
+                     found are reported; fix them and check again"
+                ),
+            ));
+        }
+        std::cmp::Ordering::Greater => {}
+    }
+}
+
+/// Whether a front-end's list is full (later problems would be dropped).
+pub(crate) fn problems_full(problems: &[Problem]) -> bool {
+    problems.len() > DIALECT_PROBLEMS_MAX
+}
+
 /// A 1-based source position.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Pos {
@@ -282,9 +319,10 @@ pub fn import(
     manifest: Option<&Manifest>,
 ) -> Result<Imported, Vec<Problem>> {
     let text = decode(bytes).map_err(|p| vec![p])?;
-    // Problems in document order (stable: same position keeps the front-end's order).
+    // Problems in document order (stable: same position keeps the front-end's order); the
+    // note that some were left out (D-219) last.
     let in_order = |mut problems: Vec<Problem>| {
-        problems.sort_by_key(|p| (p.line, p.column));
+        problems.sort_by_key(|p| (p.code == TOO_MANY_PROBLEMS, p.line, p.column));
         problems
     };
     let imported = match dialect {

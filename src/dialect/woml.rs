@@ -71,8 +71,10 @@ impl<'input> Walk<'input> {
         pos: Pos,
         message: impl Into<String>,
     ) {
-        self.problems
-            .push(Problem::new(code, Some(clause), path, pos, message));
+        super::push_problem(
+            &mut self.problems,
+            Problem::new(code, Some(clause), path, pos, message),
+        );
     }
 
     /// Stray text (not whitespace) directly inside a structural element is an error.

@@ -95,8 +95,10 @@ impl Ctx<'_> {
         pos: Pos,
         message: impl Into<String>,
     ) {
-        self.problems
-            .push(Problem::new(code, Some(clause), path, pos, message));
+        super::push_problem(
+            &mut self.problems,
+            Problem::new(code, Some(clause), path, pos, message),
+        );
     }
 }
 
@@ -779,6 +781,9 @@ fn check_action(cx: &mut Ctx<'_>, key: &str, key_pos: Pos, args: &Y, path: &str)
         _ => args.to_json(),
     };
     for (at, message) in decl.check(&value) {
+        if super::problems_full(&cx.problems) {
+            break; // D-219: `locate` scans a map per error
+        }
         let (node_pos, full) = locate(args, &at);
         cx.problem(
             "param_invalid",
@@ -890,9 +895,30 @@ fn unreadable_paths(cx: &mut Ctx<'_>, items: &[Y], ids: &[(String, &'static str)
     if unreadable.is_empty() {
         return;
     }
+    // One path buffer for the whole walk: a node's path is its parent's (a prefix the
+    // walk has not yet cut, since every node popped in between lies under that parent)
+    // plus its own token, so no node copies the path above it (a long key over many
+    // items was quadratic).
+    enum Token<'y> {
+        Index(usize),
+        Key(&'y str),
+    }
+    let mut path = String::new();
     for (i, item) in items.iter().enumerate() {
-        let mut stack: Vec<(&Y, String)> = vec![(item, format!("/steps/{i}"))];
-        while let Some((y, path)) = stack.pop() {
+        path.clear();
+        path.push_str("/steps");
+        let mut stack: Vec<(&Y, usize, Token<'_>)> = vec![(item, path.len(), Token::Index(i))];
+        while let Some((y, parent, token)) = stack.pop() {
+            if super::problems_full(&cx.problems) {
+                return;
+            }
+            path.truncate(parent);
+            path.push('/');
+            match token {
+                Token::Index(j) => path.push_str(itoa::Buffer::new().format(j)),
+                Token::Key(k) => path.push_str(&pointer_token(k)),
+            }
+            let here = path.len();
             match &y.node {
                 N::Str(s) => {
                     for root in expression_roots(s) {
@@ -909,12 +935,12 @@ fn unreadable_paths(cx: &mut Ctx<'_>, items: &[Y], ids: &[(String, &'static str)
                 }
                 N::Seq(v) => {
                     for (j, c) in v.iter().enumerate() {
-                        stack.push((c, format!("{path}/{j}")));
+                        stack.push((c, here, Token::Index(j)));
                     }
                 }
                 N::Map(e) => {
                     for (k, _, c) in e {
-                        stack.push((c, format!("{path}/{}", pointer_token(k))));
+                        stack.push((c, here, Token::Key(k)));
                     }
                 }
                 _ => {}

@@ -14,6 +14,7 @@ use saphyr_parser::{Event, Parser, ScalarStyle, Span};
 use serde_json::{Map, Number, Value};
 
 use super::{DEPTH_MAX, NODES_MAX, Pos, Problem};
+use crate::limits::YAML_KEY_CHARS_MAX;
 
 /// A node and where it starts.
 #[derive(Debug, Clone, PartialEq)]
@@ -297,6 +298,18 @@ pub(crate) fn parse(text: &str) -> Result<Y, Problem> {
                             ));
                         }
                     };
+                    if k.len() > YAML_KEY_CHARS_MAX && k.chars().count() > YAML_KEY_CHARS_MAX {
+                        // D-219: a key is in the path of every problem under it.
+                        return Err(err(
+                            "limit_exceeded",
+                            &path_of(&stack),
+                            y.pos,
+                            format!(
+                                "a map key is longer than {YAML_KEY_CHARS_MAX} characters (YAML's \
+                                 own bound for an implicit key)"
+                            ),
+                        ));
+                    }
                     #[cfg(test)]
                     super::work::add(1);
                     if let Some(first) = seen.get(&k) {
@@ -466,6 +479,14 @@ mod tests {
         );
         assert_eq!(parse("? [a]\n: 1\n").expect_err("key").code, "invalid_key");
         assert_eq!(parse("a: .nan\n").expect_err("nan").code, "syntax_error");
+        let long = "k".repeat(YAML_KEY_CHARS_MAX + 1);
+        let e = parse(&format!("a:\n  ? {long}\n  : 1\n")).expect_err("long key");
+        assert_eq!(
+            (e.code, e.path.as_str(), e.line),
+            ("limit_exceeded", "/a", 2)
+        );
+        let at_limit = "é".repeat(YAML_KEY_CHARS_MAX);
+        assert!(parse(&format!("? {at_limit}\n: 1\n")).is_ok());
     }
 
     /// D-216: a key is checked against its map's keys with one hash probe, so a map of 10×

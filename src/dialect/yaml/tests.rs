@@ -4,7 +4,7 @@
 use serde_json::json;
 
 use super::import;
-use crate::dialect::{Manifest, Problem};
+use crate::dialect::{DIALECT_PROBLEMS_MAX, Manifest, Problem, TOO_MANY_PROBLEMS};
 
 fn problems(text: &str) -> Vec<Problem> {
     import(text, None).expect_err("invalid")
@@ -246,14 +246,56 @@ fn duplicate_step_ids_cost_linear_work() {
             .chain((0..n).map(|_| "  - s:\n      run: x\n".to_owned()))
             .collect();
         let (result, units) = crate::dialect::work::of(|| import(&text, None));
-        let dups = result
-            .expect_err("duplicates")
-            .iter()
-            .filter(|p| p.code == "duplicate_id")
-            .count();
-        assert_eq!(dups, n - 1);
+        let problems = result.expect_err("duplicates");
+        let dups = problems.iter().filter(|p| p.code == "duplicate_id").count();
+        assert_eq!(
+            dups, DIALECT_PROBLEMS_MAX,
+            "the first ones reported (D-219)"
+        );
+        assert_eq!(problems.last().map(|p| p.code), Some(TOO_MANY_PROBLEMS));
         units
     };
     let (small, big) = (work(1_000), work(10_000));
     assert!(big <= 20 * small, "{small} → {big} units");
+}
+
+/// D-219: a path is built once per node, not copied into every node under it, and a
+/// document reports at most DIALECT_PROBLEMS_MAX problems: 40 levels of 1,000-character
+/// keys over 10× the `{{ w }}` reads of a wait step cost no more problems, and the walk
+/// stops once the list is full.
+#[test]
+fn problems_under_long_paths_are_capped() {
+    let doc = |n: usize| {
+        let mut s = String::from("steps:\n  - w:\n      wait: 1s\n  - a:\n      c.act:\n");
+        let mut indent = "        ".to_owned();
+        for d in 0..40 {
+            s.push_str(&format!("{indent}? {}{d}\n{indent}:\n", "k".repeat(1_000)));
+            indent.push_str("  ");
+        }
+        for _ in 0..n {
+            s.push_str(&format!("{indent}- '{{{{ w }}}}'\n"));
+        }
+        s
+    };
+    let bytes = |n: usize| -> usize {
+        let problems =
+            crate::dialect::import(crate::dialect::Dialect::Yaml, doc(n).as_bytes(), None)
+                .expect_err("unreadable");
+        assert_eq!(problems.len(), DIALECT_PROBLEMS_MAX + 1);
+        assert_eq!(problems.last().map(|p| p.code), Some(TOO_MANY_PROBLEMS));
+        assert!(
+            problems[..DIALECT_PROBLEMS_MAX - 1]
+                .iter()
+                .any(|p| p.code == "unreadable_step")
+        );
+        problems
+            .iter()
+            .map(|p| p.path.len() + p.message.len())
+            .sum()
+    };
+    let (small, big) = (bytes(200), bytes(2_000));
+    assert!(
+        big <= small + small / 10,
+        "{small} → {big} bytes of problems"
+    );
 }
