@@ -51,19 +51,19 @@ pub const SOURCE_BYTES_MAX: usize = 8 * 1024 * 1024;
 pub const NODES_MAX: usize = 200_000;
 /// Most bytes the `context.steps` bindings of a WOML document's imported steps may total:
 /// each lists every earlier step (WOML-12), so they grow with the square of the step count
-/// (about 500 steps with short ids; D-218).
+/// (about 500 steps with short ids; D-220).
 pub const WOML_CONTEXT_BYTES_MAX: usize = 4 * 1024 * 1024;
 /// Most problems a WOML / YAML document reports; past it one `too_many_problems` says so
-/// (each problem repeats its path, which can be long; D-219).
+/// (each problem repeats its path, which can be long; D-221).
 pub const DIALECT_PROBLEMS_MAX: usize = 100;
 /// Longest map key of a YAML document, in characters: YAML's own bound for an implicit key,
-/// applied to explicit (`? key`) ones too — every problem under a key repeats it (D-219).
+/// applied to explicit (`? key`) ones too — every problem under a key repeats it (D-221).
 pub const YAML_KEY_CHARS_MAX: usize = 1024;
 /// Most attributes, namespace declarations included, on one element of a WOML document
-/// (roxmltree's duplicate check is quadratic in them; D-217).
+/// (roxmltree's duplicate check is quadratic in them; D-219).
 pub const WOML_ATTRIBUTES_MAX: usize = 64;
 /// Most XML namespace declarations in a whole WOML document (roxmltree copies every one in
-/// scope into each element that declares one; D-217).
+/// scope into each element that declares one; D-219).
 pub const WOML_NAMESPACES_MAX: usize = 64;
 /// Longest run id (run ids become file names in the disk store).
 pub const RUN_ID_CHARS_MAX: usize = 128;

@@ -1,4 +1,4 @@
-//! Source positions in bounded work per lookup (issue 44 item 3, D-215).
+//! Source positions in bounded work per lookup (issue 44 item 3, D-217).
 //!
 //! Owns: turning a byte offset of a dialect document into its 1-based `line:column` (column
 //! counted in characters), as [`super::pos_at`] does, but from an index built once in one

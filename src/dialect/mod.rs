@@ -31,7 +31,7 @@ pub use run::{
     DialectRunError, decorate_report, prepare_scenario, run, script_failure_kinds, split_manifest,
 };
 
-/// The most problems one document reports (D-219).
+/// The most problems one document reports (D-221).
 pub use crate::limits::DIALECT_PROBLEMS_MAX;
 /// The deepest nesting a YAML document may have (the same bound as w6w JSON documents).
 pub use crate::limits::MAX_NESTING_DEPTH as DEPTH_MAX;
@@ -173,7 +173,7 @@ impl Note {
 /// The code of the problem that says a document's further problems were left out.
 pub const TOO_MANY_PROBLEMS: &str = "too_many_problems";
 
-/// Add a problem to a front-end's list, keeping at most [`DIALECT_PROBLEMS_MAX`] (D-219):
+/// Add a problem to a front-end's list, keeping at most [`DIALECT_PROBLEMS_MAX`] (D-221):
 /// the first one past it becomes a [`TOO_MANY_PROBLEMS`] problem at its position, and
 /// later ones are dropped. Each problem repeats its path, and a path can be long, so an
 /// uncapped list grew with problems × path: 2 MB of YAML gave 805 MB of problems.
@@ -320,7 +320,7 @@ pub fn import(
 ) -> Result<Imported, Vec<Problem>> {
     let text = decode(bytes).map_err(|p| vec![p])?;
     // Problems in document order (stable: same position keeps the front-end's order); the
-    // note that some were left out (D-219) last.
+    // note that some were left out (D-221) last.
     let in_order = |mut problems: Vec<Problem>| {
         problems.sort_by_key(|p| (p.code == TOO_MANY_PROBLEMS, p.line, p.column));
         problems

@@ -214,7 +214,7 @@ pub fn import(text: &str) -> Result<Imported, Vec<Problem>> {
         .and_then(Value::as_str)
         .unwrap_or("woml-workflow")
         .to_owned();
-    // The steps move into the workflow: D-218, no second copy of the import.
+    // The steps move into the workflow: D-220, no second copy of the import.
     let (steps, infos): (Vec<Value>, Vec<StepInfo>) =
         steps.into_iter().map(|s| (s.json, s.info)).unzip();
     let mut m = Map::new();
@@ -295,7 +295,7 @@ fn walk_steps<'i>(w: &mut Walk<'i>, steps: Node<'_, 'i>) -> Vec<ImportedStep> {
         );
     }
     let mut out: Vec<ImportedStep> = Vec::new();
-    // Every id so far, in document order: the duplicate check is a hash probe (D-216).
+    // Every id so far, in document order: the duplicate check is a hash probe (D-218).
     let mut seen: IndexSet<String> = IndexSet::new();
     let mut ordinal = std::collections::BTreeMap::<&str, usize>::new();
     let mut context = ContextBudget::default();
@@ -341,7 +341,7 @@ fn walk_steps<'i>(w: &mut Walk<'i>, steps: Node<'_, 'i>) -> Vec<ImportedStep> {
     out
 }
 
-/// D-218: what the `context.steps` bindings built so far cost, charged before each is built
+/// D-220: what the `context.steps` bindings built so far cost, charged before each is built
 /// (so a refused document never builds the quadratic part): per step, the bytes of its
 /// binding's entries (`"<id>": {"$": "steps.<id>.output"}`, estimated as twice the id plus
 /// [`CONTEXT_ENTRY_BYTES`]), summed over the steps.

@@ -103,7 +103,7 @@ impl Ctx<'_> {
 }
 
 /// The steps so far, as YML-6 names them: `(id, body kind)` in list order (a duplicate
-/// too), and by id, so that each lookup is a hash probe rather than a scan (D-216).
+/// too), and by id, so that each lookup is a hash probe rather than a scan (D-218).
 #[derive(Default)]
 struct Ids {
     all: Vec<(String, &'static str)>,
@@ -782,7 +782,7 @@ fn check_action(cx: &mut Ctx<'_>, key: &str, key_pos: Pos, args: &Y, path: &str)
     };
     for (at, message) in decl.check(&value) {
         if super::problems_full(&cx.problems) {
-            break; // D-219: `locate` scans a map per error
+            break; // D-221: `locate` scans a map per error
         }
         let (node_pos, full) = locate(args, &at);
         cx.problem(

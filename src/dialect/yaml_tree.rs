@@ -101,7 +101,7 @@ enum Frame {
     },
     Map {
         entries: Vec<(String, Pos, Y)>,
-        /// Each key's first position: the duplicate check is a hash probe (D-216).
+        /// Each key's first position: the duplicate check is a hash probe (D-218).
         seen: HashMap<String, Pos>,
         key: Option<(String, Pos)>,
         pos: Pos,
@@ -299,7 +299,7 @@ pub(crate) fn parse(text: &str) -> Result<Y, Problem> {
                         }
                     };
                     if k.len() > YAML_KEY_CHARS_MAX && k.chars().count() > YAML_KEY_CHARS_MAX {
-                        // D-219: a key is in the path of every problem under it.
+                        // D-221: a key is in the path of every problem under it.
                         return Err(err(
                             "limit_exceeded",
                             &path_of(&stack),
@@ -489,7 +489,7 @@ mod tests {
         assert!(parse(&format!("? {at_limit}\n: 1\n")).is_ok());
     }
 
-    /// D-216: a key is checked against its map's keys with one hash probe, so a map of 10×
+    /// D-218: a key is checked against its map's keys with one hash probe, so a map of 10×
     /// the keys is ~10× the work (it was a scan of every earlier key: quadratic), and a
     /// duplicate among many is still found with both positions.
     #[test]

@@ -1,5 +1,5 @@
 //! A linear pre-scan of a WOML document's markup, before roxmltree sees it (issue 44 item
-//! 3, D-217).
+//! 3, D-219).
 //!
 //! roxmltree checks each attribute of an element against every earlier one (quadratic in
 //! the attributes of one element), each namespace declaration against every earlier one of

@@ -258,7 +258,7 @@ fn chain(n: usize, id: impl Fn(usize) -> String, sep: &str) -> String {
     format!("<workflow><steps>{sep}{steps}</steps></workflow>\n")
 }
 
-/// D-216: every duplicate id is found with a hash probe and every position in bounded work,
+/// D-218: every duplicate id is found with a hash probe and every position in bounded work,
 /// so 10× the steps (each a duplicate) is at most ~10× the work — on many lines or one.
 #[test]
 fn duplicate_ids_and_positions_cost_linear_work() {
@@ -267,7 +267,7 @@ fn duplicate_ids_and_positions_cost_linear_work() {
             let text = chain(n, |_| "s".into(), sep);
             let (result, units) = crate::dialect::work::of(|| import(&text));
             let problems = result.expect_err("duplicates");
-            // Every duplicate is checked; the first DIALECT_PROBLEMS_MAX are reported (D-219).
+            // Every duplicate is checked; the first DIALECT_PROBLEMS_MAX are reported (D-221).
             let (last, reported) = problems.split_last().expect("problems");
             assert_eq!(reported.len(), DIALECT_PROBLEMS_MAX);
             assert!(reported.iter().all(|p| p.code == "duplicate_id"));
@@ -279,7 +279,7 @@ fn duplicate_ids_and_positions_cost_linear_work() {
     }
 }
 
-/// D-218: the context bindings are charged before they are built. Under the budget a chain
+/// D-220: the context bindings are charged before they are built. Under the budget a chain
 /// imports with every earlier step in each context, its bindings within the budget; 10× the
 /// steps past it is refused at the step that passes it, in work linear in the document.
 #[test]
@@ -326,7 +326,7 @@ fn problems_of(text: &str) -> Vec<&'static str> {
     problems(text).iter().map(|p| p.code).collect()
 }
 
-/// D-217: the pre-scan refuses what would make roxmltree quadratic or cubic, at the
+/// D-219: the pre-scan refuses what would make roxmltree quadratic or cubic, at the
 /// attribute that passes the limit, before anything is parsed.
 #[test]
 fn too_many_attributes_or_namespaces_are_refused_before_parsing() {

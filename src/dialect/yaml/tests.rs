@@ -237,7 +237,7 @@ fn positions_and_duplicate_keys() {
     assert_eq!(s[0].code, "syntax_error");
 }
 
-/// D-216: a step id already used is found with a hash probe: 10× the duplicate steps is
+/// D-218: a step id already used is found with a hash probe: 10× the duplicate steps is
 /// at most ~10× the work, and each is reported.
 #[test]
 fn duplicate_step_ids_cost_linear_work() {
@@ -250,7 +250,7 @@ fn duplicate_step_ids_cost_linear_work() {
         let dups = problems.iter().filter(|p| p.code == "duplicate_id").count();
         assert_eq!(
             dups, DIALECT_PROBLEMS_MAX,
-            "the first ones reported (D-219)"
+            "the first ones reported (D-221)"
         );
         assert_eq!(problems.last().map(|p| p.code), Some(TOO_MANY_PROBLEMS));
         units
@@ -259,7 +259,7 @@ fn duplicate_step_ids_cost_linear_work() {
     assert!(big <= 20 * small, "{small} → {big} units");
 }
 
-/// D-219: a path is built once per node, not copied into every node under it, and a
+/// D-221: a path is built once per node, not copied into every node under it, and a
 /// document reports at most DIALECT_PROBLEMS_MAX problems: 40 levels of 1,000-character
 /// keys over 10× the `{{ w }}` reads of a wait step cost no more problems, and the walk
 /// stops once the list is full.
