@@ -74,9 +74,15 @@ fn the_mini_javascript_engine_gets_an_honest_per_clause_report() {
     let mut engine = EngineProcess::start(&cmd, EngineOptions::default()).expect("starts");
     let report = conformance::run(
         &mut engine,
-        &options(&["RETRY", "ERR", "REPLAY", "FAN", "CTRL-4"]),
+        &options(&["RETRY", "ERR", "REPLAY", "FAN", "CTRL-4", "SEC-1"]),
     )
     .expect("suite loads");
+    // The shim scrubs what the engine writes by value, so an action error quoting a secret
+    // never reaches a checkpoint: SEC-1 judged on its own bytes (D-207).
+    assert!(
+        passed(&report, "sec-secret-in-action-error-scrubbed"),
+        "the shim must scrub by value"
+    );
     // Green where it implements the sequential core…
     for case in report.cases.iter().filter(|c| c.family == "RETRY") {
         let expected = case.outcome.id != "retry-resolution-failure-not-retried";

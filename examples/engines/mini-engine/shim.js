@@ -19,9 +19,37 @@ function call(member, args) {
   return new Promise((resolve) => pending.set(id, { resolve }));
 }
 
+// SEC-1: what the engine writes is scrubbed by value before it leaves — every secret of the
+// session, as text or number, in every data value (never a structural field such as a
+// status or an id). Checkpoints get a scrubbed copy: the engine keeps its live values.
+const STRUCTURAL = new Set(['runId', 'workflowId', 'status', 'stepId', 'attempt', 'phase', 'code',
+  'retryable', 'startedAt', 'finishedAt', 'resetSteps', 'clear', 'runAttempt']);
+function scrubber(secrets) {
+  const needles = [];
+  const collect = (v) => {
+    if (typeof v === 'string' && v) needles.push(v);
+    else if (typeof v === 'number') needles.push(String(v));
+    else if (v && typeof v === 'object') Object.values(v).forEach(collect);
+  };
+  collect(secrets);
+  needles.sort((a, b) => b.length - a.length);
+  const text = (t) => needles.reduce((s, n) => s.split(n).join('[redacted]'), t);
+  const scrub = (v) => {
+    if (typeof v === 'string') return text(v);
+    if (typeof v === 'number') return needles.includes(String(v)) ? '[redacted]' : v;
+    if (Array.isArray(v)) return v.map(scrub);
+    if (v && typeof v === 'object') {
+      return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, STRUCTURAL.has(k) ? x : scrub(x)]));
+    }
+    return v;
+  };
+  return needles.length ? scrub : (v) => v;
+}
+
 function context(start) {
   const host = start.host || {};
   const idempotent = new Set(host.idempotentSteps || []);
+  const scrub = scrubber(host.secrets || {});
   return {
     run: start.run,
     secrets: host.secrets || {},
@@ -33,10 +61,10 @@ function context(start) {
       if (answer.error) throw Object.assign(new Error(answer.error.message), answer.error);
       return answer.ok;
     },
-    log(level, message, data) { write(data === undefined ? { type: 'log', level, message } : { type: 'log', level, message, data }); },
+    log(level, message, data) { write(data === undefined ? { type: 'log', level, message: scrub(message) } : { type: 'log', level, message: scrub(message), data: scrub(data) }); },
     state: {
       async checkpoint(patch) {
-        const a = await call('state.checkpoint', { patch });
+        const a = await call('state.checkpoint', { patch: scrub(patch) });
         if (a.error) throw Object.assign(new Error(a.error.message), a.error);
       },
       async load(runId) {
