@@ -99,6 +99,8 @@ fn the_mini_javascript_engine_gets_an_honest_per_clause_report() {
         "replay-from-step-and-descendants",
         "err-error-edge-overrides-onerror",
         "err-continue-record-keeps-error",
+        // Routing wins over a carried record (REPLAY-2): fixed in the example, issue 38.
+        "replay-reused-step-skipped-by-new-routing",
     ] {
         assert!(passed(&report, id), "{id} should pass on the mini engine");
     }

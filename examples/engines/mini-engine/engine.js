@@ -167,6 +167,9 @@ class Engine {
       const step = steps[i];
       let record = state.steps[step.id];
       const isSkipped = incoming[i].length > 0 && incoming[i].every((e) => skipped.has(key(e)));
+      // Routing wins over a carried record (REPLAY-2): a replay reuses a step only where
+      // the new run reaches it; a step the new routing skips is recorded skipped.
+      if (record && isSkipped && record.status !== 'skipped') record = undefined;
       if (!record || !['succeeded', 'failed', 'skipped'].includes(record.status)) {
         if (ctx.signal && ctx.signal.aborted) return this.finish(ctx, state, { status: 'canceled' });
         if (isSkipped) {
