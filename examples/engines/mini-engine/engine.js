@@ -176,7 +176,7 @@ class Engine {
           record = { stepId: step.id, status: 'skipped', attempt: 0 };
           await this.commitStep(ctx, state, record);
         } else {
-          record = await this.execute(ctx, state, step, scope, record && record.status === 'running' ? record.attempt : 1);
+          record = await this.execute(ctx, state, step, scope, record && record.status === 'running' ? record : null);
           const errorEdge = outgoing[i].some((e) => e.when === 'error');
           const extra = {};
           if (record.status === 'failed' && !errorEdge && step.onError === 'continue-record') {
@@ -220,11 +220,16 @@ class Engine {
     return state;
   }
 
-  async execute(ctx, state, step, scope, firstAttempt) {
-    const record = { stepId: step.id, status: 'running', attempt: Math.max(1, firstAttempt) };
+  // `prior`: the step's running record when a crash interrupted it. A failed attempt is
+  // durable before its backoff (`nextAttempt`, D-111): a resume waits what is left of the
+  // backoff and runs the next attempt, never the failed one again.
+  async execute(ctx, state, step, scope, prior) {
+    const next = prior && prior.nextAttempt;
+    const record = { stepId: step.id, status: 'running', attempt: next ? next.attempt : Math.max(1, prior ? prior.attempt : 1) };
     let params; let resolutionError = null;
     try { params = resolve(step.with || {}, scope); } catch (e) { resolutionError = e; }
     if (!resolutionError) record.input = params;
+    if (next) await ctx.waitBeforeRetry(step.id, next.attempt, Math.max(0, Date.parse(next.at) - ctx.now()));
     record.startedAt = iso(ctx.now());
     await this.commitStep(ctx, state, record);
     const failed = (error) => ({ ...record, status: 'failed', error, finishedAt: iso(ctx.now()) });
@@ -253,6 +258,7 @@ class Engine {
         const base = Number(retry.delayMs || 0);
         const raw = retry.backoff === 'exponential' ? base * 2 ** (next - 2) : base;
         const wait = raw > 0 ? Math.ceil(Math.min(raw, WAIT_MS_MAX)) : 0;
+        await this.commitStep(ctx, state, { ...record, nextAttempt: { attempt: next, at: iso(ctx.now() + wait) } });
         await ctx.waitBeforeRetry(step.id, next, wait);
         record.attempt = next;
         record.startedAt = iso(ctx.now());
