@@ -9,9 +9,12 @@
 //! Invariant: the candidate never reports an effect. Every invocation, wait, checkpoint and
 //! schedule enters the report because the suite's simulated host ([`SimHost`]) served it;
 //! the final RunState is the one the suite's store folded from the checkpoints it
-//! acknowledged. Per session the suite salts the run id with a nonce (mapped back in the
-//! report), so a candidate replaying a recorded transcript writes checkpoints for a run
-//! that does not exist here and is refused.
+//! acknowledged. Per session the suite salts the run id with a nonce and what it hands the
+//! engine with the run's output salt ([`super::salt`], D-215), both drawn from the session
+//! seed and taken back out before anything is stored, so a candidate replaying a recorded
+//! transcript writes checkpoints for a run, and with values, that do not exist here and is
+//! refused. Every line the candidate writes is judged for the session's secrets before
+//! anything else reads it (SEC-1, D-207).
 //!
 //! Determinism: lockstep turns (module docs of [`super`]). On `idle` the suite polls every
 //! outstanding call in id order; the first to complete is answered; if none can, virtual
