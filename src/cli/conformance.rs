@@ -172,7 +172,7 @@ fn conformance(args: &ConformanceArgs) -> ExitCode {
                  the shards draw one campaign's generated workflows",
             );
         }
-        (None, None) => fresh_seed(),
+        (None, None) => conformance::generate::fresh_seed(),
     };
     if !suite.cases().any(|(_, c)| selection.selects(c)) {
         return usage_error(format!(
@@ -367,16 +367,6 @@ fn shell_quote(word: &str) -> String {
     } else {
         format!("'{}'", word.replace('\'', "'\\''"))
     }
-}
-
-/// A fresh random seed for generated workflows (D-215): not reproducible on purpose; the
-/// report prints it, and `--seed` reproduces it. Kept below 2^53 so it reads the same as a
-/// JSON number anywhere.
-fn fresh_seed() -> u64 {
-    use std::hash::{BuildHasher, Hasher};
-    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-    h.write_u64(0x5eed);
-    h.finish() % 1_000_000_000
 }
 
 /// `--engine` / `--host`: a candidate behind the context protocol.

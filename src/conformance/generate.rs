@@ -42,6 +42,16 @@ pub const DEFAULT_SEED: u64 = 6;
 #[derive(Debug, Clone)]
 pub struct SplitMix64(u64);
 
+/// A fresh random seed, for generated workflows and engine sessions (D-215): not
+/// reproducible on purpose — what uses it prints it, and `--seed` / `--session-seed`
+/// reproduce it. Kept below 10^9 so it reads the same as a JSON number anywhere.
+pub fn fresh_seed() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u64(0x5eed);
+    h.finish() % 1_000_000_000
+}
+
 impl SplitMix64 {
     pub fn new(seed: u64) -> Self {
         SplitMix64(seed)

@@ -14,7 +14,7 @@
 
 use serde_json::Value;
 
-use super::shift::splitmix;
+use crate::conformance::generate::SplitMix64;
 
 /// The key every object output carries on the wire.
 pub(crate) const SALT_KEY: &str = "x-w6w-session";
@@ -51,9 +51,9 @@ impl OutputSalt {
         if touches(&fixed) {
             return OutputSalt { value: None };
         }
-        let mut state = run_seed ^ 0x73_61_6c_74;
+        let mut rng = SplitMix64::new(run_seed ^ 0x73_61_6c_74);
         let value = (0..16)
-            .map(|_| format!("s{:016x}", splitmix(&mut state)))
+            .map(|_| format!("s{:016x}", rng.next_u64()))
             .find(|v| !touches(v));
         OutputSalt { value }
     }

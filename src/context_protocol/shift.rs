@@ -14,6 +14,7 @@ use std::collections::BTreeSet;
 
 use serde_json::Value;
 
+use crate::conformance::generate::SplitMix64;
 use crate::host::iso8601_from_ms;
 use crate::sim::world::EPOCH_MS;
 
@@ -21,16 +22,6 @@ use crate::limits::{
     CLOCK_SHIFT_DAYS_MAX as MAX_SHIFT_DAYS, CLOCK_SHIFT_DAYS_MIN as MIN_SHIFT_DAYS,
 };
 const DAY_MS: u64 = 86_400_000;
-
-/// One step of SplitMix64: the next pseudo-random number of a seeded sequence (the
-/// session seed's draws, D-215).
-pub(crate) fn splitmix(state: &mut u64) -> u64 {
-    *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    let mut z = *state;
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
-}
 
 /// How one run's clock is shifted for the candidate, and which times it was shown.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -69,8 +60,8 @@ impl ClockShift {
         if window >= MIN_SHIFT_DAYS * DAY_MS / 2 || holds_a_timestamp(&scanned) {
             return ClockShift::none();
         }
-        let mut state = seed ^ 0x63_6c_6f_63_6b;
-        let days = MIN_SHIFT_DAYS + splitmix(&mut state) % (MAX_SHIFT_DAYS - MIN_SHIFT_DAYS);
+        let mut rng = SplitMix64::new(seed ^ 0x63_6c_6f_63_6b);
+        let days = MIN_SHIFT_DAYS + rng.below(MAX_SHIFT_DAYS - MIN_SHIFT_DAYS);
         ClockShift {
             ms: days * DAY_MS,
             window,

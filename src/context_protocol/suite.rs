@@ -23,7 +23,6 @@
 use std::cell::RefCell;
 use std::collections::{BTreeMap, VecDeque};
 use std::future::Future;
-use std::hash::{BuildHasher, Hasher};
 use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
@@ -31,9 +30,10 @@ use std::time::{Duration, Instant};
 use serde_json::{Map, Value, json};
 
 use super::salt::OutputSalt;
-use super::shift::{ClockShift, splitmix};
+use super::shift::ClockShift;
 use super::wire::{Peer, WireError, clip};
 use crate::conformance::child::Deadline;
+use crate::conformance::generate::{SplitMix64, fresh_seed};
 use crate::conformance::{Adapter, AdapterError};
 use crate::engine::{EngineError, RunResult, RunSeed};
 use crate::host::{
@@ -117,7 +117,7 @@ pub(crate) struct Candidate {
     deadline: Deadline,
     /// The session seed, and the sequence each run's seed is drawn from.
     seed: u64,
-    seeds: u64,
+    seeds: SplitMix64,
 }
 
 impl Candidate {
@@ -184,7 +184,7 @@ impl Candidate {
 
     /// The next run's seed: its run id nonce and its clock (D-215).
     fn run_seed(&mut self) -> u64 {
-        splitmix(&mut self.seeds)
+        self.seeds.next_u64()
     }
 }
 
@@ -963,20 +963,13 @@ impl Driver for RemoteEngine<'_> {
     }
 }
 
-/// A fresh random session seed (what `--session-seed` overrides).
-fn random_seed() -> u64 {
-    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-    h.write_u64(0x77_36_77);
-    h.finish()
-}
-
 /// The run id the candidate sees: the scenario's, salted with a nonce drawn from the run's
 /// seed (a recorded transcript names another session's), when it stays a safe id. Never
 /// visible in a report: the salted run id is mapped back.
 fn salted(run_id: &str, run_seed: u64) -> String {
-    let mut state = run_seed ^ 0x006e_6f6e_6365;
     if run_id.len() + 13 <= 128 {
-        format!("{run_id}.{:012x}", splitmix(&mut state) & 0xffff_ffff_ffff)
+        let nonce = SplitMix64::new(run_seed ^ 0x006e_6f6e_6365).next_u64();
+        format!("{run_id}.{:012x}", nonce & 0xffff_ffff_ffff)
     } else {
         run_id.to_owned()
     }
@@ -1005,12 +998,12 @@ impl EngineProcess {
     pub fn start(command: &str, options: EngineOptions) -> Result<Self, AdapterError> {
         let argv = crate::conformance::split_command(command)
             .map_err(|e| AdapterError::Spawn(format!("cannot parse {command:?}: {e}")))?;
-        let seed = options.session_seed.unwrap_or_else(random_seed);
+        let seed = options.session_seed.unwrap_or_else(fresh_seed);
         let cand = Candidate {
             argv,
             deadline: Deadline::after(options.deadline),
             seed,
-            seeds: seed,
+            seeds: SplitMix64::new(seed),
             options,
             peer: None,
             name: None,

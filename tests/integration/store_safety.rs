@@ -7,7 +7,16 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use crate::support::{bin, example};
+
 use serde_json::{Value, json};
+
+/// `w6w-sim ARGS…`, run to its end.
+fn cli(args: &[&dyn AsRef<std::ffi::OsStr>]) -> Output {
+    bin()
+        .args(args.iter().map(|a| a.as_ref()))
+        .output()
+        .expect("spawn")
+}
 
 /// A chain of eight echo steps, run `run_s`: enough records for a middle one.
 fn chain() -> (Value, Value) {
@@ -148,29 +157,20 @@ fn a_trace_write_failure_fails_run_replay_and_resume() {
         assert!(report["run"].is_object(), "{what}");
     };
     let f = Files::new();
-    let out = bin()
-        .arg("run")
-        .arg(&f.wf)
-        .arg("--scenario")
-        .arg(&f.sc)
-        .arg("--trace")
-        .arg(full)
-        .output()
-        .expect("spawn");
+    let out = cli(&[&"run", &f.wf, &"--scenario", &f.sc, &"--trace", &full]);
     check("run", &out);
     let report = f.path("report.json");
     std::fs::write(&report, &out.stdout).expect("write");
-    let out = bin()
-        .arg("replay")
-        .arg(&f.wf)
-        .arg("--run")
-        .arg(&report)
-        .arg("--scenario")
-        .arg(&f.sc)
-        .arg("--trace")
-        .arg(full)
-        .output()
-        .expect("spawn");
+    let out = cli(&[
+        &"replay",
+        &f.wf,
+        &"--run",
+        &report,
+        &"--scenario",
+        &f.sc,
+        &"--trace",
+        &full,
+    ]);
     check("replay", &out);
     f.killed_after(3);
     let out = f
@@ -180,26 +180,24 @@ fn a_trace_write_failure_fails_run_replay_and_resume() {
         .output()
         .expect("spawn");
     check("resume", &out);
-    let out = bin()
-        .arg("run")
-        .arg(example("order.woml.xml"))
-        .arg("--scenario")
-        .arg(example("order.scenario.json"))
-        .arg("--trace")
-        .arg(full)
-        .output()
-        .expect("spawn");
+    let out = cli(&[
+        &"run",
+        &example("order.woml.xml"),
+        &"--scenario",
+        &example("order.scenario.json"),
+        &"--trace",
+        &full,
+    ]);
     check("run (WOML)", &out);
     // The same commands with a writable trace exit 0.
-    let out = bin()
-        .arg("run")
-        .arg(&f.wf)
-        .arg("--scenario")
-        .arg(&f.sc)
-        .arg("--trace")
-        .arg(f.path("t.jsonl"))
-        .output()
-        .expect("spawn");
+    let out = cli(&[
+        &"run",
+        &f.wf,
+        &"--scenario",
+        &f.sc,
+        &"--trace",
+        &f.path("t.jsonl"),
+    ]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
 }
 
