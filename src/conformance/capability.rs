@@ -98,6 +98,34 @@ pub const CAPABILITIES: &[(&str, &str)] = &[
         "cooperative cancellation through the abort signal (RUN-7)",
     ),
     (
+        "templates",
+        "root-anchored `{{ }}` template strings in `with` values (amendment 2026-08-14, TPL-*)",
+    ),
+    (
+        "chains",
+        "`||` / `??` fallback chains inside a `{{ }}` marker (CHAIN-*)",
+    ),
+    (
+        "envelope",
+        "the multipart ExprValue envelope `{type: \"expr\", parts}` (amendment 2026-08-11, ENV-*)",
+    ),
+    (
+        "workflow.retry",
+        "the run-level `Workflow.retry` ladder (amendment 2026-08-21, RUNERR-*)",
+    ),
+    (
+        "workflow.onError",
+        "the run-level `Workflow.onError` handler (amendment 2026-08-21, RUNERR-*)",
+    ),
+    (
+        "ext.retryOn",
+        "this project's `x-w6w-retryOn` RetryPolicy extension: retry only listed codes (D-32, WOML-11)",
+    ),
+    (
+        "ext.maxDelayMs",
+        "this project's `x-w6w-maxDelayMs` RetryPolicy extension: cap each wait (D-32, WOML-10)",
+    ),
+    (
         "reference-vocabulary",
         "error codes and message text of this reference that the spec does not define",
     ),
@@ -393,6 +421,18 @@ pub fn required_by_request(request: &Value) -> BTreeSet<String> {
             workflow_needs(w, &mut out);
         }
     }
+    if op == Some("resolve")
+        && let Some(with) = request.get("with")
+    {
+        with_needs(with, &mut out);
+    }
+    // A dialect document reaches an engine as the w6w workflow it imports to: it needs
+    // what that workflow needs (an import that fails needs nothing more).
+    if op == Some("run")
+        && let Some(plain) = crate::service::dialect::plain_request(request)
+    {
+        out.extend(required_by_request(&plain));
+    }
     if op == Some("logic") && request.get("dialect").and_then(Value::as_str) == Some("extended") {
         out.insert("dialect.extended".into());
     }
@@ -412,6 +452,13 @@ fn workflow_needs(workflow: &Value, out: &mut BTreeSet<String>) {
     if w.get("reroute").is_some_and(|r| !r.is_null()) {
         out.insert("call".into());
     }
+    if let Some(policy) = w.get("retry").filter(|r| !r.is_null()) {
+        out.insert("workflow.retry".into());
+        policy_needs(policy, out);
+    }
+    if w.get("onError").is_some_and(|r| !r.is_null()) {
+        out.insert("workflow.onError".into());
+    }
     for step in w
         .get("steps")
         .and_then(Value::as_array)
@@ -420,6 +467,12 @@ fn workflow_needs(workflow: &Value, out: &mut BTreeSet<String>) {
     {
         if step.get("fanOut").and_then(Value::as_str) == Some("parallel") {
             out.insert("strands".into());
+        }
+        if let Some(policy) = step.get("retry") {
+            policy_needs(policy, out);
+        }
+        if let Some(with) = step.get("with") {
+            with_needs(with, out);
         }
         let uses = step.get("uses");
         let app = uses.and_then(|u| u.get("app")).and_then(Value::as_str);
@@ -443,6 +496,59 @@ fn workflow_needs(workflow: &Value, out: &mut BTreeSet<String>) {
     // `control.<unknown>` is not a capability: an unknown control is a validation case
     // (CTRL-1), which any engine must reject.
     out.retain(|n| !n.starts_with("control.") || is_capability(n));
+}
+
+/// The project's RetryPolicy extension keys (D-32) a policy uses.
+fn policy_needs(policy: &Value, out: &mut BTreeSet<String>) {
+    use crate::model::{EXT_MAX_DELAY_MS, EXT_RETRY_ON};
+    for (key, name) in [(EXT_RETRY_ON, "ext.retryOn"), (EXT_MAX_DELAY_MS, "ext.maxDelayMs")] {
+        if policy.get(key).is_some_and(|v| !v.is_null()) {
+            out.insert(name.into());
+        }
+    }
+}
+
+/// What a `with` value needs: a string the root-anchoring rule resolves (`templates`, plus
+/// `chains` when a marker is a fallback chain) and the multipart envelope (`envelope`).
+/// The rule is the engine's own ([`crate::expr::template::root_anchor`]): a string that
+/// stays literal needs nothing, because an engine without templates passes it through.
+fn with_needs(with: &Value, out: &mut BTreeSet<String>) {
+    use crate::expr::{Part, parse_coalesce_chain, root_anchor};
+    match with {
+        Value::String(s) => {
+            // Past the template size limit the string is refused, not literal: an engine
+            // must implement templates to refuse it.
+            let parts = match root_anchor(s) {
+                Ok(Some(parts)) => parts,
+                Ok(None) => return,
+                Err(_) => {
+                    out.insert("templates".into());
+                    return;
+                }
+            };
+            out.insert("templates".into());
+            let chain = parts.iter().any(|p| match p {
+                Part::Expr { expr, .. } => parse_coalesce_chain(expr).is_some(),
+                _ => false,
+            });
+            if chain {
+                out.insert("chains".into());
+            }
+        }
+        Value::Array(items) => items.iter().for_each(|v| with_needs(v, out)),
+        Value::Object(m) => {
+            // A marker is resolved whole; its strings are paths or JSONLogic, not templates.
+            if m.contains_key("$") || m.contains_key("$expr") {
+                return;
+            }
+            if m.get("type").and_then(Value::as_str) == Some("expr") && m.contains_key("parts") {
+                out.insert("envelope".into());
+                return;
+            }
+            m.values().for_each(|v| with_needs(v, out));
+        }
+        _ => {}
+    }
 }
 
 fn scenario_needs(scenario: &Map<String, Value>, out: &mut BTreeSet<String>) {
@@ -607,6 +713,53 @@ mod tests {
                 "strands"
             ]
         );
+    }
+
+    #[test]
+    fn expression_forms_and_run_policies_are_named() {
+        let needs = |request: Value| -> Vec<String> {
+            required(&case(request, json!({"ok": true})))
+                .into_iter()
+                .collect()
+        };
+        let step = |with: Value| json!({"op": "run", "workflow": {"steps": [
+            {"id": "a", "uses": {"app": "a", "action": "b"}, "with": with}]}});
+        // A rooted marker resolves; a vendor placeholder stays literal and needs nothing.
+        assert_eq!(
+            needs(step(json!({"h": ["Bearer {{ vars.t }}"]}))),
+            ["op.run", "templates"]
+        );
+        assert_eq!(needs(step(json!({"h": "{{var:name}}"}))), ["op.run"]);
+        assert_eq!(
+            needs(step(json!({"h": "{{ vars.a || \"x\" }}"}))),
+            ["chains", "op.run", "templates"]
+        );
+        assert_eq!(
+            needs(step(json!({"h": {"type": "expr", "parts": []}}))),
+            ["envelope", "op.run"]
+        );
+        // A marker's path is not a template.
+        assert_eq!(needs(step(json!({"h": {"$": "vars.a"}}))), ["op.run"]);
+        let run = json!({"op": "run", "workflow": {"retry": {"maxAttempts": 2,
+            "x-w6w-maxDelayMs": 5}, "onError": "continue", "steps": [{"id": "a",
+            "uses": {"app": "a", "action": "b"}, "retry": {"maxAttempts": 2,
+            "x-w6w-retryOn": ["e"]}}]}});
+        assert_eq!(
+            needs(run),
+            [
+                "ext.maxDelayMs",
+                "ext.retryOn",
+                "op.run",
+                "workflow.onError",
+                "workflow.retry"
+            ]
+        );
+        // A dialect document needs what it imports to: a YAML `when` is an `if` step.
+        let yaml = json!({"op": "run", "dialect": "yaml",
+            "source": "steps:\n  - a:\n      x.a: {}\n      when: true\n"});
+        assert!(needs(yaml).contains(&"control.if".to_owned()));
+        let broken = json!({"op": "run", "dialect": "yaml", "source": "steps: 3\n"});
+        assert_eq!(needs(broken), ["op.run"]);
     }
 
     #[test]

@@ -49,6 +49,13 @@ pub const CAPABILITIES: &[&str] = &[
     "meta",
     "extended-dialect",
     "signal",
+    "templates",
+    "chains",
+    "envelope",
+    "workflow.retry",
+    "workflow.onError",
+    "ext.retryOn",
+    "ext.maxDelayMs",
     "reference-vocabulary",
 ];
 
@@ -147,6 +154,24 @@ mod tests {
             r#"{"type":"ready","protocol":"w6w-context","version":1,"implementation":{"name":"x"},"capabilities":[1]}"#,
         ] {
             assert!(parse_ready(bad).is_err(), "{bad}");
+        }
+    }
+}
+
+#[cfg(test)]
+mod reference_profile {
+    use crate::conformance::capability::{CAPABILITIES as NAMES, Capabilities};
+
+    /// The reference engine's `ready` declares every capability there is: a name added to
+    /// the suite and forgotten here would turn the reference's own cases not applicable.
+    #[test]
+    fn the_reference_declares_every_capability() {
+        // Every engine runs and replays: the ready list names what lies beyond that core.
+        let core = ["op.run", "op.replay"];
+        let declared = Capabilities::from_names(super::CAPABILITIES.iter().chain(&core))
+            .expect("known names");
+        for (name, _) in NAMES {
+            assert!(declared.supports(name), "{name} missing from the ready list");
         }
     }
 }

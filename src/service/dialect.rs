@@ -43,17 +43,31 @@ pub(crate) fn run_with<E>(
         Ok(i) => i,
         Err(response) => return Ok(response),
     };
-    let (scenario, _) = split_manifest(request.get("scenario").unwrap_or(&json!({})));
-    let scenario = match crate::dialect::prepare_scenario(&imported, &scenario) {
-        Ok(s) => s,
-        Err(e) => return Ok(json!({"error": e.to_json()})),
+    let plain = match plain(&imported, request) {
+        Ok(plain) => plain,
+        Err(response) => return Ok(response),
     };
-    let plain = json!({"op": "run", "workflow": imported.workflow, "scenario": scenario});
     let mut response = run(&plain)?;
     if let Some(report) = response.get_mut("ok") {
         crate::dialect::decorate_report(&imported, report);
     }
     Ok(response)
+}
+
+/// The plain w6w `run` request a dialect `run` request becomes (what an engine behind a
+/// seam is sent), or `None` when the request is not a dialect request or does not import.
+pub(crate) fn plain_request(request: &Value) -> Option<Value> {
+    request.get("dialect")?;
+    plain(&imported(request).ok()?, request).ok()
+}
+
+/// The plain request for an imported document: its workflow and the request's scenario
+/// prepared for it, or the error response.
+fn plain(imported: &crate::dialect::Imported, request: &Value) -> Result<Value, Value> {
+    let (scenario, _) = split_manifest(request.get("scenario").unwrap_or(&json!({})));
+    let scenario = crate::dialect::prepare_scenario(imported, &scenario)
+        .map_err(|e| json!({"error": e.to_json()}))?;
+    Ok(json!({"op": "run", "workflow": imported.workflow, "scenario": scenario}))
 }
 
 /// The imported document of a dialect request, or the error response.
