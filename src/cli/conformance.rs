@@ -11,9 +11,9 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use crate::conformance::generate::run_generated_shard;
 #[cfg(w6w_mutants)]
 use crate::conformance::mutants::{self, AnyMutant};
+use crate::conformance::pool::{PoolPlan, run_pool};
 use crate::conformance::shard::Shard;
 use crate::conformance::{
     self, Adapter, ProcessAdapter, ProcessOptions, Reference, Selection, Suite, SuiteReport,
@@ -105,6 +105,13 @@ pub(crate) struct ConformanceArgs {
     /// its id, generated workflow i when i mod N = K-1).
     #[arg(long, value_name = "K/N")]
     shard: Option<String>,
+    /// Judge cases on N candidates at once: N processes of --adapter/--engine/--host (each
+    /// command's `{job}` becomes 1..N, e.g. a --host store directory per process, which
+    /// --host needs when N > 1), or N threads of the reference. The report is the one
+    /// --jobs 1 prints, save its timings [default: 1].
+    #[arg(long, value_name = "N", default_value_t = 1,
+          value_parser = clap::value_parser!(u16).range(1..=64))]
+    jobs: u16,
     /// Run against a built-in mutant (a deliberately broken engine or host) by name.
     /// Only in the mutant build (`W6W_MUTANTS=1 cargo build`; docs/decisions.md D-100).
     #[cfg(w6w_mutants)]
@@ -214,39 +221,44 @@ fn conformance(args: &ConformanceArgs) -> ExitCode {
     let mutant = args.mutant.as_deref();
     #[cfg(not(w6w_mutants))]
     let mutant: Option<&str> = None;
-    let mut adapter: Box<dyn Adapter> = match (&args.adapter, mutant) {
-        #[cfg(w6w_mutants)]
-        (None, Some(name)) => match AnyMutant::by_name(name) {
-            Some(m) => m.adapter(),
-            None => {
-                let names: Vec<&str> = AnyMutant::all().into_iter().map(|m| m.name()).collect();
-                return usage_error(format!(
-                    "no mutant named {name:?}; known: {}",
-                    names.join(", ")
-                ));
-            }
-        },
-        (None, _) if args.engine.is_some() || args.host.is_some() => match context_adapter(args) {
-            Ok(a) => a,
-            Err(e) => return usage_error(e),
-        },
-        (None, _) => Box::new(Reference),
-        (Some(command), _) => {
-            let options = ProcessOptions {
-                request_timeout: Duration::from_millis(args.timeout_ms),
-                startup_timeout: Duration::from_millis(args.startup_timeout_ms),
-                deadline: (args.deadline > 0).then(|| Duration::from_secs(args.deadline)),
-                ..ProcessOptions::default()
-            };
-            match ProcessAdapter::start(command, options) {
-                Ok(a) => Box::new(a),
-                Err(e) => return usage_error(e),
-            }
-        }
-    };
-    if let Some(p) = profile {
-        adapter = Box::new(conformance::WithCapabilities::new(adapter, p));
+    #[cfg(w6w_mutants)]
+    if let Some(name) = mutant
+        && AnyMutant::by_name(name).is_none()
+    {
+        let names: Vec<&str> = AnyMutant::all().into_iter().map(|m| m.name()).collect();
+        return usage_error(format!(
+            "no mutant named {name:?}; known: {}",
+            names.join(", ")
+        ));
     }
+    let jobs = usize::from(args.jobs);
+    if jobs > 1
+        && let Some(host) = &args.host
+        && !host.contains(JOB)
+    {
+        return usage_error(format!(
+            "--jobs {jobs} with --host: the {jobs} host processes would share one store; put \
+             {JOB} in the command where each needs its own (e.g. --dir /tmp/store-{JOB}), it \
+             becomes 1..{jobs}"
+        ));
+    }
+    // One session seed for every process (D-215, D-222): printed once.
+    let session_seed = args.engine.as_ref().map(|_| {
+        let seed = args
+            .session_seed
+            .unwrap_or_else(conformance::generate::fresh_seed);
+        eprintln!(
+            "w6w-sim conformance: session seed {seed} (--session-seed {seed} gives the engine the same run ids and clocks)"
+        );
+        seed
+    });
+    let make = |job: usize| -> Result<Box<dyn Adapter>, String> {
+        let adapter = candidate(args, mutant, session_seed, job + 1)?;
+        Ok(match &profile {
+            Some(p) => Box::new(conformance::WithCapabilities::new(adapter, p.clone())),
+            None => adapter,
+        })
+    };
     // Every printed repro command names the candidate that was tested.
     let mut candidate_args = String::new();
     for (flag, command) in [
@@ -271,13 +283,19 @@ fn conformance(args: &ConformanceArgs) -> ExitCode {
         ));
     }
     let mut progress = Progress::new();
-    let mut report = conformance::run_suite(
-        adapter.as_mut(),
-        &suite,
-        &selection,
-        args.diff_reference,
-        &mut |done, total, id| progress.tick(done, total, id),
-    );
+    let plan = PoolPlan {
+        jobs,
+        diff_reference: args.diff_reference,
+        generate,
+        seed,
+        shard,
+    };
+    let mut report = match run_pool(&make, &suite, &selection, plan, &mut |done, total, id| {
+        progress.tick(done, total, id)
+    }) {
+        Ok(report) => report,
+        Err(e) => return usage_error(e),
+    };
     progress.clear();
     report.candidate_args = candidate_args;
     report.shard = shard.map(|s| s.to_string());
@@ -293,14 +311,6 @@ fn conformance(args: &ConformanceArgs) -> ExitCode {
             }
         ));
     }
-    if generate > 0 {
-        progress.tick(0, generate, "generated workflows");
-        let generated = run_generated_shard(adapter.as_mut(), generate, seed, shard);
-        progress.clear();
-        report.add_generated(generated);
-    }
-    // Stop the adapter process now, not at exit, so its exit is not billed to printing.
-    drop(adapter);
     let mut status = if report.all_passed() {
         ExitCode::SUCCESS
     } else {
@@ -369,29 +379,55 @@ fn shell_quote(word: &str) -> String {
     }
 }
 
-/// `--engine` / `--host`: a candidate behind the context protocol.
-fn context_adapter(args: &ConformanceArgs) -> Result<Box<dyn Adapter>, String> {
+/// The placeholder a candidate command may hold for the job number (`--jobs`).
+const JOB: &str = "{job}";
+
+/// Candidate `job` (1-based) of the run: a process of --adapter/--engine/--host with
+/// `{job}` in its command replaced, a mutant, or the reference.
+fn candidate(
+    args: &ConformanceArgs,
+    mutant: Option<&str>,
+    session_seed: Option<u64>,
+    job: usize,
+) -> Result<Box<dyn Adapter>, String> {
     use crate::context_protocol::{EngineOptions, EngineProcess, host_seam::HostProcess};
     let deadline = (args.deadline > 0).then(|| Duration::from_secs(args.deadline));
+    let numbered = |command: &str| command.replace(JOB, &job.to_string());
+    #[cfg(w6w_mutants)]
+    if let Some(m) = mutant.and_then(AnyMutant::by_name) {
+        return Ok(m.adapter());
+    }
+    let _ = mutant;
     if let Some(command) = &args.engine {
         let options = EngineOptions {
             line_timeout: Duration::from_millis(args.timeout_ms),
             startup_timeout: Duration::from_millis(args.startup_timeout_ms),
             deadline,
-            session_seed: args.session_seed,
+            session_seed,
             ..EngineOptions::default()
         };
-        let engine = EngineProcess::start(command, options).map_err(|e| e.to_string())?;
-        eprintln!(
-            "w6w-sim conformance: session seed {0} (--session-seed {0} gives the engine the same run ids and clocks)",
-            engine.session_seed()
-        );
+        let engine =
+            EngineProcess::start(&numbered(command), options).map_err(|e| e.to_string())?;
         return Ok(Box::new(engine));
     }
-    let command = args.host.as_deref().unwrap_or_default();
-    HostProcess::start(command, Duration::from_millis(args.timeout_ms)).map(|h| {
-        Box::new(conformance::EngineOnHost::new(h.with_deadline(deadline))) as Box<dyn Adapter>
-    })
+    if let Some(command) = &args.host {
+        let host = HostProcess::start(&numbered(command), Duration::from_millis(args.timeout_ms))?;
+        return Ok(Box::new(conformance::EngineOnHost::new(
+            host.with_deadline(deadline),
+        )));
+    }
+    if let Some(command) = &args.adapter {
+        let options = ProcessOptions {
+            request_timeout: Duration::from_millis(args.timeout_ms),
+            startup_timeout: Duration::from_millis(args.startup_timeout_ms),
+            deadline,
+            ..ProcessOptions::default()
+        };
+        return ProcessAdapter::start(&numbered(command), options)
+            .map(|a| Box::new(a) as Box<dyn Adapter>)
+            .map_err(|e| e.to_string());
+    }
+    Ok(Box::new(Reference))
 }
 
 /// A one-line progress indicator on stderr, only when stderr is a terminal.

@@ -501,7 +501,10 @@ fn workflow_needs(workflow: &Value, out: &mut BTreeSet<String>) {
 /// The project's RetryPolicy extension keys (D-32) a policy uses.
 fn policy_needs(policy: &Value, out: &mut BTreeSet<String>) {
     use crate::model::{EXT_MAX_DELAY_MS, EXT_RETRY_ON};
-    for (key, name) in [(EXT_RETRY_ON, "ext.retryOn"), (EXT_MAX_DELAY_MS, "ext.maxDelayMs")] {
+    for (key, name) in [
+        (EXT_RETRY_ON, "ext.retryOn"),
+        (EXT_MAX_DELAY_MS, "ext.maxDelayMs"),
+    ] {
         if policy.get(key).is_some_and(|v| !v.is_null()) {
             out.insert(name.into());
         }
@@ -722,8 +725,10 @@ mod tests {
                 .into_iter()
                 .collect()
         };
-        let step = |with: Value| json!({"op": "run", "workflow": {"steps": [
-            {"id": "a", "uses": {"app": "a", "action": "b"}, "with": with}]}});
+        let step = |with: Value| {
+            json!({"op": "run", "workflow": {"steps": [
+            {"id": "a", "uses": {"app": "a", "action": "b"}, "with": with}]}})
+        };
         // A rooted marker resolves; a vendor placeholder stays literal and needs nothing.
         assert_eq!(
             needs(step(json!({"h": ["Bearer {{ vars.t }}"]}))),

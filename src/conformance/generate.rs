@@ -877,63 +877,106 @@ fn batch(
 ) -> GeneratedReport {
     #[allow(clippy::disallowed_methods)] // real time: the report states the batch's speed
     let started = Instant::now();
-    let mut failures = Vec::new();
-    let mut not_applicable = 0;
-    let mut seeds = Vec::new();
-    let mut not_applicable_seeds = Vec::new();
-    let mut missing = BTreeSet::new();
-    let profile = adapter.capabilities();
-    let observed = super::adapter::evidence_of(adapter) == super::Evidence::Observed;
-    let mut self_reported = 0;
-    let mut ran = 0;
-    for i in 0..count {
-        if shard.is_some_and(|sh| !sh.takes_seed_index(i as u64)) {
-            continue;
-        }
-        ran += 1;
-        let s = seed.wrapping_add(i as u64);
-        seeds.push(s);
-        let g = Generated::from_seed(s).for_profile(&profile);
+    let judge = super::report::Judge::of(adapter, false);
+    let outcomes = seed_indices(count, shard)
+        .map(|i| judge.seed(adapter, seed.wrapping_add(i as u64)))
+        .collect();
+    assemble(outcomes, count, seed, shard, started.elapsed())
+}
+
+/// The indices of the generated workflows `shard` takes, of `count`.
+pub(crate) fn seed_indices(
+    count: usize,
+    shard: Option<super::shard::Shard>,
+) -> impl Iterator<Item = usize> {
+    (0..count).filter(move |&i| shard.is_none_or(|sh| sh.takes_seed_index(i as u64)))
+}
+
+/// What became of one generated workflow.
+pub(crate) enum SeedOutcome {
+    Passed(u64),
+    /// Outside the profile: what it needed that the profile lacks.
+    NotApplicable(u64, Vec<String>),
+    /// Not run: the candidate's reports are self-written (D-102).
+    SelfReported(u64),
+    Failed(Box<GeneratedFailure>),
+}
+
+impl super::report::Judge {
+    /// One generated workflow: drawn for the profile, run, and shrunk when it fails.
+    pub(crate) fn seed(&self, adapter: &mut dyn Adapter, s: u64) -> SeedOutcome {
+        let g = Generated::from_seed(s).for_profile(&self.profile);
         let request = json!({"op": "run", "workflow": g.workflow(),
                              "scenario": g.scenario(json!({}))});
         let mut needs = super::capability::required_by_request(&request);
         needs.insert("op.replay".into());
-        let lacks = profile.missing(&needs);
+        let lacks = self.profile.missing(&needs);
         if !lacks.is_empty() {
-            not_applicable += 1;
-            not_applicable_seeds.push(s);
-            missing.extend(lacks);
-            continue;
+            return SeedOutcome::NotApplicable(s, lacks);
         }
-        if !observed {
-            self_reported += 1;
-            continue;
+        if !self.observed() {
+            return SeedOutcome::SelfReported(s);
         }
-        if let Err(v) = check(adapter, &g) {
-            let (small, v) = shrink(adapter, &g, &v, SHRINK_BUDGET);
-            failures.push(GeneratedFailure {
-                seed: s,
-                workflow: small.workflow(),
-                scenario: small.scenario(v.faults.clone()),
-                violation: v,
-                steps_before: g.steps.len(),
-                steps_after: small.steps.len(),
-            });
+        match check(adapter, &g) {
+            Ok(()) => SeedOutcome::Passed(s),
+            Err(v) => {
+                let (small, v) = shrink(adapter, &g, &v, SHRINK_BUDGET);
+                SeedOutcome::Failed(Box::new(GeneratedFailure {
+                    seed: s,
+                    workflow: small.workflow(),
+                    scenario: small.scenario(v.faults.clone()),
+                    violation: v,
+                    steps_before: g.steps.len(),
+                    steps_after: small.steps.len(),
+                }))
+            }
         }
     }
-    GeneratedReport {
+}
+
+/// The report of judged generated workflows, in seed order.
+pub(crate) fn assemble(
+    outcomes: Vec<SeedOutcome>,
+    count: usize,
+    seed: u64,
+    shard: Option<super::shard::Shard>,
+    elapsed: std::time::Duration,
+) -> GeneratedReport {
+    let mut report = GeneratedReport {
         seed,
-        count: ran,
+        count: outcomes.len(),
         span: count,
         shard: shard.map(|s| s.to_string()),
-        failures,
-        seeds,
-        not_applicable,
-        not_applicable_seeds,
-        missing: missing.into_iter().collect(),
-        self_reported,
-        elapsed: started.elapsed(),
+        failures: Vec::new(),
+        seeds: Vec::with_capacity(outcomes.len()),
+        not_applicable: 0,
+        not_applicable_seeds: Vec::new(),
+        missing: Vec::new(),
+        self_reported: 0,
+        elapsed,
+    };
+    let mut missing = BTreeSet::new();
+    for outcome in outcomes {
+        match outcome {
+            SeedOutcome::Passed(s) => report.seeds.push(s),
+            SeedOutcome::NotApplicable(s, lacks) => {
+                report.seeds.push(s);
+                report.not_applicable += 1;
+                report.not_applicable_seeds.push(s);
+                missing.extend(lacks);
+            }
+            SeedOutcome::SelfReported(s) => {
+                report.seeds.push(s);
+                report.self_reported += 1;
+            }
+            SeedOutcome::Failed(f) => {
+                report.seeds.push(f.seed);
+                report.failures.push(*f);
+            }
+        }
     }
+    report.missing = missing.into_iter().collect();
+    report
 }
 
 #[cfg(test)]

@@ -56,6 +56,7 @@ pub mod matrix;
 pub mod merge;
 #[cfg(w6w_mutants)]
 pub mod mutants;
+pub mod pool;
 mod process;
 pub mod protocol;
 mod report;

@@ -237,59 +237,99 @@ pub fn run_suite(
 ) -> SuiteReport {
     #[allow(clippy::disallowed_methods)] // real time: the report states the suite's speed
     let started = Instant::now();
-    let selected: Vec<_> = suite
-        .cases()
-        .filter(|(_, c)| selection.selects(c))
-        .collect();
+    let selected = selected(suite, selection);
     let total = selected.len();
-    let profile = adapter.capabilities();
-    let observed = super::adapter::evidence_of(adapter) == super::Evidence::Observed;
+    let judge = Judge::of(adapter, diff_reference);
     let mut cases = Vec::with_capacity(total);
     for (done, (file, case)) in selected.into_iter().enumerate() {
+        cases.push(judge.case(adapter, file, case));
+        progress(done + 1, total, &case.id);
+    }
+    assemble(
+        suite,
+        selection,
+        adapter.name(),
+        judge.profile,
+        cases,
+        started.elapsed(),
+    )
+}
+
+/// The cases of `suite` that `selection` selects, in suite order.
+pub(crate) fn selected<'s>(
+    suite: &'s Suite,
+    selection: &Selection,
+) -> Vec<(&'s super::load::LoadedFile, &'s super::Case)> {
+    suite
+        .cases()
+        .filter(|(_, c)| selection.selects(c))
+        .collect()
+}
+
+/// What judging a case needs to know about the candidate, learned once.
+#[derive(Debug, Clone)]
+pub(crate) struct Judge {
+    pub(crate) profile: super::Capabilities,
+    observed: bool,
+    diff_reference: bool,
+}
+
+impl Judge {
+    /// Whether the candidate's runs are observed by the suite (not self-reported, D-102).
+    pub(crate) fn observed(&self) -> bool {
+        self.observed
+    }
+
+    pub(crate) fn of(adapter: &dyn Adapter, diff_reference: bool) -> Judge {
+        Judge {
+            profile: adapter.capabilities(),
+            observed: super::adapter::evidence_of(adapter) == super::Evidence::Observed,
+            diff_reference,
+        }
+    }
+
+    /// One case: not applicable, self-reported, or asked and checked.
+    pub(crate) fn case(
+        &self,
+        adapter: &mut dyn Adapter,
+        file: &super::load::LoadedFile,
+        case: &super::Case,
+    ) -> CaseResult {
         #[allow(clippy::disallowed_methods)] // real time: per-case duration for JUnit
         let case_started = Instant::now();
         let requires = super::capability::required(case);
-        let mut missing = profile.missing(&requires);
+        let mut missing = self.profile.missing(&requires);
         if missing.is_empty()
             && let Some(seam) = adapter.unjudged(case)
         {
             missing.push(seam.to_owned());
         }
-        let self_reported = missing.is_empty() && !observed && effectful(&requires);
+        let self_reported = missing.is_empty() && !self.observed && effectful(&requires);
         let (outcome, adapter_failed) = if self_reported {
             // D-102: never asked; a self-written report is no evidence either way.
-            let outcome = CaseOutcome {
-                id: case.id.clone(),
-                clauses: case.clauses.clone(),
-                failures: vec![super::SELF_REPORTED.to_owned()],
-                response: Value::Null,
-            };
-            (outcome, false)
+            (not_run(case, super::SELF_REPORTED.to_owned()), false)
         } else if missing.is_empty() {
             check_with(case, adapter)
         } else {
             // Not run: the outcome is not a pass (code reading `outcome.passed()` must not
             // count it), and the report counts it as neither passed nor failed.
-            let outcome = CaseOutcome {
-                id: case.id.clone(),
-                clauses: case.clauses.clone(),
-                failures: vec![super::capability::not_applicable_because(&missing)],
-                response: Value::Null,
-            };
-            (outcome, false)
+            let why = super::capability::not_applicable_because(&missing);
+            (not_run(case, why), false)
         };
         let elapsed = case_started.elapsed();
         let reference_diff =
-            (diff_reference && !outcome.passed() && !adapter_failed && !self_reported).then(|| {
-                // SEC-1: both sides through the case's redaction sink before they are compared.
-                let scrub = super::case_scrubber(&case.request);
-                let reference = scrub.scrubbed(crate::service::handle(&case.request));
-                let mut d = json_diff(&reference, &outcome.response);
-                d.iter_mut()
-                    .for_each(|e| e.pointer = scrub.line(&e.pointer));
-                d
-            });
-        cases.push(CaseResult {
+            (self.diff_reference && !outcome.passed() && !adapter_failed && !self_reported).then(
+                || {
+                    // SEC-1: both sides through the case's redaction sink before they are compared.
+                    let scrub = super::case_scrubber(&case.request);
+                    let reference = scrub.scrubbed(crate::service::handle(&case.request));
+                    let mut d = json_diff(&reference, &outcome.response);
+                    d.iter_mut()
+                        .for_each(|e| e.pointer = scrub.line(&e.pointer));
+                    d
+                },
+            );
+        CaseResult {
             file: file.stem(),
             family: file.file.family.clone(),
             description: case.description.clone(),
@@ -299,10 +339,29 @@ pub fn run_suite(
             reference_diff,
             requires: requires.into_iter().collect(),
             missing,
-        });
-        progress(done + 1, total, &case.id);
+        }
     }
-    let elapsed = started.elapsed();
+}
+
+/// The outcome of a case that was not asked, and why.
+fn not_run(case: &super::Case, why: String) -> CaseOutcome {
+    CaseOutcome {
+        id: case.id.clone(),
+        clauses: case.clauses.clone(),
+        failures: vec![why],
+        response: Value::Null,
+    }
+}
+
+/// The report of judged cases (in selection order): the per-clause tally and the rest.
+pub(crate) fn assemble(
+    suite: &Suite,
+    selection: &Selection,
+    implementation: String,
+    profile: super::Capabilities,
+    cases: Vec<CaseResult>,
+    elapsed: std::time::Duration,
+) -> SuiteReport {
     let mut tally: std::collections::HashMap<&str, (usize, usize, usize)> =
         std::collections::HashMap::new();
     for c in &cases {
@@ -340,7 +399,7 @@ pub fn run_suite(
         })
         .collect();
     SuiteReport {
-        implementation: adapter.name(),
+        implementation,
         capabilities: profile,
         cases,
         clauses,

@@ -168,10 +168,13 @@ mod reference_profile {
     fn the_reference_declares_every_capability() {
         // Every engine runs and replays: the ready list names what lies beyond that core.
         let core = ["op.run", "op.replay"];
-        let declared = Capabilities::from_names(super::CAPABILITIES.iter().chain(&core))
-            .expect("known names");
+        let declared =
+            Capabilities::from_names(super::CAPABILITIES.iter().chain(&core)).expect("known names");
         for (name, _) in NAMES {
-            assert!(declared.supports(name), "{name} missing from the ready list");
+            assert!(
+                declared.supports(name),
+                "{name} missing from the ready list"
+            );
         }
     }
 }

@@ -12,6 +12,9 @@
 //! stay byte-identical across sessions; a value salted by another session is refused: a
 //! recorded transcript carries the recording session's salt in every output it recorded.
 
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+
 use serde_json::Value;
 
 use crate::conformance::generate::SplitMix64;
@@ -27,9 +30,26 @@ const MARK_CLOSE: char = '›';
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct OutputSalt {
     value: Option<String>,
+    /// Per step id handed a salted object output: `true` while every output handed for
+    /// that id was (an invocation the suite left unsalted clears it). A checkpoint must
+    /// carry the salt back in such a step's object output (D-223).
+    carried: RefCell<BTreeMap<String, bool>>,
+    /// Per step id, the code of the last action error handed with this salt's mark in its
+    /// message (`None` after one handed unmarked): a record of that step failing with that
+    /// code must carry the mark back (D-223).
+    marked: RefCell<BTreeMap<String, Option<String>>>,
 }
 
 impl OutputSalt {
+    /// No salt: a run one of whose secrets touches the key or the mark.
+    fn default() -> Self {
+        OutputSalt {
+            value: None,
+            carried: RefCell::default(),
+            marked: RefCell::default(),
+        }
+    }
+
     /// The salt drawn from a run's seed.
     #[cfg(test)]
     pub(crate) fn new(run_seed: u64) -> Self {
@@ -49,13 +69,94 @@ impl OutputSalt {
         let touches = |text: &str| texts.iter().any(|t| text.contains(t.as_str()));
         let fixed = format!("{MARK_OPEN}{SALT_KEY}:{MARK_CLOSE}");
         if touches(&fixed) {
-            return OutputSalt { value: None };
+            return OutputSalt::default();
         }
         let mut rng = SplitMix64::new(run_seed ^ 0x73_61_6c_74);
         let value = (0..16)
             .map(|_| format!("s{:016x}", rng.next_u64()))
             .find(|v| !touches(v));
-        OutputSalt { value }
+        OutputSalt {
+            value,
+            carried: RefCell::default(),
+            marked: RefCell::default(),
+        }
+    }
+
+    /// Salt the output handed for step `step_id` (an invocation's answer), and remember
+    /// that its record must carry the salt back; `salted: false` records an output handed
+    /// unsalted (a secret-derived invocation the engine seals), after which that step's
+    /// records are not asked to.
+    pub(crate) fn step_output(&self, step_id: &str, v: &mut Value, salted: bool) {
+        let salted = salted && v.is_object() && self.value.is_some();
+        if salted {
+            self.output(v);
+        }
+        let mut carried = self.carried.borrow_mut();
+        let all = carried.entry(step_id.to_owned()).or_insert(true);
+        *all &= salted;
+    }
+
+    /// Mark the action error handed for step `step_id` (`salted: false`: handed unmarked,
+    /// a secret-derived invocation), and remember which code its record must carry the
+    /// mark back with.
+    pub(crate) fn step_error(&self, step_id: &str, e: &mut Value, salted: bool) {
+        let marked =
+            salted && self.value.is_some() && e.get("message").is_some_and(Value::is_string);
+        if marked {
+            self.error(e);
+        }
+        let code = e.get("code").and_then(Value::as_str).map(str::to_owned);
+        self.marked
+            .borrow_mut()
+            .insert(step_id.to_owned(), code.filter(|_| marked));
+    }
+
+    /// D-223: every step record a checkpoint writes whose step was handed salted object
+    /// outputs only must carry the salt in an object `output` — an output is the action's
+    /// return value exactly. Checked on the line as the candidate wrote it, before
+    /// [`OutputSalt::unsalt`]; `Err` names the step. A replayer that strips the salt of
+    /// the session it recorded from its lines is caught here.
+    pub(crate) fn check_carried(&self, msg: &Value) -> Result<(), String> {
+        let Some(patch) = msg
+            .get("args")
+            .and_then(|a| a.get("patch"))
+            .and_then(Value::as_object)
+        else {
+            return Ok(());
+        };
+        let carried = self.carried.borrow();
+        let marked = self.marked.borrow();
+        let mark = format!("{MARK_OPEN}{SALT_KEY}:");
+        for (key, records) in patch {
+            if key != "steps" && !key.starts_with(crate::model::FRAME_PREFIX) {
+                continue;
+            }
+            for (step, record) in records.as_object().into_iter().flatten() {
+                if let (Some(Some(code)), Some(error)) = (marked.get(step), record.get("error"))
+                    && error.get("code").and_then(Value::as_str) == Some(code.as_str())
+                    && !error.to_string().contains(&mark)
+                {
+                    return Err(format!(
+                        "a checkpoint records step {step:?}'s {code:?} error without the \
+                         session mark its message was handed with: an action's error is \
+                         recorded as the action gave it (is a recorded transcript being \
+                         replayed with its salt stripped?)"
+                    ));
+                }
+                let Some(Value::Object(output)) = record.get("output") else {
+                    continue;
+                };
+                if carried.get(step) == Some(&true) && !output.contains_key(SALT_KEY) {
+                    return Err(format!(
+                        "a checkpoint records step {step:?}'s output without the {SALT_KEY:?} \
+                         key every output this session handed for it carried: an output is \
+                         the action's return value exactly (is a recorded transcript being \
+                         replayed with its salt stripped?)"
+                    ));
+                }
+            }
+        }
+        Ok(())
     }
 
     /// Salt an action's output (an object gains the key; anything else is left alone).
@@ -87,17 +188,14 @@ impl OutputSalt {
             if key != "steps" && !key.starts_with(crate::model::FRAME_PREFIX) {
                 continue;
             }
-            for record in records
-                .as_object_mut()
-                .into_iter()
-                .flat_map(|r| r.values_mut())
-            {
+            for (step, record) in records.as_object_mut().into_iter().flatten() {
                 // A record's recorded input is carried, never computed on: a reused record
                 // brings it back as it was handed out.
-                for field in ["output", "input"] {
-                    if let Some(v) = record.get_mut(field) {
-                        self.output(v);
-                    }
+                if let Some(v) = record.get_mut("output") {
+                    self.step_output(step, v, true);
+                }
+                if let Some(v) = record.get_mut("input") {
+                    self.output(v);
                 }
             }
         }
@@ -232,6 +330,38 @@ fn secret_texts<'a>(secrets: impl IntoIterator<Item = &'a Value>, out: &mut Vec<
 mod tests {
     use super::*;
     use serde_json::json;
+
+    fn checkpoint(steps: Value) -> Value {
+        json!({"type": "call", "member": "state.checkpoint", "args": {"patch": {"runId": "r",
+               "steps": steps}}})
+    }
+
+    /// D-223: a record carries back the salt of what the step was handed.
+    #[test]
+    fn a_checkpoint_must_carry_back_what_it_was_handed() {
+        let salt = OutputSalt::new(3);
+        let mut out = json!({"id": 1});
+        salt.step_output("a", &mut out, true);
+        let mut err = json!({"code": "boom", "message": "down"});
+        salt.step_error("b", &mut err, true);
+        // Carried back as handed: fine.
+        let honest = checkpoint(json!({"a": {"status": "succeeded", "output": out},
+                                        "b": {"status": "failed", "error": err}}));
+        assert_eq!(salt.check_carried(&honest), Ok(()));
+        // Stripped: refused, naming the step.
+        let stripped = checkpoint(json!({"a": {"output": {"id": 1}}}));
+        assert!(salt.check_carried(&stripped).is_err_and(|e| e.contains("\"a\"")));
+        let unmarked = checkpoint(json!({"b": {"error": {"code": "boom", "message": "down"}}}));
+        assert!(salt.check_carried(&unmarked).is_err_and(|e| e.contains("\"b\"")));
+        // An error the engine computed (another code) and a step handed nothing: not asked.
+        let other = checkpoint(json!({"b": {"error": {"code": "timeout"}}, "c": {"output": {}}}));
+        assert_eq!(salt.check_carried(&other), Ok(()));
+        // A step once handed an unsalted output (secret-derived, sealed) is not asked again.
+        let mut sealed = json!({"tok": "x"});
+        salt.step_output("a", &mut sealed, false);
+        assert_eq!(sealed, json!({"tok": "x"}));
+        assert_eq!(salt.check_carried(&stripped), Ok(()));
+    }
 
     #[test]
     fn an_output_is_salted_and_unsalted_wherever_it_travels() {

@@ -115,9 +115,8 @@ pub(crate) struct Candidate {
     failures: u32,
     traffic: Traffic,
     deadline: Deadline,
-    /// The session seed, and the sequence each run's seed is drawn from.
+    /// The session seed each run's seed is derived from.
     seed: u64,
-    seeds: SplitMix64,
 }
 
 impl Candidate {
@@ -182,9 +181,14 @@ impl Candidate {
         }
     }
 
-    /// The next run's seed: its run id nonce and its clock (D-215).
-    fn run_seed(&mut self) -> u64 {
-        self.seeds.next_u64()
+    /// A run's seed — its run id nonce, its clock and its salt (D-215) — from the session
+    /// seed and the request alone, not from how many runs came before: the same request
+    /// gets the same run whichever candidate process of a `--jobs` pool is handed it, so
+    /// the report does not depend on the pool (D-222).
+    fn run_seed(&self, request: &Value) -> u64 {
+        use crate::conformance::shard::{FNV_OFFSET, fnv1a};
+        let request = fnv1a(FNV_OFFSET, request.to_string().as_bytes());
+        SplitMix64::new(self.seed ^ request).next_u64()
     }
 }
 
@@ -294,6 +298,9 @@ impl<'s, C: WorkflowContext> Session<'s, C> {
             })?;
             self.judge_secrets(&msg)?;
             self.check_times(&msg)?;
+            if msg.get("member").and_then(Value::as_str) == Some("state.checkpoint") {
+                self.salt.check_carried(&msg)?;
+            }
             self.shift.inbound(&mut msg);
             self.salt.unsalt(&mut msg)?;
             let kind = msg.get("type").and_then(Value::as_str).unwrap_or_default();
@@ -493,21 +500,18 @@ impl<'s, C: WorkflowContext> Session<'s, C> {
                 };
                 // A secret-derived invocation's output is sealed whole by the engine (D-170):
                 // ciphertext the suite could not unsalt, so it goes unsalted.
-                let salt = req.secret_paths.is_empty().then_some(self.salt);
+                let salted = req.secret_paths.is_empty();
+                let (salt, step_id) = (self.salt, req.step_id.clone());
                 Box::pin(async move {
                     let result = host.invoke(req).await;
                     let mut message = match result {
                         Ok(mut v) => {
-                            if let Some(salt) = salt {
-                                salt.output(&mut v);
-                            }
+                            salt.step_output(&step_id, &mut v, salted);
                             json!({"ok": v})
                         }
                         Err(e) => {
                             let mut e = serde_json::to_value(e).unwrap_or(Value::Null);
-                            if let Some(salt) = salt {
-                                salt.error(&mut e);
-                            }
+                            salt.step_error(&step_id, &mut e, salted);
                             json!({"error": e})
                         }
                     };
@@ -657,13 +661,12 @@ impl<'s, C: WorkflowContext> Session<'s, C> {
                     dispatch_id,
                     secret_paths,
                 };
-                let salt = req.secret_paths.is_empty().then_some(self.salt);
+                let salted = req.secret_paths.is_empty();
+                let (salt, step_id) = (self.salt, req.step_id.clone());
                 Box::pin(async move {
                     let message = match host.invoke_callable(req).await {
                         Ok(mut v) => {
-                            if let Some(salt) = salt {
-                                salt.output(&mut v);
-                            }
+                            salt.step_output(&step_id, &mut v, salted);
                             json!({"ok": v})
                         }
                         Err(e) => json!({"error": e}),
@@ -1003,7 +1006,6 @@ impl EngineProcess {
             argv,
             deadline: Deadline::after(options.deadline),
             seed,
-            seeds: SplitMix64::new(seed),
             options,
             peer: None,
             name: None,
@@ -1115,7 +1117,7 @@ impl EngineProcess {
             .filter(|(_, a)| a.idempotent)
             .map(|(id, _)| id.clone())
             .collect();
-        let run_seed = self.cand.borrow_mut().run_seed();
+        let run_seed = self.cand.borrow().run_seed(request);
         let driver = Box::new(RemoteEngine {
             cand: &self.cand,
             workflow,

@@ -767,3 +767,88 @@ fn merge_joins_the_shards_into_the_unsharded_report() {
         stderr(&partial)
     );
 }
+
+/// The report without what a clock decides: elapsed times and speeds.
+fn timeless(text: &str) -> String {
+    text.lines()
+        .filter(|l| !l.contains(" cases/s"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn timeless_json(v: &mut Value) {
+    match v {
+        Value::Object(m) => {
+            m.retain(|k, _| k != "elapsedMs" && k != "casesPerSecond");
+            m.values_mut().for_each(timeless_json);
+        }
+        Value::Array(a) => a.iter_mut().for_each(timeless_json),
+        _ => {}
+    }
+}
+
+/// Issue 38 item 7 (D-222): `--jobs N` judges on N candidates at once and prints the report
+/// `--jobs 1` prints, save its timings — for the reference in threads, and for a process
+/// engine whose sessions are salted from one session seed, with failures and generated
+/// workflows in the mix.
+#[test]
+fn jobs_change_nothing_but_the_clock() {
+    // An engine that leaks a secret into a log line fails the SEC-1 cases it is given.
+    let leaky =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/context/leaky-engine.js");
+    let engine = format!("node '{}' log '{BIN}' engine serve", leaky.display());
+    for extra in [
+        vec!["--generate", "30", "--seed", "7"],
+        vec![
+            "--engine",
+            &engine,
+            "--session-seed",
+            "11",
+            "--clause",
+            "RETRY",
+            "--clause",
+            "RUN-3",
+            "--clause",
+            "SEC-1",
+            "--generate",
+            "6",
+            "--seed",
+            "3",
+            "--capabilities",
+            "op.run,op.replay,templates",
+        ],
+    ] {
+        let run = |jobs: &str, json: bool| {
+            let mut args = extra.clone();
+            args.extend(["--jobs", jobs]);
+            if json {
+                args.push("--json");
+            }
+            let out = conformance(&args);
+            assert!(out.status.code().is_some_and(|c| c < 2), "{}", stderr(&out));
+            stdout(&out)
+        };
+        let one = run("1", false);
+        assert!(one.contains("passed"), "{one}");
+        if extra.contains(&"--engine") {
+            assert!(one.contains("SEC-1:"), "the leaky engine fails: {one}");
+        }
+        for jobs in ["2", "3"] {
+            assert_eq!(timeless(&one), timeless(&run(jobs, false)), "--jobs {jobs}");
+        }
+        let mut a: Value = serde_json::from_str(&run("1", true)).expect("json");
+        let mut b: Value = serde_json::from_str(&run("3", true)).expect("json");
+        timeless_json(&mut a);
+        timeless_json(&mut b);
+        assert_eq!(a, b);
+    }
+}
+
+#[test]
+fn jobs_on_a_host_need_a_store_per_process() {
+    let out = conformance(&["--host", "node host.js --dir /tmp/x", "--jobs", "2"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("{job}"), "{}", stderr(&out));
+    let out = conformance(&["--jobs", "0"]);
+    assert_eq!(out.status.code(), Some(2));
+}

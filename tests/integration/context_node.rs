@@ -11,15 +11,23 @@ use w6w_sim::conformance::{self, EngineOnHost, RunOptions, SuiteReport};
 use w6w_sim::context_protocol::host_seam::HostProcess;
 use w6w_sim::context_protocol::{EngineOptions, EngineProcess};
 
+/// Whether to run: `node` must be on PATH — a missing `node` fails the test rather than
+/// passing it vacuously (issue 43 item 6) — unless `W6W_SKIP_NODE=1` says to skip.
 fn node() -> bool {
+    if std::env::var("W6W_SKIP_NODE").is_ok_and(|v| v == "1") {
+        eprintln!("SKIPPED: W6W_SKIP_NODE=1");
+        return false;
+    }
     let found = std::process::Command::new("node")
         .arg("--version")
         .output()
         .is_ok_and(|o| o.status.success());
-    if !found {
-        eprintln!("SKIPPED: `node` is not on PATH; these seam tests need Node 20 (CI has it)");
-    }
-    found
+    assert!(
+        found,
+        "`node` is not on PATH: these seam tests need Node 20 (install it, or set \
+         W6W_SKIP_NODE=1 to skip them knowingly)"
+    );
+    true
 }
 
 fn root() -> PathBuf {
@@ -62,8 +70,12 @@ fn op_of(report: &SuiteReport, id: &str) -> Option<String> {
         .filter(|_| report.cases.iter().any(|c| c.outcome.id == id))
 }
 
+/// Issue 38 item 6: an engine author starts green. The mini engine declares the sequential
+/// core (`"capabilities": []`) and passes every case of it, plus 20 generated workflows;
+/// everything beyond its profile is not applicable, each saying what it needs — never a
+/// pass, never a failure.
 #[test]
-fn the_mini_javascript_engine_gets_an_honest_per_clause_report() {
+fn the_mini_javascript_engine_passes_its_whole_declared_profile() {
     if !node() {
         return;
     }
@@ -72,71 +84,47 @@ fn the_mini_javascript_engine_gets_an_honest_per_clause_report() {
         quoted(&root().join("examples/engines/mini-engine/shim.js"))
     );
     let mut engine = EngineProcess::start(&cmd, EngineOptions::default()).expect("starts");
-    let report = conformance::run(
-        &mut engine,
-        &options(&["RETRY", "ERR", "REPLAY", "FAN", "CTRL-4", "SEC-1"]),
-    )
-    .expect("suite loads");
-    // The shim scrubs what the engine writes by value, so an action error quoting a secret
-    // never reaches a checkpoint: SEC-1 judged on its own bytes (D-207).
-    assert!(
-        passed(&report, "sec-secret-in-action-error-scrubbed"),
-        "the shim must scrub by value"
-    );
-    // Green where it implements the sequential core…
-    for case in report.cases.iter().filter(|c| c.family == "RETRY") {
-        let expected = case.outcome.id != "retry-resolution-failure-not-retried";
-        assert_eq!(
-            case.outcome.passed(),
-            expected,
-            "{}: {:?}",
-            case.outcome.id,
-            case.outcome.failures
-        );
-    }
+    let options = RunOptions {
+        generate: 20,
+        ..RunOptions::default()
+    };
+    let report = conformance::run(&mut engine, &options).expect("suite loads");
+    assert_eq!(report.failed(), 0, "{}", report.to_text());
+    assert!(report.passed() >= 110, "{}", report.to_text());
+    assert_eq!(report.generated_failed(), 0, "{}", report.to_text());
+    assert_eq!(report.generated_not_applicable(), 0, "{}", report.to_text());
+    // What it proves it does: retries, error routing, replay (the REPLAY-2 bug fixed in
+    // issue 38), SEC-1 on its own bytes (the shim scrubs by value, D-207; in the core a
+    // secret reaches a run only through the trigger, $ markers cannot read one).
     for id in [
+        "sec-replay-run-trigger-scrubbed",
         "replay-reuses-succeeded-outputs",
         "replay-from-step-and-descendants",
+        "replay-reused-step-skipped-by-new-routing",
         "err-error-edge-overrides-onerror",
         "err-continue-record-keeps-error",
-        // Routing wins over a carried record (REPLAY-2): fixed in the example, issue 38.
-        "replay-reused-step-skipped-by-new-routing",
     ] {
         assert!(passed(&report, id), "{id} should pass on the mini engine");
     }
-    let green_err = report
-        .cases
-        .iter()
-        .filter(|c| c.family == "ERR" && c.outcome.passed())
-        .count();
-    assert!(green_err >= 30, "ERR green: {green_err}");
-    // …and red where it does not: it resolves an unknown path to null instead of failing
-    // resolution, has no strands, no controls and no pure ops.
-    assert!(!passed(&report, "retry-resolution-failure-not-retried"));
-    for id in [
-        "fan-parallel-successors-run-concurrently",
-        "fan-join-runs-once-after-slowest-source",
-        "replay-reuses-stored-meta",
+    // What it does not claim is not applicable and says why.
+    for (id, need) in [
+        ("fan-parallel-successors-run-concurrently", "strands"),
+        ("retry-resolution-failure-not-retried", "templates"),
+        ("sec-secret-in-action-error-scrubbed", "templates"),
+        ("runerr-retry-drives-graph-n-times", "workflow.retry"),
+        ("woml-fail-closed-timeout", "ext.retryOn"),
     ] {
+        let case = report
+            .cases
+            .iter()
+            .find(|c| c.outcome.id == id)
+            .unwrap_or_else(|| panic!("no case {id}"));
         assert!(
-            !passed(&report, id),
-            "{id} must not pass on the mini engine"
+            case.not_applicable() && case.missing.iter().any(|m| m == need),
+            "{id} should be not applicable for lack of {need}: {:?}",
+            case.missing
         );
     }
-    for case in &report.cases {
-        let op = op_of(&report, &case.outcome.id);
-        if case.outcome.clauses.iter().any(|c| c.starts_with("CTRL"))
-            || !matches!(op.as_deref(), Some("run" | "replay"))
-        {
-            assert!(
-                !case.outcome.passed(),
-                "{} passed without controls or ops",
-                case.outcome.id
-            );
-        }
-    }
-    // It declares no capability beyond the core (`"capabilities": []`): controls, strands
-    // and pure ops are not applicable — never counted as passed.
     assert!(report.not_applicable() > 0, "{}", report.to_text());
     assert!(
         report
@@ -248,31 +236,38 @@ fn a_caching_engine_fails_every_effectful_case() {
     // recorded one. Every object output a session hands the engine carries that session's
     // salt, so the recording's checkpoints carry the recording session's: at least 99% of
     // the effectful cases fail.
-    let rebase = format!("node {} rebase {}", quoted(&script), quoted(&cache));
-    let mut cheat = EngineProcess::start(&rebase, options_with_seed(99)).expect("starts");
-    let report = conformance::run(&mut cheat, &selection).expect("loads");
-    let (mut effectful, mut caught) = (0, 0);
-    let mut passed = Vec::new();
-    for case in &report.cases {
-        let (_, reports) = request_and_reports(&suite, &case.outcome.id);
-        if !matches!(
-            op_of(&report, &case.outcome.id).as_deref(),
-            Some("run" | "replay")
-        ) || !reports
-        {
-            continue;
+    // Pass 5 (D-223): the same, with every recorded salt stripped from what it replays
+    // (a line without salt was accepted): a checkpoint must carry back the salt of every
+    // output and error message this session handed the step. What still passes is what
+    // carries nothing salted: outputs that are not objects, errors without a message,
+    // failures the engine computes (85% caught, 66 of 77, when this was written).
+    for (mode, percent) in [("rebase", 99), ("strip", 85)] {
+        let cmd = format!("node {} {mode} {}", quoted(&script), quoted(&cache));
+        let mut cheat = EngineProcess::start(&cmd, options_with_seed(99)).expect("starts");
+        let report = conformance::run(&mut cheat, &selection).expect("loads");
+        let (mut effectful, mut caught) = (0, 0);
+        let mut passed = Vec::new();
+        for case in &report.cases {
+            let (_, reports) = request_and_reports(&suite, &case.outcome.id);
+            if !matches!(
+                op_of(&report, &case.outcome.id).as_deref(),
+                Some("run" | "replay")
+            ) || !reports
+            {
+                continue;
+            }
+            effectful += 1;
+            if case.outcome.passed() {
+                passed.push(case.outcome.id.clone());
+            } else {
+                caught += 1;
+            }
         }
-        effectful += 1;
-        if case.outcome.passed() {
-            passed.push(case.outcome.id.clone());
-        } else {
-            caught += 1;
-        }
+        assert!(
+            effectful > 40 && caught * 100 >= effectful * 99,
+            "{mode}: {caught} of {effectful} caught; passed on a rebased recording: {passed:?}"
+        );
     }
-    assert!(
-        effectful > 40 && caught * 100 >= effectful * 99,
-        "{caught} of {effectful} caught; passed on a rebased recording: {passed:?}"
-    );
 }
 
 /// Engine options with a fixed session seed (D-215).
