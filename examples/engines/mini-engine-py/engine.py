@@ -1,0 +1,397 @@
+# mini-engine-py: a small w6w engine (sequential core) in Python, standard library only,
+# written against the RFC's WorkflowContext and ported from the JavaScript mini-engine
+# (examples/engines/mini-engine/engine.js), independently of the Rust reference. It
+# implements RUN (plan order, a checkpoint at every transition, resume from state.load),
+# RETRY (classification, fixed / exponential backoff capped at 300 s on the context's
+# clock), ERR (error edges, onError, skip propagation), REPLAY (reuse recorded outputs,
+# `from`) and the `$` / `$expr` markers (a JSONLogic subset). It does NOT implement
+# controls, strands, @w6w/call, templates, documents or meta — its report says so.
+#
+# The engine is `async` code that never touches the outside world: every effect is an
+# `await` on a context member (shim.py), so the shim can drive it one answer at a time.
+import math
+from datetime import datetime, timedelta, timezone
+
+WAIT_MS_MAX = 300_000  # RETRY-4: a backoff is capped at 300 s
+TERMINAL = ('succeeded', 'failed', 'canceled')
+EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+
+
+class EngineError(Exception):
+    """A refusal or a failure with a w6w error code (done.error, ERR-1)."""
+
+    def __init__(self, code, message, **extra):
+        super().__init__(message)
+        self.code, self.extra = code, extra
+
+
+def iso(ms):
+    """The clock's spelling of a virtual instant (D-104: times come only from `now`)."""
+    d = EPOCH + timedelta(milliseconds=ms)
+    return f'{d:%Y-%m-%dT%H:%M:%S}.{d.microsecond // 1000:03d}Z'
+
+
+def parse_iso(text):
+    d = datetime.strptime(text, '%Y-%m-%dT%H:%M:%S.%fZ').replace(tzinfo=timezone.utc)
+    return (d - EPOCH) // timedelta(milliseconds=1)
+
+
+# ---- plan: Kahn's algorithm, ties by declared index; no edges → declared order (PLAN-*) ----
+class Plan:
+    def __init__(self, workflow):
+        self.steps = workflow.get('steps') or []
+        index = {s['id']: i for i, s in enumerate(self.steps)}
+        edges = [(index[e['from']], index[e['to']], 'error' if e.get('when') == 'error' else 'success')
+                 for e in workflow.get('edges') or []]
+        if not edges:  # implicit chain: each step follows the previous one
+            edges = [(i - 1, i, 'success') for i in range(1, len(self.steps))]
+        self.incoming = [[e for e in edges if e[1] == i] for i in range(len(self.steps))]
+        self.outgoing = [[e for e in edges if e[0] == i] for i in range(len(self.steps))]
+        indeg = [len(l) for l in self.incoming]
+        ready, self.order = [i for i, d in enumerate(indeg) if d == 0], []
+        while ready:
+            ready.sort()
+            i = ready.pop(0)
+            self.order.append(i)
+            for e in self.outgoing[i]:
+                indeg[e[1]] -= 1
+                if indeg[e[1]] == 0:
+                    ready.append(e[1])
+
+    def descendants(self, start):
+        seen, stack = set(), [start]
+        while stack:
+            i = stack.pop()
+            if i not in seen:
+                seen.add(i)
+                stack.extend(e[1] for e in self.outgoing[i])
+        return seen
+
+
+# ---- expressions: `$` paths and a JSONLogic subset (EXPR-*) with JavaScript's coercions ----
+def lookup(root, path):
+    if path in ('', None):
+        return root
+    v = root
+    for part in str(path).split('.'):
+        if isinstance(v, dict) and part in v:
+            v = v[part]
+        elif isinstance(v, list) and part.isdigit() and int(part) < len(v):
+            v = v[int(part)]
+        else:
+            return None
+    return v
+
+
+def truthy(v):
+    return not (v is None or v is False or v == '' or v == [] or
+                (is_number(v) and (v == 0 or v != v)))
+
+
+def number(v):
+    """JavaScript's Number(): what + - * / % and mixed comparisons see."""
+    if v is None or v is False:
+        return 0
+    if v is True:
+        return 1
+    if isinstance(v, (int, float)):
+        return v
+    try:
+        return float(v) if str(v).strip() else 0
+    except (TypeError, ValueError):
+        return math.nan
+
+
+def is_number(v):
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def tidy(n):
+    """A whole float is written as an integer, as JSON.stringify does (3, not 3.0)."""
+    return int(n) if isinstance(n, float) and n.is_integer() and abs(n) < 2 ** 53 else n
+
+
+def finite(v):
+    """JSON has no NaN or Infinity: JSON.stringify writes them null."""
+    if isinstance(v, float) and not math.isfinite(v):
+        return None
+    if isinstance(v, list):
+        return [finite(x) for x in v]
+    return {k: finite(x) for k, x in v.items()} if isinstance(v, dict) else v
+
+
+def loose_eq(x, y):  # JavaScript's ==, for JSON values
+    if x is None or y is None:
+        return x is None and y is None
+    if isinstance(x, str) and isinstance(y, str):
+        return x == y
+    if isinstance(x, (dict, list)) or isinstance(y, (dict, list)):
+        return x is y
+    return number(x) == number(y)
+
+
+def strict_eq(x, y):  # JavaScript's ===: no coercion, and true is not 1
+    if is_number(x) and is_number(y):
+        return x == y
+    return x is y if isinstance(x, (dict, list)) else type(x) is type(y) and x == y
+
+
+def compare(x, y, op):
+    if not (isinstance(x, str) and isinstance(y, str)):
+        x, y = number(x), number(y)
+    return {'>': x > y, '>=': x >= y, '<': x < y, '<=': x <= y}[op]
+
+
+def text(v):
+    return '' if v is None else 'true' if v is True else 'false' if v is False else str(tidy(v))
+
+
+def logic(rule, data):
+    if isinstance(rule, list):
+        return [logic(r, data) for r in rule]
+    if not isinstance(rule, dict) or len(rule) != 1:
+        return rule
+    (op, args), = rule.items()
+    args = args if isinstance(args, list) else [args]
+    a = lambda: [logic(x, data) for x in args] + [None, None]  # noqa: E731 — evaluated on demand
+    if op == 'var':
+        p, d = a()[:2]
+        v = lookup(data, p)
+        return d if v is None and len(args) > 1 else v
+    if op in ('==', '!='):
+        return loose_eq(*a()[:2]) == (op == '==')
+    if op in ('===', '!=='):
+        return strict_eq(*a()[:2]) == (op == '===')
+    if op in ('>', '>=', '<', '<='):
+        return compare(*a()[:2], op)
+    if op in ('!', '!!'):
+        return truthy(a()[0]) == (op == '!!')
+    if op in ('and', 'or'):
+        v = op == 'and'
+        for x in args:
+            v = logic(x, data)
+            if truthy(v) != (op == 'and'):
+                return v
+        return v
+    if op == 'if':
+        for i in range(0, len(args) - 1, 2):
+            if truthy(logic(args[i], data)):
+                return logic(args[i + 1], data)
+        return logic(args[-1], data) if len(args) % 2 else None
+    if op in ('+', '*'):
+        total = 0 if op == '+' else 1
+        for x in a()[:len(args)]:
+            total = total + number(x) if op == '+' else total * number(x)
+        return tidy(total)
+    if op == '-':
+        x, y = (number(v) for v in a()[:2])
+        return tidy(-x if len(args) == 1 else x - y)
+    if op in ('/', '%'):
+        x, y = (number(v) for v in a()[:2])
+        if y == 0:  # JavaScript: Infinity or NaN (written null), never an exception
+            return math.nan if op == '%' or x == 0 or x != x else math.copysign(math.inf, x)
+        return tidy(x / y if op == '/' else math.fmod(x, y))
+    if op == 'cat':
+        return ''.join(text(x) for x in a()[:len(args)])
+    if op == 'in':
+        x, y = a()[:2]
+        if isinstance(y, str):
+            return text(x) in y
+        if isinstance(y, list):
+            return any(strict_eq(x, v) for v in y)
+        raise EngineError('resolution_failed', f"'in' needs a string or an array, not {y!r}")
+    raise EngineError('unknown_operator', f'unknown operator {op}')
+
+
+def resolve(value, scope):
+    if isinstance(value, list):
+        return [resolve(v, scope) for v in value]
+    if not isinstance(value, dict):
+        return value
+    if list(value) == ['$']:
+        return lookup(scope, value['$'])
+    if list(value) == ['$expr']:
+        return finite(logic(value['$expr'], scope))
+    return {k: resolve(v, scope) for k, v in value.items()}
+
+
+# ---- the engine ----------------------------------------------------------------------------
+class ActionFailed(Exception):
+    """An invoke answered with a StepError {code, message, phase, retryable} (ERR-1)."""
+
+    def __init__(self, error):
+        super().__init__(error.get('message', ''))
+        self.error = error
+
+
+class Engine:
+    def __init__(self, workflow):
+        self.workflow, self.plan = workflow, Plan(workflow)
+
+    def seed_variables(self, supplied):  # MODEL-7: seeded once, declared defaults applied
+        out = {}
+        for v in self.workflow.get('variables') or []:
+            if supplied and v['key'] in supplied:
+                out[v['key']] = supplied[v['key']]
+            elif 'default' in v:
+                out[v['key']] = v['default']
+            elif v.get('required'):
+                raise EngineError('invalid_variables', f"variable {v['key']} is required", variable=v['key'])
+        return out
+
+    async def run(self, seed, ctx):
+        variables = self.seed_variables(seed.get('variables'))
+        run_id, wf = seed['runId'], self.workflow.get('id')
+        state = {'runId': run_id, 'workflowId': wf, 'status': 'running', 'variables': variables,
+                 'steps': {}, 'stepErrors': [], 'trigger': seed.get('trigger')}
+        # The run-start checkpoint carries the trigger and runAttempt (RUNERR-2, RUNERR-3).
+        await ctx.checkpoint({'runId': run_id, 'workflowId': wf, 'status': 'running', 'variables': variables,
+                              'trigger': seed.get('trigger'), 'runAttempt': 1})
+        return await self.walk(ctx, state)
+
+    async def resume(self, run_id, ctx):  # RUN-4: a fresh process knows only state.load
+        state = await ctx.load(run_id)
+        if not state:
+            raise EngineError('run_not_found', f'no run {run_id}')
+        if state.get('status') in TERMINAL:
+            return state  # resuming twice is idempotent: change nothing
+        state.setdefault('steps', {})
+        state.setdefault('stepErrors', [])
+        return await self.walk(ctx, state)
+
+    async def replay(self, run_id, start, ctx):
+        original = await ctx.load(run_id)
+        if not original:
+            raise EngineError('run_not_found', f'no run {run_id}')
+        if original.get('status') not in TERMINAL:
+            raise EngineError('run_not_resumable', f"run {run_id} is {original.get('status')}")
+        p = self.plan
+        fresh = set()
+        if start is not None:  # REPLAY-3: `from` and its descendants run again
+            ids = [s['id'] for s in p.steps]
+            if start not in ids:
+                raise EngineError('unknown_step', f'replay from {start}: no such step')
+            fresh = p.descendants(ids.index(start))
+        # REPLAY-1: reuse what succeeded; with `from`, every settled record outside it.
+        reusable = ('succeeded',) if start is None else ('succeeded', 'failed', 'skipped')
+        carried = {}
+        for i in p.order:
+            r = (original.get('steps') or {}).get(p.steps[i]['id'])
+            if r and i not in fresh and r.get('status') in reusable:
+                carried[r['stepId']] = r
+        state = {**original, 'status': 'running', 'steps': dict(carried), 'stepErrors': []}
+        state.pop('output', None)
+        state.pop('error', None)
+        await ctx.checkpoint({'runId': run_id, 'workflowId': self.workflow.get('id'), 'resetSteps': True,
+                              'clear': ['output', 'error', 'stepErrors'], 'status': 'running',
+                              'variables': original.get('variables'), 'steps': carried, 'runAttempt': 1,
+                              'rerouteError': None, 'replay': {'from': start, 'carried': list(carried)}})
+        return await self.walk(ctx, state)
+
+    async def walk(self, ctx, state):
+        p = self.plan
+        skipped = set()  # edges (from, to, when) that will not fire
+        scope = {'vars': state.get('variables') or {}, 'steps': {},
+                 'trigger': state.get('trigger') or {'type': 'manual'}, 'secrets': ctx.secrets}
+        for i in p.order:
+            step, incoming, outgoing = p.steps[i], p.incoming[i], p.outgoing[i]
+            record = state['steps'].get(step['id'])
+            is_skipped = bool(incoming) and all(e in skipped for e in incoming)
+            error_edge = any(e[2] == 'error' for e in outgoing)
+            # Routing wins over a carried record (REPLAY-2): a replay reuses a step only where
+            # the new run reaches it; a step the new routing skips is recorded skipped.
+            if record and is_skipped and record['status'] != 'skipped':
+                record = None
+            if not record or record['status'] not in ('succeeded', 'failed', 'skipped'):
+                if ctx.aborted:  # RUN-7: the signal ends the run between steps
+                    return await self.finish(ctx, state, {'status': 'canceled'})
+                if is_skipped:  # RUN-5, D-10: attempt 0, no input, no output
+                    record = {'stepId': step['id'], 'status': 'skipped', 'attempt': 0}
+                    await self.commit_step(ctx, state, record)
+                else:
+                    prior = record if record and record['status'] == 'running' else None
+                    record = await self.execute(ctx, state, step, scope, prior)
+                    extra = {}
+                    if record['status'] == 'failed' and not error_edge and step.get('onError') == 'continue-record':
+                        extra['stepErrors'] = [{'stepId': step['id'], **record['error']}]  # ERR-5, D-3
+                    await self.commit_step(ctx, state, record, extra)
+            # settle: publish the output and route (ERR-2..ERR-7)
+            if record['status'] == 'succeeded':
+                scope['steps'][step['id']] = {'output': record.get('output')}
+                if record.get('meta'):
+                    scope['steps'][step['id']]['meta'] = record['meta']
+                skipped.update(e for e in outgoing if e[2] == 'error')
+            elif record['status'] == 'failed':
+                if error_edge:  # an error edge overrides onError (ERR-6)
+                    skipped.update(e for e in outgoing if e[2] == 'success')
+                elif step.get('onError', 'fail') == 'fail':
+                    return await self.finish(ctx, state, {'status': 'failed',
+                                                          'error': {'stepId': step['id'], **record['error']}})
+            elif record['status'] == 'skipped':
+                skipped.update(outgoing)
+        # The run's output is the last succeeded step's, in plan order (RUN-9).
+        output = next((state['steps'][p.steps[k]['id']].get('output') for k in reversed(p.order)
+                       if state['steps'].get(p.steps[k]['id'], {}).get('status') == 'succeeded'), None)
+        return await self.finish(ctx, state, {'status': 'succeeded', 'output': output})
+
+    async def commit_step(self, ctx, state, record, extra=None):
+        await ctx.checkpoint({'runId': state['runId'], 'steps': {record['stepId']: record}, **(extra or {})})
+        state['steps'][record['stepId']] = record
+        state['stepErrors'].extend((extra or {}).get('stepErrors', []))
+
+    async def finish(self, ctx, state, patch):
+        await ctx.checkpoint({'runId': state['runId'], **patch})
+        state.update(patch)
+        ctx.log('info', f"run ended {patch['status']}")
+        return state
+
+    # `prior`: the step's running record when a crash interrupted it. A failed attempt is
+    # durable before its backoff (`nextAttempt`, D-111): a resume waits what is left of the
+    # backoff and runs the next attempt, never the failed one again.
+    async def execute(self, ctx, state, step, scope, prior):
+        pending = (prior or {}).get('nextAttempt')
+        record = {'stepId': step['id'], 'status': 'running',
+                  'attempt': pending['attempt'] if pending else max(1, (prior or {}).get('attempt', 1))}
+        try:
+            params, resolution_error = resolve(step.get('with') or {}, scope), None
+            record['input'] = params  # RUN-6: the resolved params (the shim redacts secrets)
+        except Exception as e:  # noqa: BLE001 — any failure to resolve is a resolution error
+            params, resolution_error = None, e
+        if pending:
+            await ctx.wait_before_retry(step['id'], pending['attempt'],
+                                        max(0, parse_iso(pending['at']) - ctx.now()))
+        record['startedAt'] = iso(ctx.now())
+        await self.commit_step(ctx, state, record)
+
+        def failed(error):
+            return {**record, 'status': 'failed', 'error': error, 'finishedAt': iso(ctx.now())}
+
+        if resolution_error:  # ERR-8: a params failure is phase "resolution", never retried
+            return failed({'code': getattr(resolution_error, 'code', 'resolution_failed'),
+                           'message': str(resolution_error), 'phase': 'resolution', 'retryable': False})
+        uses, retry = step.get('uses') or {}, step.get('retry') or {}
+        max_attempts = max(1, math.floor(retry.get('maxAttempts') or 1))
+        idempotent = ctx.idempotent(step['id'])
+        while True:
+            try:
+                output = await ctx.invoke(app=uses.get('app'), action=uses.get('action'),
+                                          connection=uses.get('connection'), params=params,
+                                          stepId=step['id'], attempt=record['attempt'])
+                return {**record, 'status': 'succeeded', 'output': output, 'finishedAt': iso(ctx.now())}
+            except ActionFailed as err:
+                error = {k: err.error[k] for k in ('code', 'message', 'phase') if k in err.error}
+                error.setdefault('message', '')
+                # RETRY-1/2, ERR-8: only an execute failure of an idempotent action, or one
+                # that says it is retryable; auth, resolution and output never.
+                error['retryable'] = err.error.get('phase') == 'execute' and (
+                    idempotent or err.error.get('retryable') is True)
+                if not error['retryable'] or record['attempt'] >= max_attempts:
+                    return failed(error)
+                nxt = record['attempt'] + 1
+                base = retry.get('delayMs') or 0
+                raw = base * 2 ** (nxt - 2) if retry.get('backoff') == 'exponential' else base
+                wait = math.ceil(min(raw, WAIT_MS_MAX)) if raw > 0 else 0  # RETRY-4
+                await self.commit_step(ctx, state, {**record, 'nextAttempt': {'attempt': nxt, 'at': iso(ctx.now() + wait)}})
+                await ctx.wait_before_retry(step['id'], nxt, wait)  # RETRY-5: recorded as a wait
+                record['attempt'], record['startedAt'] = nxt, iso(ctx.now())
+                await self.commit_step(ctx, state, dict(record))

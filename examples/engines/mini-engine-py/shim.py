@@ -1,0 +1,199 @@
+# The shim: maps the w6w context protocol (docs/context-protocol.md) to the RFC's
+# WorkflowContext for engine.py. The engine is a coroutine; every context member it awaits
+# is a `Call` that the shim writes and then suspends on. Lockstep: after each suite message
+# the coroutine runs until it awaits an answer, then the shim says `idle` with the call
+# still waiting — or `done` when the engine returned. No event loop, no threads.
+import json
+import sys
+
+from engine import ActionFailed, Engine, EngineError
+
+# SEC-1: what the engine writes is scrubbed by value before it leaves — every secret of the
+# session, as text or number, in every data value and key (never a structural field such as
+# a status or an id). Checkpoints get a scrubbed copy: the engine keeps its live values.
+STRUCTURAL = {'runId', 'workflowId', 'status', 'stepId', 'attempt', 'phase', 'code', 'retryable',
+              'startedAt', 'finishedAt', 'resetSteps', 'clear', 'runAttempt'}
+
+
+def write(message):
+    sys.stdout.write(json.dumps(message, ensure_ascii=False, separators=(',', ':')) + '\n')
+    sys.stdout.flush()
+
+
+def js_text(v):  # a number as JavaScript prints it: 3, not 3.0
+    return str(int(v)) if isinstance(v, float) and v.is_integer() else str(v)
+
+
+def scrubber(secrets):
+    needles = []
+
+    def collect(v):
+        if isinstance(v, str) and v:
+            needles.append(v)
+        elif isinstance(v, (int, float)) and not isinstance(v, bool):
+            needles.append(js_text(v))
+        elif isinstance(v, dict):
+            for x in v.values():
+                collect(x)
+        elif isinstance(v, list):
+            for x in v:
+                collect(x)
+
+    collect(secrets)
+    needles.sort(key=len, reverse=True)
+
+    def text(t):
+        for n in needles:
+            t = t.replace(n, '[redacted]')
+        return t
+
+    def scrub(v):
+        if isinstance(v, str):
+            return text(v)
+        if isinstance(v, (int, float)) and not isinstance(v, bool):
+            return '[redacted]' if js_text(v) in needles else v
+        if isinstance(v, list):
+            return [scrub(x) for x in v]
+        if isinstance(v, dict):
+            return {text(k): x if k in STRUCTURAL else scrub(x) for k, x in v.items()}
+        return v
+
+    return scrub if needles else (lambda v: v)
+
+
+class Call:
+    """One context member the engine awaits: the shim answers it through `send`."""
+
+    def __init__(self, member, args):
+        self.member, self.args = member, args
+
+    def __await__(self):
+        return (yield self)
+
+
+def answered(answer):
+    if 'error' in answer:
+        raise EngineError(answer['error'].get('code', 'store_error'), answer['error'].get('message', ''))
+    return answer.get('ok')
+
+
+class Context:
+    """The RFC's WorkflowContext as the suite offers it for one session."""
+
+    def __init__(self, start, clock):
+        host = start.get('host') or {}
+        self.secrets = host.get('secrets') or {}
+        self.scrub = scrubber(self.secrets)
+        self._idempotent = set(host.get('idempotentSteps') or [])
+        self._clock = clock
+
+    # The test double's clock and signal: the suite's virtual time, never the wall clock.
+    def now(self):
+        return self._clock['now']
+
+    @property
+    def aborted(self):
+        return self._clock['aborted']
+
+    def idempotent(self, step_id):  # RETRY-2: what the catalog declares
+        return step_id in self._idempotent
+
+    def log(self, level, message, data=None):
+        line = {'type': 'log', 'level': level, 'message': self.scrub(message)}
+        if data is not None:
+            line['data'] = self.scrub(data)
+        write(line)
+
+    def secret_paths(self, v, at=''):
+        """JSON Pointers of the secret-derived values in `params`, for the host to redact."""
+        if isinstance(v, dict):
+            return [p for k, x in v.items()
+                    for p in self.secret_paths(x, f"{at}/{k.replace('~', '~0').replace('/', '~1')}")]
+        if isinstance(v, list):
+            return [p for i, x in enumerate(v) for p in self.secret_paths(x, f'{at}/{i}')]
+        return [at] if self.scrub(v) != v else []
+
+    async def invoke(self, **args):
+        # `params` go to the action as they are: the only place a secret may travel (SEC-1).
+        answer = await Call('invoke', {**args, 'secretPaths': self.secret_paths(args['params'])})
+        if 'error' in answer:
+            raise ActionFailed(answer['error'])
+        return answer.get('ok')
+
+    async def checkpoint(self, patch):  # RUN-3: acknowledged once durable
+        answered(await Call('state.checkpoint', {'patch': self.scrub(patch)}))
+
+    async def load(self, run_id):
+        return answered(await Call('state.load', {'runId': run_id}))
+
+    async def wait_before_retry(self, step_id, attempt, ms):
+        answered(await Call('waitBeforeRetry', {'stepId': step_id, 'attempt': attempt, 'ms': ms}))
+
+
+class Shim:
+    def __init__(self):
+        self.clock = {'now': 0, 'aborted': False}
+        self.session = None  # (coroutine, context)
+        self.call_id = 0
+
+    def start(self, msg):
+        self.call_id = 0
+        ctx = Context(msg, self.clock)
+
+        async def work():  # a workflow the engine cannot plan is refused in `done` too
+            engine = Engine(msg['workflow'])
+            if msg['type'] == 'run':
+                return await engine.run({**msg.get('seed', {}), 'runId': msg['run']['id']}, ctx)
+            if msg['type'] == 'resume':  # after a crash: the token is ignored (no `wait`)
+                return await engine.resume(msg['runId'], ctx)
+            return await engine.replay(msg['runId'], msg.get('from'), ctx)
+
+        self.session = (work(), ctx)
+        self.advance(None)
+
+    def advance(self, value):
+        """Run the engine until it awaits an answer (write the call, then idle) or returns."""
+        work, ctx = self.session
+        try:
+            call = work.send(value)
+        except StopIteration:
+            self.session = None
+            return write({'type': 'done'})
+        except Exception as e:  # noqa: BLE001 — a refusal or a failure: the session's error
+            self.session = None
+            error = {'code': getattr(e, 'code', 'engine_error'), 'message': str(e), **getattr(e, 'extra', {})}
+            return write({'type': 'done', 'error': ctx.scrub(error)})
+        self.call_id += 1
+        write({'type': 'call', 'id': self.call_id, 'member': call.member, 'args': call.args})
+        write({'type': 'idle', 'waiting': [self.call_id]})
+
+    def handle(self, msg):
+        if isinstance(msg.get('now'), (int, float)):
+            self.clock['now'] = msg['now']
+        if isinstance(msg.get('aborted'), bool):
+            self.clock['aborted'] = msg['aborted']
+        kind = msg.get('type')
+        if kind == 'hello':
+            write({'type': 'ready', 'protocol': 'w6w-context', 'version': 1,
+                   'implementation': {'name': 'mini-engine (Python)', 'version': '0.1.0'},
+                   'capabilities': []})  # the sequential core: op.run + op.replay
+        elif kind == 'op':
+            write({'type': 'opResult', 'id': msg['id'], 'response': {'error': {
+                'code': 'unsupported_op', 'message': 'mini-engine-py implements run, resume and replay only'}}})
+        elif kind in ('run', 'resume', 'replay'):
+            self.start(msg)
+        elif kind == 'answer' and self.session and msg.get('id') == self.call_id:
+            self.advance(msg)
+        else:
+            raise RuntimeError(f'unexpected message {msg!r}')
+
+
+def main():
+    shim = Shim()
+    for line in iter(sys.stdin.readline, ''):
+        if line.strip():
+            shim.handle(json.loads(line))
+
+
+if __name__ == '__main__':
+    main()
