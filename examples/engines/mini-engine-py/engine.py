@@ -1,15 +1,15 @@
-# mini-engine-py: a small w6w engine (sequential core) in Python, standard library only,
-# written against the RFC's WorkflowContext and ported from the JavaScript mini-engine
-# (examples/engines/mini-engine/engine.js), independently of the Rust reference. It
-# implements RUN (plan order, a checkpoint at every transition, resume from state.load),
-# RETRY (classification, fixed / exponential backoff capped at 300 s on the context's
-# clock), ERR (error edges, onError, skip propagation), REPLAY (reuse recorded outputs,
-# `from`) and the `$` / `$expr` markers (a JSONLogic subset). It does NOT implement
-# controls, strands, @w6w/call, templates, documents or meta — its report says so.
-#
-# The engine is `async` code that never touches the outside world: every effect is an
-# `await` on a context member (shim.py), so the shim can drive it one answer at a time.
+# mini-engine-py: a small w6w engine (sequential core) in Python, standard library only, a
+# port of the JavaScript mini-engine (../mini-engine/engine.js) against the RFC's
+# WorkflowContext. It implements RUN (plan order, a checkpoint at every transition, resume
+# from state.load), RETRY (classification, fixed / exponential backoff capped at 300 s on
+# the context's clock), ERR (error edges, onError, skip propagation), REPLAY (reuse recorded
+# outputs, `from`) and the `$` / `$expr` markers (a JSONLogic subset). It does NOT implement
+# controls, strands, @w6w/call, templates, documents or meta: its report says so. Every
+# effect is an `await` on a context member, which shim.py answers one at a time.
+import heapq
+import json
 import math
+import operator
 from datetime import datetime, timedelta, timezone
 
 WAIT_MS_MAX = 300_000  # RETRY-4: a backoff is capped at 300 s
@@ -17,16 +17,13 @@ TERMINAL = ('succeeded', 'failed', 'canceled')
 EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
 
-class EngineError(Exception):
-    """A refusal or a failure with a w6w error code (done.error, ERR-1)."""
-
+class EngineError(Exception):  # a refusal or a failure with a w6w error code (ERR-1)
     def __init__(self, code, message, **extra):
         super().__init__(message)
         self.code, self.extra = code, extra
 
 
-def iso(ms):
-    """The clock's spelling of a virtual instant (D-104: times come only from `now`)."""
+def iso(ms):  # the clock's spelling of a virtual instant (D-104: times come only from `now`)
     d = EPOCH + timedelta(milliseconds=ms)
     return f'{d:%Y-%m-%dT%H:%M:%S}.{d.microsecond // 1000:03d}Z'
 
@@ -50,30 +47,18 @@ class Plan:
         indeg = [len(l) for l in self.incoming]
         ready, self.order = [i for i, d in enumerate(indeg) if d == 0], []
         while ready:
-            ready.sort()
-            i = ready.pop(0)
+            i = heapq.heappop(ready)
             self.order.append(i)
             for e in self.outgoing[i]:
                 indeg[e[1]] -= 1
                 if indeg[e[1]] == 0:
-                    ready.append(e[1])
-
-    def descendants(self, start):
-        seen, stack = set(), [start]
-        while stack:
-            i = stack.pop()
-            if i not in seen:
-                seen.add(i)
-                stack.extend(e[1] for e in self.outgoing[i])
-        return seen
+                    heapq.heappush(ready, e[1])
 
 
 # ---- expressions: `$` paths and a JSONLogic subset (EXPR-*) with JavaScript's coercions ----
 def lookup(root, path):
-    if path in ('', None):
-        return root
     v = root
-    for part in str(path).split('.'):
+    for part in [] if path in ('', None) else str(path).split('.'):
         if isinstance(v, dict) and part in v:
             v = v[part]
         elif isinstance(v, list) and part.isdigit() and int(part) < len(v):
@@ -83,67 +68,67 @@ def lookup(root, path):
     return v
 
 
-def truthy(v):
-    return not (v is None or v is False or v == '' or v == [] or
-                (is_number(v) and (v == 0 or v != v)))
-
-
-def number(v):
-    """JavaScript's Number(): what + - * / % and mixed comparisons see."""
-    if v is None or v is False:
-        return 0
-    if v is True:
-        return 1
-    if isinstance(v, (int, float)):
-        return v
-    try:
-        return float(v) if str(v).strip() else 0
-    except (TypeError, ValueError):
-        return math.nan
-
-
-def is_number(v):
+def is_num(v):
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
-def tidy(n):
-    """A whole float is written as an integer, as JSON.stringify does (3, not 3.0)."""
-    return int(n) if isinstance(n, float) and n.is_integer() and abs(n) < 2 ** 53 else n
+def truthy(v):  # JSONLogic: null, false, 0, NaN, "" and [] are false; {} is true
+    return v == {} or (bool(v) and v == v)
 
 
-def finite(v):
-    """JSON has no NaN or Infinity: JSON.stringify writes them null."""
-    if isinstance(v, float) and not math.isfinite(v):
-        return None
+def number(v):  # JavaScript's Number(), what arithmetic and mixed comparisons see
+    try:
+        return +(v or 0) if v is None or isinstance(v, (bool, int, float)) else float(v.strip() or 0)
+    except (AttributeError, ValueError):
+        return math.nan
+
+
+def plain(v):  # what JSON.stringify writes: 3 for 3.0, null for NaN and Infinity
+    if isinstance(v, float):
+        return None if not math.isfinite(v) else int(v) if v.is_integer() and abs(v) < 2 ** 53 else v
     if isinstance(v, list):
-        return [finite(x) for x in v]
-    return {k: finite(x) for k, x in v.items()} if isinstance(v, dict) else v
+        return [plain(x) for x in v]
+    return {k: plain(x) for k, x in v.items()} if isinstance(v, dict) else v
 
 
-def loose_eq(x, y):  # JavaScript's ==, for JSON values
-    if x is None or y is None:
-        return x is None and y is None
-    if isinstance(x, str) and isinstance(y, str):
+def text(v):  # JavaScript's String(), for `cat` and `in`
+    return '' if v is None else json.dumps(v) if isinstance(v, bool) else str(plain(v))
+
+
+def loose_eq(x, y):  # ==: null only equals null, objects by identity, the rest as numbers
+    if x is None or y is None or type(x) is type(y) is str:
         return x == y
-    if isinstance(x, (dict, list)) or isinstance(y, (dict, list)):
-        return x is y
-    return number(x) == number(y)
+    return x is y if isinstance(x, (dict, list)) or isinstance(y, (dict, list)) else number(x) == number(y)
 
 
-def strict_eq(x, y):  # JavaScript's ===: no coercion, and true is not 1
-    if is_number(x) and is_number(y):
+def strict_eq(x, y):  # ===: no coercion, and true is not 1
+    if is_num(x) and is_num(y):
         return x == y
     return x is y if isinstance(x, (dict, list)) else type(x) is type(y) and x == y
 
 
-def compare(x, y, op):
-    if not (isinstance(x, str) and isinstance(y, str)):
-        x, y = number(x), number(y)
-    return {'>': x > y, '>=': x >= y, '<': x < y, '<=': x <= y}[op]
+def ordered(test):  # < > <= >=: strings by code point, anything else as numbers
+    return lambda a, n: test(*a[:2]) if type(a[0]) is type(a[1]) is str else test(number(a[0]), number(a[1]))
 
 
-def text(v):
-    return '' if v is None else 'true' if v is True else 'false' if v is False else str(tidy(v))
+def divide(x, y, mod=False):  # JavaScript gives Infinity or NaN (written null), never raises
+    x, y = number(x), number(y)
+    if y == 0:
+        return math.nan if mod or x == 0 or x != x else math.copysign(math.inf, x)
+    return math.fmod(x, y) if mod else x / y
+
+
+OPS = {  # each takes the evaluated arguments `a`, padded with nulls, and their count `n`
+    '==': lambda a, n: loose_eq(a[0], a[1]), '!=': lambda a, n: not loose_eq(a[0], a[1]),
+    '===': lambda a, n: strict_eq(a[0], a[1]), '!==': lambda a, n: not strict_eq(a[0], a[1]),
+    '>': ordered(operator.gt), '>=': ordered(operator.ge), '<': ordered(operator.lt), '<=': ordered(operator.le),
+    '!': lambda a, n: not truthy(a[0]), '!!': lambda a, n: truthy(a[0]),
+    '+': lambda a, n: sum(number(x) for x in a[:n]), '*': lambda a, n: math.prod(number(x) for x in a[:n]),
+    '-': lambda a, n: -number(a[0]) if n == 1 else number(a[0]) - number(a[1]),
+    '/': lambda a, n: divide(a[0], a[1]), '%': lambda a, n: divide(a[0], a[1], mod=True),
+    'cat': lambda a, n: ''.join(text(x) for x in a[:n]),
+    'in': lambda a, n: text(a[0]) in a[1] if isinstance(a[1], str) else any(strict_eq(a[0], x) for x in a[1]),
+}
 
 
 def logic(rule, data):
@@ -153,54 +138,25 @@ def logic(rule, data):
         return rule
     (op, args), = rule.items()
     args = args if isinstance(args, list) else [args]
-    a = lambda: [logic(x, data) for x in args] + [None, None]  # noqa: E731 — evaluated on demand
-    if op == 'var':
-        p, d = a()[:2]
-        v = lookup(data, p)
-        return d if v is None and len(args) > 1 else v
-    if op in ('==', '!='):
-        return loose_eq(*a()[:2]) == (op == '==')
-    if op in ('===', '!=='):
-        return strict_eq(*a()[:2]) == (op == '===')
-    if op in ('>', '>=', '<', '<='):
-        return compare(*a()[:2], op)
-    if op in ('!', '!!'):
-        return truthy(a()[0]) == (op == '!!')
-    if op in ('and', 'or'):
+    if op in ('and', 'or'):  # short-circuit: the deciding value itself
         v = op == 'and'
         for x in args:
             v = logic(x, data)
             if truthy(v) != (op == 'and'):
-                return v
+                break
         return v
     if op == 'if':
         for i in range(0, len(args) - 1, 2):
             if truthy(logic(args[i], data)):
                 return logic(args[i + 1], data)
         return logic(args[-1], data) if len(args) % 2 else None
-    if op in ('+', '*'):
-        total = 0 if op == '+' else 1
-        for x in a()[:len(args)]:
-            total = total + number(x) if op == '+' else total * number(x)
-        return tidy(total)
-    if op == '-':
-        x, y = (number(v) for v in a()[:2])
-        return tidy(-x if len(args) == 1 else x - y)
-    if op in ('/', '%'):
-        x, y = (number(v) for v in a()[:2])
-        if y == 0:  # JavaScript: Infinity or NaN (written null), never an exception
-            return math.nan if op == '%' or x == 0 or x != x else math.copysign(math.inf, x)
-        return tidy(x / y if op == '/' else math.fmod(x, y))
-    if op == 'cat':
-        return ''.join(text(x) for x in a()[:len(args)])
-    if op == 'in':
-        x, y = a()[:2]
-        if isinstance(y, str):
-            return text(x) in y
-        if isinstance(y, list):
-            return any(strict_eq(x, v) for v in y)
-        raise EngineError('resolution_failed', f"'in' needs a string or an array, not {y!r}")
-    raise EngineError('unknown_operator', f'unknown operator {op}')
+    a = [logic(x, data) for x in args] + [None, None]
+    if op == 'var':
+        v = lookup(data, a[0])
+        return a[1] if v is None and len(args) > 1 else v
+    if op not in OPS:
+        raise EngineError('unknown_operator', f'unknown operator {op}')
+    return OPS[op](a, len(args))
 
 
 def resolve(value, scope):
@@ -211,14 +167,12 @@ def resolve(value, scope):
     if list(value) == ['$']:
         return lookup(scope, value['$'])
     if list(value) == ['$expr']:
-        return finite(logic(value['$expr'], scope))
+        return plain(logic(value['$expr'], scope))
     return {k: resolve(v, scope) for k, v in value.items()}
 
 
 # ---- the engine ----------------------------------------------------------------------------
-class ActionFailed(Exception):
-    """An invoke answered with a StepError {code, message, phase, retryable} (ERR-1)."""
-
+class ActionFailed(Exception):  # an invoke answered a StepError {code, message, phase, retryable}
     def __init__(self, error):
         super().__init__(error.get('message', ''))
         self.error = error
@@ -229,12 +183,10 @@ class Engine:
         self.workflow, self.plan = workflow, Plan(workflow)
 
     def seed_variables(self, supplied):  # MODEL-7: seeded once, declared defaults applied
-        out = {}
+        out, supplied = {}, supplied or {}
         for v in self.workflow.get('variables') or []:
-            if supplied and v['key'] in supplied:
-                out[v['key']] = supplied[v['key']]
-            elif 'default' in v:
-                out[v['key']] = v['default']
+            if v['key'] in supplied or 'default' in v:
+                out[v['key']] = supplied.get(v['key'], v.get('default'))
             elif v.get('required'):
                 raise EngineError('invalid_variables', f"variable {v['key']} is required", variable=v['key'])
         return out
@@ -255,8 +207,7 @@ class Engine:
             raise EngineError('run_not_found', f'no run {run_id}')
         if state.get('status') in TERMINAL:
             return state  # resuming twice is idempotent: change nothing
-        state.setdefault('steps', {})
-        state.setdefault('stepErrors', [])
+        state.setdefault('steps', {}), state.setdefault('stepErrors', [])
         return await self.walk(ctx, state)
 
     async def replay(self, run_id, start, ctx):
@@ -271,7 +222,12 @@ class Engine:
             ids = [s['id'] for s in p.steps]
             if start not in ids:
                 raise EngineError('unknown_step', f'replay from {start}: no such step')
-            fresh = p.descendants(ids.index(start))
+            stack = [ids.index(start)]
+            while stack:
+                i = stack.pop()
+                if i not in fresh:
+                    fresh.add(i)
+                    stack.extend(e[1] for e in p.outgoing[i])
         # REPLAY-1: reuse what succeeded; with `from`, every settled record outside it.
         reusable = ('succeeded',) if start is None else ('succeeded', 'failed', 'skipped')
         carried = {}
@@ -280,8 +236,7 @@ class Engine:
             if r and i not in fresh and r.get('status') in reusable:
                 carried[r['stepId']] = r
         state = {**original, 'status': 'running', 'steps': dict(carried), 'stepErrors': []}
-        state.pop('output', None)
-        state.pop('error', None)
+        state.pop('output', None), state.pop('error', None)
         await ctx.checkpoint({'runId': run_id, 'workflowId': self.workflow.get('id'), 'resetSteps': True,
                               'clear': ['output', 'error', 'stepErrors'], 'status': 'running',
                               'variables': original.get('variables'), 'steps': carried, 'runAttempt': 1,

@@ -1,16 +1,18 @@
 # The shim: maps the w6w context protocol (docs/context-protocol.md) to the RFC's
-# WorkflowContext for engine.py. The engine is a coroutine; every context member it awaits
-# is a `Call` that the shim writes and then suspends on. Lockstep: after each suite message
-# the coroutine runs until it awaits an answer, then the shim says `idle` with the call
-# still waiting — or `done` when the engine returned. No event loop, no threads.
+# WorkflowContext for engine.py. The engine is a coroutine; each context member it awaits
+# is a `Call` the shim writes before suspending it. Lockstep: after each suite message the
+# coroutine runs until it awaits an answer, then the shim says `idle` with that call — or
+# `done` when the engine returned. Sequential, so no event loop and no threads.
 import json
 import sys
 
-from engine import ActionFailed, Engine, EngineError
+sys.dont_write_bytecode = True  # leave no __pycache__ in the source tree
+from engine import ActionFailed, Engine, EngineError, is_num  # noqa: E402
 
-# SEC-1: what the engine writes is scrubbed by value before it leaves — every secret of the
-# session, as text or number, in every data value and key (never a structural field such as
-# a status or an id). Checkpoints get a scrubbed copy: the engine keeps its live values.
+# SEC-1 (D-207): what the engine writes is scrubbed by value before it leaves — every secret
+# of the session, as text or number, in every data value and key (never a structural field
+# such as a status or an id); one shorter than 4 characters only where a value is exactly it,
+# as the suite judges. Checkpoints get a scrubbed copy; the engine keeps its live values.
 STRUCTURAL = {'runId', 'workflowId', 'status', 'stepId', 'attempt', 'phase', 'code', 'retryable',
               'startedAt', 'finishedAt', 'resetSteps', 'clear', 'runAttempt'}
 
@@ -24,33 +26,25 @@ def js_text(v):  # a number as JavaScript prints it: 3, not 3.0
     return str(int(v)) if isinstance(v, float) and v.is_integer() else str(v)
 
 
+def leaves(v):
+    if isinstance(v, dict):
+        v = list(v.values())
+    return [x for item in v for x in leaves(item)] if isinstance(v, list) else [v]
+
+
 def scrubber(secrets):
-    needles = []
-
-    def collect(v):
-        if isinstance(v, str) and v:
-            needles.append(v)
-        elif isinstance(v, (int, float)) and not isinstance(v, bool):
-            needles.append(js_text(v))
-        elif isinstance(v, dict):
-            for x in v.values():
-                collect(x)
-        elif isinstance(v, list):
-            for x in v:
-                collect(x)
-
-    collect(secrets)
-    needles.sort(key=len, reverse=True)
+    needles = sorted({js_text(v) if is_num(v) else v for v in leaves(secrets) if v and isinstance(v, str) or is_num(v)},
+                     key=len, reverse=True)
 
     def text(t):
         for n in needles:
-            t = t.replace(n, '[redacted]')
+            t = '[redacted]' if t == n else t.replace(n, '[redacted]') if len(n) >= 4 else t
         return t
 
     def scrub(v):
         if isinstance(v, str):
             return text(v)
-        if isinstance(v, (int, float)) and not isinstance(v, bool):
+        if is_num(v):
             return '[redacted]' if js_text(v) in needles else v
         if isinstance(v, list):
             return [scrub(x) for x in v]
@@ -61,9 +55,7 @@ def scrubber(secrets):
     return scrub if needles else (lambda v: v)
 
 
-class Call:
-    """One context member the engine awaits: the shim answers it through `send`."""
-
+class Call:  # one context member the engine awaits: the shim answers it through `send`
     def __init__(self, member, args):
         self.member, self.args = member, args
 
@@ -72,7 +64,7 @@ class Call:
 
 
 def answered(answer):
-    if 'error' in answer:
+    if 'error' in answer:  # a store failure: the engine stops with its code
         raise EngineError(answer['error'].get('code', 'store_error'), answer['error'].get('message', ''))
     return answer.get('ok')
 
@@ -84,78 +76,70 @@ class Context:
         host = start.get('host') or {}
         self.secrets = host.get('secrets') or {}
         self.scrub = scrubber(self.secrets)
-        self._idempotent = set(host.get('idempotentSteps') or [])
-        self._clock = clock
+        self.idempotent_steps = set(host.get('idempotentSteps') or [])  # RETRY-2: the catalog's word
+        self.clock = clock
 
     # The test double's clock and signal: the suite's virtual time, never the wall clock.
     def now(self):
-        return self._clock['now']
+        return self.clock['now']
 
     @property
     def aborted(self):
-        return self._clock['aborted']
+        return self.clock['aborted']
 
-    def idempotent(self, step_id):  # RETRY-2: what the catalog declares
-        return step_id in self._idempotent
+    def idempotent(self, step_id):
+        return step_id in self.idempotent_steps
 
-    def log(self, level, message, data=None):
-        line = {'type': 'log', 'level': level, 'message': self.scrub(message)}
-        if data is not None:
-            line['data'] = self.scrub(data)
-        write(line)
+    def log(self, level, message):
+        write({'type': 'log', 'level': level, 'message': self.scrub(message)})
 
-    def secret_paths(self, v, at=''):
-        """JSON Pointers of the secret-derived values in `params`, for the host to redact."""
+    def secret_paths(self, v, at=''):  # JSON Pointers of secret-derived params, for the host to redact
         if isinstance(v, dict):
-            return [p for k, x in v.items()
-                    for p in self.secret_paths(x, f"{at}/{k.replace('~', '~0').replace('/', '~1')}")]
+            return [p for k, x in v.items() for p in self.secret_paths(x, f"{at}/{k.replace('~', '~0').replace('/', '~1')}")]
         if isinstance(v, list):
             return [p for i, x in enumerate(v) for p in self.secret_paths(x, f'{at}/{i}')]
         return [at] if self.scrub(v) != v else []
 
-    async def invoke(self, **args):
-        # `params` go to the action as they are: the only place a secret may travel (SEC-1).
+    async def invoke(self, **args):  # params are the one place a secret may travel (SEC-1)
         answer = await Call('invoke', {**args, 'secretPaths': self.secret_paths(args['params'])})
         if 'error' in answer:
             raise ActionFailed(answer['error'])
         return answer.get('ok')
 
-    async def checkpoint(self, patch):  # RUN-3: acknowledged once durable
+    async def checkpoint(self, patch):  # RUN-3: answered once durable
         answered(await Call('state.checkpoint', {'patch': self.scrub(patch)}))
 
     async def load(self, run_id):
         return answered(await Call('state.load', {'runId': run_id}))
 
-    async def wait_before_retry(self, step_id, attempt, ms):
+    async def wait_before_retry(self, step_id, attempt, ms):  # RETRY-4/5: a wait the suite records
         answered(await Call('waitBeforeRetry', {'stepId': step_id, 'attempt': attempt, 'ms': ms}))
 
 
 class Shim:
     def __init__(self):
         self.clock = {'now': 0, 'aborted': False}
-        self.session = None  # (coroutine, context)
-        self.call_id = 0
+        self.session, self.call_id = None, 0  # session: (coroutine, context)
 
     def start(self, msg):
-        self.call_id = 0
         ctx = Context(msg, self.clock)
 
         async def work():  # a workflow the engine cannot plan is refused in `done` too
             engine = Engine(msg['workflow'])
             if msg['type'] == 'run':
                 return await engine.run({**msg.get('seed', {}), 'runId': msg['run']['id']}, ctx)
-            if msg['type'] == 'resume':  # after a crash: the token is ignored (no `wait`)
+            if msg['type'] == 'resume':  # after a crash; a token would be a `wait`'s: none here
                 return await engine.resume(msg['runId'], ctx)
             return await engine.replay(msg['runId'], msg.get('from'), ctx)
 
-        self.session = (work(), ctx)
+        self.session, self.call_id = (work(), ctx), 0
         self.advance(None)
 
-    def advance(self, value):
+    def advance(self, answer):
         """Run the engine until it awaits an answer (write the call, then idle) or returns."""
         work, ctx = self.session
         try:
-            call = work.send(value)
+            call = work.send(answer)
         except StopIteration:
             self.session = None
             return write({'type': 'done'})
@@ -168,7 +152,7 @@ class Shim:
         write({'type': 'idle', 'waiting': [self.call_id]})
 
     def handle(self, msg):
-        if isinstance(msg.get('now'), (int, float)):
+        if is_num(msg.get('now')):
             self.clock['now'] = msg['now']
         if isinstance(msg.get('aborted'), bool):
             self.clock['aborted'] = msg['aborted']
@@ -188,12 +172,8 @@ class Shim:
             raise RuntimeError(f'unexpected message {msg!r}')
 
 
-def main():
+if __name__ == '__main__':
     shim = Shim()
     for line in iter(sys.stdin.readline, ''):
         if line.strip():
             shim.handle(json.loads(line))
-
-
-if __name__ == '__main__':
-    main()
