@@ -19,6 +19,7 @@ mod cli_run;
 mod conformance_cli;
 mod context_engine;
 mod context_node;
+mod context_python;
 mod crash_points;
 mod crash_recovery;
 mod dialect_cli;
