@@ -3,9 +3,10 @@
 # WorkflowContext. It implements RUN (plan order, a checkpoint at every transition, resume
 # from state.load), RETRY (classification, fixed / exponential backoff capped at 300 s on
 # the context's clock), ERR (error edges, onError, skip propagation), REPLAY (reuse recorded
-# outputs, `from`) and the `$` / `$expr` markers (a JSONLogic subset). It does NOT implement
-# controls, strands, @w6w/call, templates, documents or meta: its report says so. Every
-# effect is an `await` on a context member, which shim.py answers one at a time.
+# outputs, `from`), META (the host's onExecuted reports, normalised), the signal between
+# steps and the `$` / `$expr` markers (a JSONLogic subset). It does NOT implement controls,
+# strands, @w6w/call, templates or documents: its report says so. Every effect is an
+# `await` on a context member, which shim.py answers one at a time.
 import heapq
 import json
 import math
@@ -172,6 +173,16 @@ def resolve(value, scope):
 
 
 # ---- the engine ----------------------------------------------------------------------------
+def step_meta(reports):
+    """META-1..3: the attempt's first report wins, even when discarded; four keys only."""
+    m = reports[0] if reports else None
+    fits = lambda v: isinstance(v, str) and len(v) <= 256  # noqa: E731
+    if not isinstance(m, dict) or not all(fits(m.get(k)) for k in ('app', 'version', 'action')):
+        return None
+    return {'app': m['app'], 'version': m['version'], 'action': m['action'],
+            'connectionId': m.get('connectionId') if fits(m.get('connectionId')) else None}
+
+
 class ActionFailed(Exception):  # an invoke answered a StepError {code, message, phase, retryable}
     def __init__(self, error):
         super().__init__(error.get('message', ''))
@@ -318,21 +329,23 @@ class Engine:
         record['startedAt'] = iso(ctx.now())
         await self.commit_step(ctx, state, record)
 
-        def failed(error):
-            return {**record, 'status': 'failed', 'error': error, 'finishedAt': iso(ctx.now())}
+        def settled(status, key, value, meta=None):  # a failed step may record meta too (META-4)
+            return {**record, 'status': status, key: value, 'finishedAt': iso(ctx.now()),
+                    **({'meta': meta} if meta else {})}
 
         if resolution_error:  # ERR-8: a params failure is phase "resolution", never retried
-            return failed({'code': getattr(resolution_error, 'code', 'resolution_failed'),
+            return settled('failed', 'error', {'code': getattr(resolution_error, 'code', 'resolution_failed'),
                            'message': str(resolution_error), 'phase': 'resolution', 'retryable': False})
         uses, retry = step.get('uses') or {}, step.get('retry') or {}
         max_attempts = max(1, math.floor(retry.get('maxAttempts') or 1))
         idempotent = ctx.idempotent(step['id'])
         while True:
+            reports = []  # this attempt's onExecuted reports: a superseded attempt's are ignored
             try:
-                output = await ctx.invoke(app=uses.get('app'), action=uses.get('action'),
+                output = await ctx.invoke(reports.append, app=uses.get('app'), action=uses.get('action'),
                                           connection=uses.get('connection'), params=params,
                                           stepId=step['id'], attempt=record['attempt'])
-                return {**record, 'status': 'succeeded', 'output': output, 'finishedAt': iso(ctx.now())}
+                return settled('succeeded', 'output', output, step_meta(reports))
             except ActionFailed as err:
                 error = {k: err.error[k] for k in ('code', 'message', 'phase') if k in err.error}
                 error.setdefault('message', '')
@@ -341,7 +354,7 @@ class Engine:
                 error['retryable'] = err.error.get('phase') == 'execute' and (
                     idempotent or err.error.get('retryable') is True)
                 if not error['retryable'] or record['attempt'] >= max_attempts:
-                    return failed(error)
+                    return settled('failed', 'error', error, step_meta(reports))
                 nxt = record['attempt'] + 1
                 base = retry.get('delayMs') or 0
                 raw = base * 2 ** (nxt - 2) if retry.get('backoff') == 'exponential' else base

@@ -100,8 +100,10 @@ class Context:
             return [p for i, x in enumerate(v) for p in self.secret_paths(x, f'{at}/{i}')]
         return [at] if self.scrub(v) != v else []
 
-    async def invoke(self, **args):  # params are the one place a secret may travel (SEC-1)
+    async def invoke(self, on_executed, **args):  # params: the one place a secret may travel (SEC-1)
         answer = await Call('invoke', {**args, 'secretPaths': self.secret_paths(args['params'])})
+        for meta in answer.get('onExecuted') or []:  # the host's reports, before settling (META-1)
+            on_executed(meta)
         if 'error' in answer:
             raise ActionFailed(answer['error'])
         return answer.get('ok')
@@ -160,7 +162,7 @@ class Shim:
         if kind == 'hello':
             write({'type': 'ready', 'protocol': 'w6w-context', 'version': 1,
                    'implementation': {'name': 'mini-engine (Python)', 'version': '0.1.0'},
-                   'capabilities': []})  # the sequential core: op.run + op.replay
+                   'capabilities': ['signal', 'meta']})  # the sequential core (op.run + op.replay), RUN-7, META
         elif kind == 'op':
             write({'type': 'opResult', 'id': msg['id'], 'response': {'error': {
                 'code': 'unsupported_op', 'message': 'mini-engine-py implements run, resume and replay only'}}})
