@@ -122,7 +122,8 @@ def divide(x, y, mod=False):  # JavaScript gives Infinity or NaN (written null),
 OPS = {  # each takes the evaluated arguments `a`, padded with nulls, and their count `n`
     '==': lambda a, n: loose_eq(a[0], a[1]), '!=': lambda a, n: not loose_eq(a[0], a[1]),
     '===': lambda a, n: strict_eq(a[0], a[1]), '!==': lambda a, n: not strict_eq(a[0], a[1]),
-    '>': ordered(operator.gt), '>=': ordered(operator.ge), '<': ordered(operator.lt), '<=': ordered(operator.le),
+    '>': ordered(operator.gt), '>=': ordered(operator.ge),
+    '<': ordered(operator.lt), '<=': ordered(operator.le),
     '!': lambda a, n: not truthy(a[0]), '!!': lambda a, n: truthy(a[0]),
     '+': lambda a, n: sum(number(x) for x in a[:n]), '*': lambda a, n: math.prod(number(x) for x in a[:n]),
     '-': lambda a, n: -number(a[0]) if n == 1 else number(a[0]) - number(a[1]),
@@ -277,8 +278,8 @@ class Engine:
                 else:
                     prior = record if record and record['status'] == 'running' else None
                     record = await self.execute(ctx, state, step, scope, prior)
-                    extra = {}
-                    if record['status'] == 'failed' and not error_edge and step.get('onError') == 'continue-record':
+                    extra, recorded = {}, step.get('onError') == 'continue-record'
+                    if record['status'] == 'failed' and not error_edge and recorded:
                         extra['stepErrors'] = [{'stepId': step['id'], **record['error']}]  # ERR-5, D-3
                     await self.commit_step(ctx, state, record, extra)
             # settle: publish the output and route (ERR-2..ERR-7)
@@ -359,7 +360,8 @@ class Engine:
                 base = retry.get('delayMs') or 0
                 raw = base * 2 ** (nxt - 2) if retry.get('backoff') == 'exponential' else base
                 wait = math.ceil(min(raw, WAIT_MS_MAX)) if raw > 0 else 0  # RETRY-4
-                await self.commit_step(ctx, state, {**record, 'nextAttempt': {'attempt': nxt, 'at': iso(ctx.now() + wait)}})
+                at = iso(ctx.now() + wait)
+                await self.commit_step(ctx, state, {**record, 'nextAttempt': {'attempt': nxt, 'at': at}})
                 await ctx.wait_before_retry(step['id'], nxt, wait)  # RETRY-5: recorded as a wait
                 record['attempt'], record['startedAt'] = nxt, iso(ctx.now())
                 await self.commit_step(ctx, state, dict(record))

@@ -33,8 +33,8 @@ def leaves(v):
 
 
 def scrubber(secrets):
-    needles = sorted({js_text(v) if is_num(v) else v for v in leaves(secrets) if v and isinstance(v, str) or is_num(v)},
-                     key=len, reverse=True)
+    values = [v for v in leaves(secrets) if v and isinstance(v, str) or is_num(v)]
+    needles = sorted({js_text(v) if is_num(v) else v for v in values}, key=len, reverse=True)
 
     def text(t):
         for n in needles:
@@ -95,7 +95,8 @@ class Context:
 
     def secret_paths(self, v, at=''):  # JSON Pointers of secret-derived params, for the host to redact
         if isinstance(v, dict):
-            return [p for k, x in v.items() for p in self.secret_paths(x, f"{at}/{k.replace('~', '~0').replace('/', '~1')}")]
+            escape = lambda k: k.replace('~', '~0').replace('/', '~1')  # noqa: E731 — RFC 6901
+            return [p for k, x in v.items() for p in self.secret_paths(x, f'{at}/{escape(k)}')]
         if isinstance(v, list):
             return [p for i, x in enumerate(v) for p in self.secret_paths(x, f'{at}/{i}')]
         return [at] if self.scrub(v) != v else []
@@ -162,10 +163,11 @@ class Shim:
         if kind == 'hello':
             write({'type': 'ready', 'protocol': 'w6w-context', 'version': 1,
                    'implementation': {'name': 'mini-engine (Python)', 'version': '0.1.0'},
-                   'capabilities': ['signal', 'meta']})  # the sequential core (op.run + op.replay), RUN-7, META
+                   # the sequential core (op.run + op.replay), the signal (RUN-7) and META
+                   'capabilities': ['signal', 'meta']})
         elif kind == 'op':
-            write({'type': 'opResult', 'id': msg['id'], 'response': {'error': {
-                'code': 'unsupported_op', 'message': 'mini-engine-py implements run, resume and replay only'}}})
+            error = {'code': 'unsupported_op', 'message': 'mini-engine-py only runs, resumes and replays'}
+            write({'type': 'opResult', 'id': msg['id'], 'response': {'error': error}})
         elif kind in ('run', 'resume', 'replay'):
             self.start(msg)
         elif kind == 'answer' and self.session and msg.get('id') == self.call_id:
