@@ -55,13 +55,13 @@ fn the_mini_python_engine_passes_every_case_of_its_profile() {
     );
     let generated = report.generated.as_ref().expect("generated workflows ran");
     assert_eq!(generated.passed(), GENERATED, "{text}");
-    // SEC-1 is judged on the candidate's own bytes (D-207): every generated workflow feeds
-    // the scenario's secret through a variable into params that actions echo back, so the
-    // 20 passes above mean the shim scrubbed by value whatever it wrote.
+    // SEC-1 is judged on the candidate's own bytes (D-207): generated workflows feed the
+    // scenario's secret through a variable into params that actions echo back, so the
+    // generated passes above mean the shim scrubbed by value whatever it wrote.
     let sec = report
         .cases
         .iter()
-        .filter(|c| c.outcome.clauses.iter().any(|k| k == "SEC-1") && !c.not_applicable())
+        .filter(|c| c.outcome.clauses.iter().any(|k| k.as_str() == "SEC-1") && !c.not_applicable())
         .collect::<Vec<_>>();
     assert!(!sec.is_empty() && sec.iter().all(|c| c.passed()), "{text}");
     // Controls, strands and pure ops are outside its profile: not applicable — a separate
