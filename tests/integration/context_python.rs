@@ -36,8 +36,8 @@ fn the_mini_python_engine_passes_every_case_of_its_profile() {
     if !python3() {
         return;
     }
-    let shim = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("examples/engines/mini-engine-py/shim.py");
+    let shim =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("examples/engines/mini-engine-py/shim.py");
     let cmd = format!("python3 '{}'", shim.display());
     let mut engine = EngineProcess::start(&cmd, EngineOptions::default()).expect("starts");
     let options = RunOptions {
