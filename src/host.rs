@@ -19,7 +19,10 @@ use crate::model::{RunState, RunStatePatch, StepError};
 
 pub mod sealing;
 pub mod store;
-pub use sealing::{SEALING_MATERIAL_MIN, SealingKey};
+pub use sealing::{
+    KeyError, SEALING_KEY_ENV, SEALING_KEY_MAX_BYTES, SEALING_KEY_MIN_BITS, SEALING_KEY_MIN_BYTES,
+    SealingKey,
+};
 pub use store::{RunStore, ScheduleEntry, StoreError, StoreFactory};
 
 /// How a run was started (`RunTrigger`).
@@ -229,14 +232,24 @@ pub trait WorkflowContext {
         Map::new()
     }
 
-    /// SEC-1, RUN-4 (D-170): the key that seals a secret-derived step output the store may
+    /// SEC-1, RUN-4 (D-250): the key that seals a secret-derived step output the store may
     /// not hold in plaintext, so a resumed or replayed run reads what the crash-free run
-    /// read. It must come from outside the store and be the same on every resume of the
-    /// run. The default derives one from [`WorkflowContext::secrets`] (`None` with too
-    /// little secret material: such outputs then stay `"[redacted]"` after a crash); a host
-    /// holding a real key returns it here, `None` turns sealing off.
+    /// read. It must come from key material the host holds outside the store (a key file,
+    /// an environment variable, a KMS) and be the same on every resume of the run; it is
+    /// never derived from [`WorkflowContext::secrets`], so the store holds nothing a guess
+    /// of a secret could be confirmed against. Default: `None` — nothing is sealed, and an
+    /// output computed from a secret reads `"[redacted]"` after a crash (D-252).
     fn sealing_key(&self) -> Option<SealingKey> {
-        SealingKey::from_secrets(&self.secrets())
+        None
+    }
+
+    /// D-251: fill `out` with random bytes from the host's randomness (a simulator draws
+    /// them from its seed), or return `false` when the host offers none. The engine asks
+    /// only when [`WorkflowContext::sealing_key`] holds a key: once per run, for the run's
+    /// seal id, which every envelope of the run is bound to.
+    fn random_bytes(&self, out: &mut [u8]) -> bool {
+        let _ = out;
+        false
     }
 
     /// The static `documents` root (`documents.<key>`), an object.

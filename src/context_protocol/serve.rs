@@ -110,6 +110,8 @@ impl Drop for Call<'_, '_> {
 /// The host data a session's first message hands over.
 struct HostData {
     secrets: Map<String, Value>,
+    /// D-250: the host's sealing key (`host.sealingKey`), if it holds one.
+    sealing_key: Option<crate::host::SealingKey>,
     documents: Value,
     schedule: bool,
     idempotent: Vec<String>,
@@ -252,6 +254,10 @@ impl WorkflowContext for RemoteContext<'_, '_> {
 
     fn secrets(&self) -> Map<String, Value> {
         self.host.secrets.clone()
+    }
+
+    fn sealing_key(&self) -> Option<crate::host::SealingKey> {
+        self.host.sealing_key.clone()
     }
 
     fn documents(&self) -> Value {
@@ -429,6 +435,10 @@ fn session(
             .and_then(Value::as_object)
             .cloned()
             .unwrap_or_default(),
+        sealing_key: host
+            .get("sealingKey")
+            .and_then(Value::as_str)
+            .and_then(crate::host::SealingKey::from_wire),
         documents: host.get("documents").cloned().unwrap_or_else(|| json!({})),
         schedule: host
             .get("schedule")

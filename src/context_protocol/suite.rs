@@ -850,6 +850,10 @@ impl<'s, C: WorkflowContext> Session<'s, C> {
             "host": {"secrets": ctx.secrets(), "documents": ctx.documents(),
                      "schedule": ctx.supports_schedule(), "idempotentSteps": idempotent},
         });
+        if let (Some(key), Some(Value::Object(host))) = (ctx.sealing_key(), start.get_mut("host")) {
+            // D-250: the host's key, for an engine that seals; judged like a secret below.
+            host.insert("sealingKey".into(), json!(key.to_wire()));
+        }
         let (kind, extra) = match kind {
             SessionKind::Run(seed) => (
                 "run",
@@ -885,7 +889,14 @@ impl<'s, C: WorkflowContext> Session<'s, C> {
             deadline,
             shift,
             salt,
-            secrets: Detector::new(ctx.secrets().values()),
+            secrets: Detector::new(
+                ctx.secrets()
+                    .values()
+                    .cloned()
+                    .chain(ctx.sealing_key().map(|k| json!(k.to_wire())))
+                    .collect::<Vec<_>>()
+                    .iter(),
+            ),
         };
         let start = session.stamped(start);
         if let Err(why) = session.send(&start) {

@@ -74,6 +74,11 @@ impl Frame {
         Frame { key: None }
     }
 
+    /// The frame's key (`""`: the main graph), which a sealed output is bound to (D-251).
+    pub(crate) fn key(&self) -> &str {
+        self.key.as_deref().unwrap_or_default()
+    }
+
     /// Whether this is the main graph's frame (not a sub-block instance's).
     pub(crate) fn is_main(&self) -> bool {
         self.key.is_none()

@@ -226,6 +226,11 @@ impl<'w> Engine<'w> {
         start.variables = Some(variables);
         start.extra.insert("trigger".into(), seed.trigger.clone());
         start.extra.insert("runAttempt".into(), json!(1));
+        if let Some(id) = super::sealed::draw_seal_id(ctx) {
+            // D-251: every envelope of this run is bound to it, so none opens in another
+            // run (the same run id in another store included). Not a secret.
+            start.extra.insert(super::sealed::SEAL_ID.into(), json!(id));
+        }
         if seed.call_depth > 0 {
             start
                 .extra

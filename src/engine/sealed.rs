@@ -18,10 +18,14 @@
 //! recorded redacted. A secret-derived record keeps its output `"[redacted]"` wholly; it can
 //! be re-materialised only when it adds nothing to the store but secret names
 //! (`extra.sealedOutput`, see [`seal`]) — or, with a key the host holds outside the store
-//! ([`crate::host::WorkflowContext::sealing_key`], D-170), from its ciphertext
+//! ([`crate::host::WorkflowContext::sealing_key`], D-170, D-250), from its ciphertext
 //! (`extra.encryptedOutput`, [`Sealer`]): an output recorded `"[redacted]"` wholly is sealed
 //! whole, so a resumed run reads the computed value too. An envelope never holds a piece of
-//! a secret the sink would scrub (it is retried with another nonce, else left out).
+//! a secret the sink would scrub (it is retried with another nonce, else left out), and
+//! opens only for the run, frame, step and attempt it was sealed for (D-251). Without a
+//! key nothing is sealed: the store then holds nothing keyed at all, so nothing in it can
+//! confirm a guess of a secret (D-250), and such an output reads `"[redacted]"` after a
+//! crash — said in the run's log when a resumed run reads it (D-252).
 
 use aes_gcm_siv::aead::{Aead, KeyInit, Payload};
 use aes_gcm_siv::{Aes256GcmSiv, Nonce};
@@ -34,6 +38,7 @@ use sha2::Sha256;
 use super::journal::is_secret_derived;
 use crate::expr::REDACTED;
 use crate::host::SealingKey;
+use crate::host::sealing::KeyUse;
 use crate::json::JsonText;
 use crate::model::StepExecution;
 use crate::redact::Scrubber;
@@ -47,7 +52,7 @@ pub(crate) const SECRET_REFS: &str = "secretRefs";
 pub(crate) const SEALED_OUTPUT: &str = "sealedOutput";
 
 /// The record `extra` key holding a wholly redacted output sealed with the host's key
-/// (D-170): `v1.<n>.<base64url ciphertext>`, `n` picking the nonce.
+/// (D-170, D-251): `v2.<n>.<base64url ciphertext>`, `n` picking the nonce.
 pub(crate) const ENCRYPTED_OUTPUT: &str = "encryptedOutput";
 /// Nonces tried before an output is left unsealed because every envelope happened to hold
 /// a piece of a secret (a 1-character secret is in almost every base64 text).
@@ -56,38 +61,100 @@ const NONCE_TRIES: u32 = 16;
 /// this length (the SEC-1 property's threshold); a shorter one not at all.
 const PIECE: usize = 8;
 
-/// AES-256-GCM-SIV under a key derived from the host's [`SealingKey`] (D-170). The
-/// associated data binds a ciphertext to its step and attempt; nonces are derived, not
-/// drawn, so a simulated run stays reproducible — GCM-SIV stays safe under a repeated
-/// nonce (it then reveals only that two plaintexts were equal).
+/// The run `extra` key holding the run's seal id (D-251): 16 random bytes (base64url) the
+/// host drew when the run started, bound into every envelope of the run, so an envelope
+/// from any other run — the same run id in another store included — never opens.
+pub(crate) const SEAL_ID: &str = "sealId";
+/// The envelope format tag. `v1.` envelopes (D-170: a key derived from the secrets, bound
+/// to step and attempt only) are never opened (D-250).
+const ENVELOPE_V: &str = "v2.";
+
+/// AES-256-GCM-SIV under a sub-key of the host's [`SealingKey`] (D-251). The associated
+/// data binds a ciphertext to its run (run id and seal id), its record (the frame it lives
+/// in, its step id and attempt) and its use (a step output); nonces are derived from the
+/// same binding under another sub-key, so a run that crashed and the crash-free run seal
+/// alike, and no two records of any run share a nonce. GCM-SIV would stay safe under a
+/// repeated nonce anyway (it would reveal only that two plaintexts were equal).
 pub(crate) struct Sealer {
     cipher: Aes256GcmSiv,
     nonces: Hkdf<Sha256>,
+    /// The run and frame part of the associated data (the record adds step and attempt).
+    bound: Vec<u8>,
+}
+
+/// `field` into `out`, length-prefixed, so no two field lists encode alike.
+fn put(out: &mut Vec<u8>, field: &[u8]) {
+    out.extend_from_slice(&u32::try_from(field.len()).unwrap_or(u32::MAX).to_be_bytes());
+    out.extend_from_slice(field);
+}
+
+/// The seal id of a run that recorded none (a host without randomness, D-251): derived
+/// from the key and the run id, so it binds the run id only.
+fn fallback_seal_id(key: &SealingKey, run_id: &str) -> String {
+    let mut id = [0u8; 16];
+    let _ = Hkdf::<Sha256>::from_prk(&key.derive(KeyUse::SealId))
+        .map(|hk| hk.expand(run_id.as_bytes(), &mut id))
+        .ok();
+    URL_SAFE_NO_PAD.encode(id)
+}
+
+/// A fresh seal id for a run, from the host's randomness (`None`: the host offers none,
+/// and the run uses [`fallback_seal_id`]).
+pub(crate) fn draw_seal_id(host: &impl crate::host::WorkflowContext) -> Option<String> {
+    host.sealing_key()?;
+    let mut id = [0u8; 16];
+    host.random_bytes(&mut id)
+        .then(|| URL_SAFE_NO_PAD.encode(id))
 }
 
 impl Sealer {
-    pub(crate) fn new(key: &SealingKey) -> Option<Sealer> {
-        let hk = Hkdf::<Sha256>::new(Some(b"w6w-sim sealed output v1"), key.bytes());
-        let mut cipher_key = [0u8; 32];
-        hk.expand(b"cipher", &mut cipher_key).ok()?;
+    /// The sealer of `key` for records of run `run_id` (seal id `seal_id`, `None`: the
+    /// fallback) in frame `locator` (`""`: the main graph).
+    pub(crate) fn new(
+        key: &SealingKey,
+        run_id: &str,
+        seal_id: Option<&str>,
+        locator: &str,
+    ) -> Option<Sealer> {
+        let seal_id = seal_id.map_or_else(|| fallback_seal_id(key, run_id), str::to_owned);
+        let mut bound = b"w6w-sim sealed output v2".to_vec();
+        put(&mut bound, run_id.as_bytes());
+        put(&mut bound, seal_id.as_bytes());
+        put(&mut bound, locator.as_bytes());
         Some(Sealer {
-            cipher: Aes256GcmSiv::new_from_slice(&cipher_key).ok()?,
-            nonces: hk,
+            cipher: Aes256GcmSiv::new_from_slice(&key.derive(KeyUse::Envelope)).ok()?,
+            nonces: Hkdf::<Sha256>::from_prk(&key.derive(KeyUse::Nonce)).ok()?,
+            bound,
         })
     }
 
-    /// The sealer of `host`'s key, if it holds one (built only when an output needs it).
-    pub(crate) fn of(host: &impl crate::host::WorkflowContext) -> Option<Sealer> {
-        host.sealing_key().as_ref().and_then(Sealer::new)
+    /// The sealer of `host`'s key, if it holds one, for records of `journal`'s run in
+    /// `frame` (built only when an output needs it).
+    pub(crate) fn of(
+        host: &impl crate::host::WorkflowContext,
+        journal: &super::journal::Journal,
+        frame: &super::journal::Frame,
+    ) -> Option<Sealer> {
+        let key = host.sealing_key()?;
+        let seal_id = journal.extra(SEAL_ID);
+        Sealer::new(
+            &key,
+            &journal.run_id(),
+            seal_id.as_ref().and_then(Value::as_str),
+            frame.key(),
+        )
     }
 
-    fn aad(record: &StepExecution) -> Vec<u8> {
-        format!("{}\0{}", record.step_id, record.attempt).into_bytes()
+    fn aad(&self, record: &StepExecution) -> Vec<u8> {
+        let mut aad = self.bound.clone();
+        put(&mut aad, record.step_id.as_bytes());
+        put(&mut aad, &record.attempt.to_be_bytes());
+        put(&mut aad, b"output");
+        aad
     }
 
     fn nonce(&self, aad: &[u8], n: u32) -> Option<[u8; 12]> {
-        let mut info = b"nonce\0".to_vec();
-        info.extend_from_slice(aad);
+        let mut info = aad.to_vec();
         info.extend_from_slice(&n.to_be_bytes());
         let mut nonce = [0u8; 12];
         self.nonces.expand(&info, &mut nonce).ok()?;
@@ -102,7 +169,7 @@ impl Sealer {
         secrets: &Map<String, Value>,
     ) -> Option<String> {
         let plaintext = serde_json::to_vec(output).ok()?;
-        let aad = Self::aad(record);
+        let aad = self.aad(record);
         let sink = Scrubber::new(secrets.values());
         let pieces = pieces(secrets);
         (0..NONCE_TRIES).find_map(|n| {
@@ -115,7 +182,7 @@ impl Sealer {
                 .cipher
                 .encrypt(Nonce::from_slice(&nonce), payload)
                 .ok()?;
-            let envelope = format!("v1.{n}.{}", URL_SAFE_NO_PAD.encode(sealed));
+            let envelope = format!("{ENVELOPE_V}{n}.{}", URL_SAFE_NO_PAD.encode(sealed));
             let clean = sink.text(&envelope).is_none()
                 && !pieces.iter().any(|p| envelope.contains(p.as_str()));
             clean.then_some(envelope)
@@ -123,12 +190,13 @@ impl Sealer {
     }
 
     /// The output sealed in `envelope` for `record`; `None` when it does not open (another
-    /// key, another step or attempt, a damaged or forged envelope).
+    /// key, another run, frame, step or attempt, a damaged or forged envelope, a `v1.`
+    /// envelope).
     fn open(&self, record: &StepExecution, envelope: &str) -> Option<Value> {
-        let rest = envelope.strip_prefix("v1.")?;
+        let rest = envelope.strip_prefix(ENVELOPE_V)?;
         let (n, body) = rest.split_once('.')?;
         let n: u32 = n.parse().ok().filter(|n| *n < NONCE_TRIES)?;
-        let aad = Self::aad(record);
+        let aad = self.aad(record);
         let nonce = self.nonce(&aad, n)?;
         let sealed = URL_SAFE_NO_PAD.decode(body).ok()?;
         let payload = Payload {
@@ -263,7 +331,7 @@ fn scan(value: &Value, path: &str, needles: &[Needle<'_>], out: &mut Scan) {
 /// then the store learns nothing but secret names. Any other output that will be recorded
 /// `"[redacted]"` wholly (a secret-derived one, one with a secret in a key) is sealed whole
 /// with `sealer` — built only when needed; `None` when the host holds no key — so a
-/// resumed run reads it too (D-170). Without a key it stays `"[redacted]"` after a crash
+/// resumed run reads it too (D-170, D-251). Without a key it stays `"[redacted]"` after a crash
 /// (what an action computes from a secret is its own business; D-41).
 pub(crate) fn seal(
     record: &mut StepExecution,
@@ -537,6 +605,14 @@ fn materialise(value: &mut Value, refs: &Value, secret: &impl Fn(&str) -> Option
     }
 }
 
+/// D-252: whether `published`, what a recorded `record` unsealed to, is a secret-derived
+/// output the store could not give back (no envelope, or one that did not open).
+pub(crate) fn is_lost(record: &StepExecution, published: &Value) -> bool {
+    is_secret_derived(record)
+        && !record.extra.contains_key(SEALED_OUTPUT)
+        && published.as_str() == Some(REDACTED)
+}
+
 /// Whether a published `record` must taint its scope entry: secret-derived, or its output
 /// carried a secret.
 pub(crate) fn carries_secret(record: &StepExecution) -> bool {
@@ -660,10 +736,12 @@ mod tests {
         assert_eq!(unseal(&r, |_| None, || None), json!({"tok": REDACTED}));
     }
 
+    fn host_key() -> SealingKey {
+        SealingKey::from_bytes(*b"0123456789abcdefghijklmnopqrstuv")
+    }
+
     fn key() -> Option<Sealer> {
-        SealingKey::from_secrets(&secrets())
-            .as_ref()
-            .and_then(Sealer::new)
+        Sealer::new(&host_key(), "run_1", Some("c2VhbC1pZC0x"), "")
     }
 
     fn recorded(r: &StepExecution) -> StepExecution {
@@ -693,7 +771,14 @@ mod tests {
             assert_eq!(unseal(&stored, lookup, key), live, "resumed");
             assert_eq!(unseal(&r, lookup, key), live, "live");
             // Another key, step or attempt does not open it.
-            let other = || Sealer::new(&SealingKey::from_bytes([9; 32]));
+            let other = || {
+                Sealer::new(
+                    &SealingKey::from_bytes([9; 32]),
+                    "run_1",
+                    Some("c2VhbC1pZC0x"),
+                    "",
+                )
+            };
             assert_eq!(unseal(&stored, lookup, other), json!(REDACTED));
             let mut moved = stored.clone();
             moved.attempt += 1;
@@ -739,11 +824,11 @@ mod tests {
             panic!("sealed");
         };
         for bad in [
-            env.replacen("v1.", "v2.", 1),
+            env.replacen("v2.", "v1.", 1),
             format!("{env}A"),
             env.replacen('.', ".99", 1),
-            "v1.0.".into(),
-            "v1.x.AAAA".into(),
+            "v2.0.".into(),
+            "v2.x.AAAA".into(),
         ] {
             stored.extra.insert(ENCRYPTED_OUTPUT.into(), json!(bad));
             assert_eq!(unseal(&stored, lookup, key), json!(REDACTED), "{bad}");
@@ -755,11 +840,7 @@ mod tests {
         // A 1-character secret is in almost every base64 text: no envelope is kept.
         let few = json!({"K": "hunter2-long-enough", "A": "a", "B": "b", "C": "c"});
         let few = few.as_object().cloned().unwrap_or_default();
-        let k = || {
-            SealingKey::from_secrets(&few)
-                .as_ref()
-                .and_then(Sealer::new)
-        };
+        let k = key;
         let big: String = (0..200)
             .map(|i| char::from(b'a' + (i % 26) as u8))
             .collect();
@@ -776,5 +857,62 @@ mod tests {
                 assert_eq!(unseal(&recorded(&r), |_| None, k), json!({"i": i}));
             }
         }
+    }
+
+    /// D-251: an envelope opens only for the run (id and seal id) and the record (frame,
+    /// step, attempt) it was sealed for — a transplant from any other run never opens.
+    #[test]
+    fn a_transplanted_envelope_never_opens() {
+        let live = json!({"branch": "pay", "len": 12});
+        let mut r = record(live.clone(), json!({}), true);
+        seal(&mut r, &secrets(), key);
+        let stored = recorded(&r);
+        assert_eq!(unseal(&stored, lookup, key), live, "its own run opens it");
+        let k = host_key();
+        let elsewhere: [(&str, Option<&str>, &str); 5] = [
+            ("run_2", Some("c2VhbC1pZC0x"), ""),
+            ("run_1", Some("c2VhbC1pZC0y"), ""),
+            ("run_1", None, ""),
+            ("run_1", Some("c2VhbC1pZC0x"), "frame:/loop.iterations[0]"),
+            ("run_1", Some("c2VhbC1pZC0x"), "frame:/loop.iterations[1]"),
+        ];
+        for (run, seal_id, frame) in elsewhere {
+            let other = || Sealer::new(&k, run, seal_id, frame);
+            assert_eq!(
+                unseal(&stored, lookup, other),
+                json!(REDACTED),
+                "opened in run {run} seal id {seal_id:?} frame {frame:?}"
+            );
+        }
+        // Two runs sealing the same output at the same step and attempt write different
+        // envelopes (their seal ids differ).
+        let mut other_run = record(live, json!({}), true);
+        seal(&mut other_run, &secrets(), || {
+            Sealer::new(&k, "run_1", Some("c2VhbC1pZC0y"), "")
+        });
+        assert_ne!(r.extra[ENCRYPTED_OUTPUT], other_run.extra[ENCRYPTED_OUTPUT]);
+    }
+
+    /// D-250: with no key nothing keyed reaches the record — no envelope, so nothing in
+    /// the store can confirm a guess of the secret; the output is lost after a crash and
+    /// says so.
+    #[test]
+    fn without_a_key_the_record_holds_nothing_a_guess_could_be_checked_against() {
+        let mut r = record(
+            json!({"pin": 4711, "len": 4}),
+            json!({"pin": REDACTED}),
+            true,
+        );
+        seal(&mut r, &secrets(), || None);
+        let stored = recorded(&r);
+        let text = serde_json::to_string(&stored).unwrap_or_default();
+        assert!(
+            !text.contains(ENCRYPTED_OUTPUT) && !text.contains("4711"),
+            "{text}"
+        );
+        let published = unseal(&stored, lookup, || None);
+        assert_eq!(published, json!(REDACTED));
+        assert!(is_lost(&stored, &published));
+        assert!(!is_lost(&stored, &json!({"pin": 4711})));
     }
 }

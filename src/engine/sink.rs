@@ -95,6 +95,10 @@ impl<C: WorkflowContext> WorkflowContext for Sunk<'_, C> {
         self.host.sealing_key()
     }
 
+    fn random_bytes(&self, out: &mut [u8]) -> bool {
+        self.host.random_bytes(out)
+    }
+
     fn documents(&self) -> Value {
         self.host.documents()
     }

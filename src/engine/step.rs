@@ -185,7 +185,9 @@ impl<'a, C: WorkflowContext> StepCtx<'a, C> {
         // recorded output has none and a resumed run can still read it; an output recorded
         // "[redacted]" wholly is sealed with the host's key (D-170).
         let host = self.host();
-        super::sealed::seal(record, &host.secrets(), || super::sealed::Sealer::of(host));
+        super::sealed::seal(record, &host.secrets(), || {
+            super::sealed::Sealer::of(host, self.journal(), self.frame())
+        });
         if super::journal::is_secret_derived(record)
             && self
                 .walk

@@ -315,7 +315,7 @@ impl<'a, C: WorkflowContext> Walk<'a, C> {
                     let output = super::sealed::unseal(
                         &r,
                         |n| secrets.get(n).cloned(),
-                        || super::sealed::Sealer::of(self.host),
+                        || super::sealed::Sealer::of(self.host, self.journal, self.frame),
                     );
                     (String::from(id.as_str()), output)
                 })
@@ -395,11 +395,23 @@ impl<'a, C: WorkflowContext> Walk<'a, C> {
                 // the engine only), so a resumed or replayed run reads what the
                 // crash-free run read.
                 let output = live.unwrap_or_else(|| {
-                    super::sealed::unseal_taking(
+                    let output = super::sealed::unseal_taking(
                         record,
                         |n| scope.secrets().get(n).cloned(),
-                        || super::sealed::Sealer::of(self.host),
-                    )
+                        || super::sealed::Sealer::of(self.host, self.journal, self.frame),
+                    );
+                    if super::sealed::is_lost(record, &output) {
+                        // D-252: without a key (or with an envelope that does not open) the
+                        // value is not in the store; say so rather than read it silently.
+                        self.host.log(
+                            LogLevel::Warn,
+                            &format!(
+                                "step {id}: its output was computed from a secret and is not kept without the run's sealing key; this run reads \"[redacted]\" where the first run read the value (D-252)"
+                            ),
+                            None,
+                        );
+                    }
+                    output
                 });
                 scope.publish_step(id, output, meta.map(|m| m.to_value()));
             }

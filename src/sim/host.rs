@@ -505,6 +505,32 @@ impl WorkflowContext for SimHost<'_> {
         self.scenario.secrets.clone()
     }
 
+    /// D-250: the key the scenario carries or the operator gave; never one derived from
+    /// the secrets.
+    fn sealing_key(&self) -> Option<crate::host::SealingKey> {
+        self.scenario.sealing_key.clone()
+    }
+
+    /// D-251: the simulator's randomness — SHA-256 in counter mode over the scenario's
+    /// seed, the CLI's entropy, the run id and the checkpoints made so far — so a seed
+    /// reproduces a run, and a crash-free run and its crashed copies draw alike.
+    fn random_bytes(&self, out: &mut [u8]) -> bool {
+        use sha2::{Digest, Sha256};
+        let checkpoints = self.world.borrow().snap.checkpoints;
+        for (block, chunk) in out.chunks_mut(32).enumerate() {
+            let mut h = Sha256::new();
+            h.update(b"w6w-sim host randomness v1");
+            h.update(self.scenario.seed.to_be_bytes());
+            h.update(self.scenario.entropy.to_be_bytes());
+            h.update(checkpoints.to_be_bytes());
+            h.update((block as u64).to_be_bytes());
+            h.update(self.info.id.as_bytes());
+            let digest = h.finalize();
+            chunk.copy_from_slice(&digest[..chunk.len()]);
+        }
+        true
+    }
+
     fn documents(&self) -> Value {
         Value::Object(self.scenario.documents.clone())
     }

@@ -14,8 +14,9 @@
 //! OUTCOME := {"output": V} | {"echo": true} | {"error": {"code", "message", "phase", "retryable"}}
 //!            each optionally with "latencyMs": N and "meta": REPORT | [REPORT, …] | null
 //! ```
-//! Additions beyond the issue's shape (all optional): `seed` (reserved for randomised
-//! scheduling, unused by the sequential engine), an outcome-level `meta` (overrides the
+//! Additions beyond the issue's shape (all optional): `seed` (the simulated host's
+//! randomness: a run's seal id, D-251), `sealingKey` (a test key the simulated host holds
+//! outside its store, at least 32 bytes of key material, D-250), an outcome-level `meta` (overrides the
 //! action's for that invocation; `null` = no report), and `meta` as an array (the host
 //! calls `onExecuted` once per element, in order — META-3's "first report wins").
 
@@ -23,6 +24,7 @@ use indexmap::IndexMap;
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 
+use crate::host::SealingKey;
 use crate::model::{Phase, StepError, Workflow, pointer_token};
 
 /// A scenario problem: where (JSON Pointer into the scenario) and what.
@@ -109,6 +111,14 @@ pub struct Scenario {
     /// D-126: `{kind: "function"}` call targets, one script per function id.
     pub functions: IndexMap<String, ActionScript>,
     pub seed: u64,
+    /// D-250: the key the simulated host holds outside its store — a test key a scenario
+    /// carries (`"sealingKey"`, material held to the same floor as a key file), or the
+    /// operator's (`--key-file`, `W6W_SEALING_KEY`), which the CLI puts here.
+    pub sealing_key: Option<SealingKey>,
+    /// D-251: mixed into the simulated host's randomness with `seed` (never in a scenario
+    /// file: the CLI draws it fresh when the operator's key seals a real store, so two runs
+    /// never share a seal id).
+    pub entropy: u64,
 }
 
 impl Default for Scenario {
@@ -125,6 +135,8 @@ impl Default for Scenario {
             workflows: IndexMap::new(),
             functions: IndexMap::new(),
             seed: 0,
+            sealing_key: None,
+            entropy: 0,
         }
     }
 }
@@ -226,6 +238,7 @@ pub fn parse_scenario(doc: &Value) -> Result<Scenario, Vec<ScenarioError>> {
             "workflows",
             "functions",
             "seed",
+            "sealingKey",
         ],
     );
     // Issue 12 item 5: what a run records from the scenario (variables, the trigger, the
@@ -275,6 +288,16 @@ pub fn parse_scenario(doc: &Value) -> Result<Scenario, Vec<ScenarioError>> {
     }
     if let Some(v) = root.get("seed") {
         s.seed = c.count(v, "/seed").unwrap_or(0);
+    }
+    if let Some(v) = root.get("sealingKey") {
+        // D-250: the problem is named, the material never quoted.
+        match v.as_str() {
+            Some(material) => match SealingKey::from_material(material.as_bytes(), &s.secrets) {
+                Ok(key) => s.sealing_key = Some(key),
+                Err(e) => c.err("/sealingKey", format!("{e} ({})", e.code())),
+            },
+            None => c.err("/sealingKey", "must be a string of key material"),
+        }
     }
     if let Some(v) = root.get("cancelAfterCheckpoint") {
         s.cancel_after_checkpoint = c.positive(v, "/cancelAfterCheckpoint");

@@ -336,7 +336,10 @@ fn secret_echo_workflow(kinds: &[u8], parallel: bool, secret: &str, long: &str) 
     edges.push(json!({"from": "gj", "to": "cj"}));
     let wf = json!({"manifestVersion": "2", "id": "wf_echo", "name": "echo", "steps": steps,
                     "edges": edges});
-    let sc = json!({"secrets": {"S": secret, "L": long}, "actions": actions});
+    // D-250: the host's key comes from outside the store (a test key here), never from
+    // the secrets; kind 3's computed output is sealed with it.
+    let sc = json!({"secrets": {"S": secret, "L": long}, "actions": actions,
+                    "sealingKey": "Kq93vLx0Zt7mWb2Nc8Rd5Yp1Hs6Jf4Ge"});
     (wf, sc)
 }
 
