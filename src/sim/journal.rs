@@ -13,8 +13,15 @@
 //! of a rewrite is created exclusively (D-212).
 //!
 //! Layout of `DIR/<runId>.journal`: the 8-byte magic `w6wjrnl\n`, then frames of
-//! `len: u32 LE | crc: u32 LE | kind: u8 | JSON`, where `len` counts `kind` + JSON and
-//! `crc` is CRC-32 (IEEE) over the four `len` bytes followed by `kind` + JSON. The first
+//! `len: u32 LE | crc: u32 LE | kind: u8 | JSON [| tag: 32 bytes]`, where `len` counts
+//! `kind` + JSON (+ tag) and `crc` is CRC-32 (IEEE) over the four `len` bytes followed by
+//! the rest. A store holding a sealing key writes `w6w-sim/journal-3`: every record ends
+//! with an HMAC-SHA256 tag under a sub-key of the sealing key over the previous record's
+//! tag, the record's index, kind and JSON — a chain from the header on, so a record edited
+//! (checksum recomputed or not), dropped from the middle, duplicated or moved is refused
+//! with the file and its offset (`run_file_tampered`), another key is refused at the header
+//! (`sealing_key_wrong`), and a journal of the other kind is refused rather than read as
+//! this one (D-251). Without a key the store writes `w6w-sim/journal-2`, without tags. The first
 //! record is the header (`H`: format and runId), the second a snapshot (`S`: the whole
 //! RunState and world); then one `P` record per checkpoint (the patch and what changed in
 //! the world since the previous record) and `L` records (trace-sequence leases). When the
@@ -54,10 +61,16 @@ use super::store::{
     STORE_FORMAT, Store, StoreError, StoredRun, create_temp, is_link_refusal, open_no_follow,
 };
 use super::world::{SeqLease, WorldSnapshot};
+use crate::host::SealingKey;
+use crate::host::sealing::KeyUse;
 use crate::model::{RunState, RunStatePatch};
 
 /// The journal's format tag (its header record's `format`).
 pub const JOURNAL_FORMAT: &str = "w6w-sim/journal-2";
+/// The format tag of a journal whose records are authenticated (D-251).
+pub const JOURNAL_FORMAT_AUTH: &str = "w6w-sim/journal-3";
+/// The bytes of a record's authentication tag (HMAC-SHA256) in a `journal-3` file.
+pub const TAG_BYTES: usize = 32;
 /// The first eight bytes of every journal.
 pub const MAGIC: &[u8; 8] = b"w6wjrnl\n";
 /// How far one lease raises the trace-sequence ceiling.
@@ -129,6 +142,34 @@ pub enum JournalError {
     Link { path: PathBuf },
     #[error("run id {0:?} is not a safe file name")]
     BadRunId(String),
+    /// D-251: a record of an authenticated journal fails its tag: edited, or a record
+    /// before it was dropped, duplicated or moved.
+    #[error("{}: offset {offset}: {message}; refusing a run file that was changed after it was written", path.display())]
+    Tampered {
+        path: PathBuf,
+        offset: u64,
+        message: String,
+    },
+    /// D-251: the journal's header does not authenticate under the key given: it was
+    /// written with another sealing key (or its header was forged).
+    #[error(
+        "{}: offset {offset}: the run was written with another sealing key (or its header was forged); give the key it was written with",
+        path.display()
+    )]
+    KeyWrong { path: PathBuf, offset: u64 },
+    /// D-251: an authenticated journal read without a key.
+    #[error(
+        "{}: offset {offset}: the run was written with a sealing key; give the same key (--key-file or W6W_SEALING_KEY) to read it",
+        path.display()
+    )]
+    KeyRequired { path: PathBuf, offset: u64 },
+    /// D-251: a key was given but the run file is not authenticated — written without a key,
+    /// or replaced by a file that is not this store's.
+    #[error(
+        "{}: offset {offset}: the run file is not authenticated, but a sealing key was given; it was written without a key (read it without one) or replaced",
+        path.display()
+    )]
+    Unauthenticated { path: PathBuf, offset: u64 },
 }
 
 impl JournalError {
@@ -143,6 +184,10 @@ impl JournalError {
             JournalError::Link { .. } => "store_link",
             JournalError::ReadOnly { .. } => "store_read_only",
             JournalError::BadRunId(_) => "bad_run_id",
+            JournalError::Tampered { .. } => "run_file_tampered",
+            JournalError::KeyWrong { .. } => "sealing_key_wrong",
+            JournalError::KeyRequired { .. } => "sealing_key_required",
+            JournalError::Unauthenticated { .. } => "run_file_unauthenticated",
         }
     }
 }
@@ -188,6 +233,61 @@ fn read_no_follow(path: &Path) -> std::io::Result<Vec<u8>> {
 struct Header {
     format: String,
     run_id: String,
+}
+
+/// D-251: the authentication chain of a `journal-3` file — the journal sub-key of the
+/// sealing key, the previous record's tag and the next record's index.
+#[derive(Clone, PartialEq, Eq)]
+struct Chain {
+    key: [u8; 32],
+    prev: [u8; TAG_BYTES],
+    index: u64,
+}
+
+impl std::fmt::Debug for Chain {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Chain {{ index: {} }}", self.index)
+    }
+}
+
+impl Chain {
+    /// The chain of a journal's first record (its header).
+    fn start(key: &SealingKey) -> Self {
+        Chain {
+            key: key.derive(KeyUse::Journal),
+            prev: [0; TAG_BYTES],
+            index: 0,
+        }
+    }
+
+    /// The tag of the next record (`kind` + `json`).
+    fn tag(&self, kind: u8, json: &[u8]) -> [u8; TAG_BYTES] {
+        use hmac::Mac as _;
+        let mut out = [0u8; TAG_BYTES];
+        // HMAC takes a key of any length: construction cannot fail.
+        if let Ok(mut mac) = hmac::Hmac::<sha2::Sha256>::new_from_slice(&self.key) {
+            mac.update(b"w6w-sim journal record v3");
+            mac.update(&self.prev);
+            mac.update(&self.index.to_be_bytes());
+            mac.update(&[kind]);
+            mac.update(json);
+            out.copy_from_slice(&mac.finalize().into_bytes());
+        }
+        out
+    }
+
+    /// `tag` when it is the next record's (compared in constant time), else `None`.
+    fn verify(&self, kind: u8, json: &[u8], tag: &[u8]) -> Option<[u8; TAG_BYTES]> {
+        let want = self.tag(kind, json);
+        let same =
+            tag.len() == TAG_BYTES && want.iter().zip(tag).fold(0u8, |d, (a, b)| d | (a ^ b)) == 0;
+        same.then_some(want)
+    }
+
+    fn advance(&mut self, tag: [u8; TAG_BYTES]) {
+        self.prev = tag;
+        self.index += 1;
+    }
 }
 
 #[derive(Serialize)]
@@ -386,12 +486,23 @@ fn apply_delta(
     Ok(())
 }
 
-/// Frame `kind` + the JSON of `body` into `buf` (cleared first).
-fn frame(buf: &mut Vec<u8>, kind: u8, body: &impl Serialize) -> Result<(), String> {
+/// Frame `kind` + the JSON of `body` into `buf` (cleared first), with the next tag of
+/// `chain` when the journal is authenticated; the tag is returned for the caller to
+/// [`Chain::advance`] once the record is durable.
+fn frame(
+    buf: &mut Vec<u8>,
+    kind: u8,
+    body: &impl Serialize,
+    chain: Option<&Chain>,
+) -> Result<Option<[u8; TAG_BYTES]>, String> {
     buf.clear();
     buf.extend_from_slice(&[0; FRAME_HEADER]);
     buf.push(kind);
     serde_json::to_writer(&mut *buf, body).map_err(|e| format!("cannot serialize: {e}"))?;
+    let tag = chain.map(|c| c.tag(kind, &buf[FRAME_HEADER + 1..]));
+    if let Some(tag) = &tag {
+        buf.extend_from_slice(tag);
+    }
     let len = buf.len() - FRAME_HEADER;
     if len > RECORD_MAX {
         return Err(format!("a record of {len} bytes exceeds {RECORD_MAX}"));
@@ -402,7 +513,14 @@ fn frame(buf: &mut Vec<u8>, kind: u8, body: &impl Serialize) -> Result<(), Strin
     h.update(&buf[FRAME_HEADER..]);
     buf[0..4].copy_from_slice(&len_bytes);
     buf[4..8].copy_from_slice(&h.finalize().to_le_bytes());
-    Ok(())
+    Ok(tag)
+}
+
+/// Move `chain` past a record whose tag `frame` returned.
+fn advance(chain: &mut Option<Chain>, tag: Option<[u8; TAG_BYTES]>) {
+    if let (Some(c), Some(t)) = (chain.as_mut(), tag) {
+        c.advance(t);
+    }
 }
 
 // ---- reading ----
@@ -482,14 +600,35 @@ pub struct Folded {
     snapshot_bytes: u64,
     since_snapshot: u64,
     mirror: Mirror,
+    /// The authentication chain after the last whole record (`journal-3`).
+    chain: Option<Chain>,
 }
 
-/// Read a journal's bytes. `expected`: the run the caller asked for (`None` accepts the
-/// header's).
+impl Folded {
+    /// Whether the journal's records are authenticated (`journal-3`, D-251).
+    pub fn authenticated(&self) -> bool {
+        self.chain.is_some()
+    }
+}
+
+/// Read a journal's bytes written without a sealing key. `expected`: the run the caller
+/// asked for (`None` accepts the header's).
 pub fn read_journal(
     path: &Path,
     bytes: &[u8],
     expected: Option<&str>,
+) -> Result<Folded, JournalError> {
+    read_journal_keyed(path, bytes, expected, None)
+}
+
+/// Read a journal's bytes with the store's sealing key, if it holds one: with a key only
+/// an authenticated journal under that key is read, without one only an unauthenticated
+/// journal (D-251).
+pub fn read_journal_keyed(
+    path: &Path,
+    bytes: &[u8],
+    expected: Option<&str>,
+    key: Option<&SealingKey>,
 ) -> Result<Folded, JournalError> {
     let corrupt = |offset: usize, message: String| JournalError::Corrupt {
         path: path.to_owned(),
@@ -511,6 +650,7 @@ pub fn read_journal(
     let mut snapshot_bytes = 0u64;
     let mut since_snapshot = 0u64;
     let mut torn = 0u64;
+    let mut chain: Option<Chain> = None;
     while off < bytes.len() {
         let rest = bytes.len() - off;
         if rest < FRAME_HEADER {
@@ -570,7 +710,7 @@ pub fn read_journal(
                 format!("record checksum mismatch (stored {crc:08x}, computed {actual:08x}){hint}"),
             ));
         }
-        let (kind, json) = (body[0], &body[1..]);
+        let (kind, rest) = (body[0], &body[1..]);
         let bad_json = |e: serde_json::Error| corrupt(off, format!("unreadable record: {e}"));
         let wrong_run = |found: &str| JournalError::WrongRun {
             path: path.to_owned(),
@@ -578,27 +718,100 @@ pub fn read_journal(
             expected: run_id.clone().unwrap_or_default(),
             found: found.to_owned(),
         };
-        if !header_seen && kind != KIND_HEADER {
-            return Err(corrupt(off, "the first record is not a header".into()));
-        }
-        match kind {
-            KIND_HEADER => {
-                if header_seen {
-                    return Err(corrupt(off, "a second header".into()));
+        if !header_seen {
+            if kind != KIND_HEADER {
+                return Err(corrupt(off, "the first record is not a header".into()));
+            }
+            // The header's JSON ends where its object does: a `journal-3` header has its
+            // tag after it.
+            let mut values = serde_json::Deserializer::from_slice(rest).into_iter::<Header>();
+            let h = match values.next() {
+                Some(Ok(h)) => h,
+                Some(Err(e)) => return Err(bad_json(e)),
+                None => return Err(corrupt(off, "an empty header".into())),
+            };
+            let (json, trailer) = rest.split_at(values.byte_offset());
+            let here = off as u64;
+            match (h.format.as_str(), trailer.len()) {
+                (JOURNAL_FORMAT, 0) => {
+                    if key.is_some() {
+                        return Err(JournalError::Unauthenticated {
+                            path: path.to_owned(),
+                            offset: here,
+                        });
+                    }
                 }
-                let h: Header = serde_json::from_slice(json).map_err(bad_json)?;
-                if h.format != JOURNAL_FORMAT {
+                (JOURNAL_FORMAT_AUTH, TAG_BYTES) => {
+                    let Some(key) = key else {
+                        return Err(JournalError::KeyRequired {
+                            path: path.to_owned(),
+                            offset: here,
+                        });
+                    };
+                    let mut c = Chain::start(key);
+                    let Some(tag) = c.verify(kind, json, trailer) else {
+                        return Err(JournalError::KeyWrong {
+                            path: path.to_owned(),
+                            offset: here,
+                        });
+                    };
+                    c.advance(tag);
+                    chain = Some(c);
+                }
+                (JOURNAL_FORMAT | JOURNAL_FORMAT_AUTH, n) => {
+                    return Err(corrupt(
+                        off,
+                        format!(
+                            "{n} bytes after the header's JSON, which its format does not have"
+                        ),
+                    ));
+                }
+                _ => {
                     return Err(JournalError::UnknownFormat {
                         path: path.to_owned(),
-                        offset: off as u64,
+                        offset: here,
                         found: h.format,
                     });
                 }
-                match &run_id {
-                    Some(id) if *id != h.run_id => return Err(wrong_run(&h.run_id)),
-                    _ => run_id = Some(h.run_id),
-                }
-                header_seen = true;
+            }
+            match &run_id {
+                Some(id) if *id != h.run_id => return Err(wrong_run(&h.run_id)),
+                _ => run_id = Some(h.run_id),
+            }
+            header_seen = true;
+            off += FRAME_HEADER + len;
+            continue;
+        }
+        let json = match chain.as_mut() {
+            Some(c) => {
+                // D-251: the tag covers the record and, through the previous tag, every
+                // record before it in order.
+                let Some(split) = rest.len().checked_sub(TAG_BYTES).filter(|&n| n > 0) else {
+                    return Err(JournalError::Tampered {
+                        path: path.to_owned(),
+                        offset: off as u64,
+                        message: format!("record {} is too short to hold its tag", c.index),
+                    });
+                };
+                let (json, tag) = rest.split_at(split);
+                let Some(tag) = c.verify(kind, json, tag) else {
+                    return Err(JournalError::Tampered {
+                        path: path.to_owned(),
+                        offset: off as u64,
+                        message: format!(
+                            "record {} fails its authentication tag: it was edited, or a record before it was dropped, duplicated or moved",
+                            c.index
+                        ),
+                    });
+                };
+                c.advance(tag);
+                json
+            }
+            None => rest,
+        };
+        match kind {
+            KIND_HEADER => {
+                return Err(corrupt(off, "a second header".into()));
             }
             KIND_SNAPSHOT => {
                 let s: SnapshotIn = serde_json::from_slice(json).map_err(bad_json)?;
@@ -663,6 +876,7 @@ pub fn read_journal(
         snapshot_bytes,
         since_snapshot,
         mirror,
+        chain,
     })
 }
 
@@ -700,13 +914,27 @@ fn read_legacy(path: &Path, bytes: &[u8], expected: &str) -> Result<StoredRun, J
 /// Read a run file (a journal or the legacy whole-file format) for inspection, without
 /// taking its lock (`w6w-sim replay --run DIR/<runId>.journal`).
 pub fn read_run_file(path: &Path) -> Result<StoredRun, JournalError> {
+    read_run_file_keyed(path, None)
+}
+
+/// [`read_run_file`] with the sealing key the run was written with, if any (D-251).
+pub fn read_run_file_keyed(
+    path: &Path,
+    key: Option<&SealingKey>,
+) -> Result<StoredRun, JournalError> {
     let bytes = std::fs::read(path).map_err(io_err(path))?;
     if bytes.starts_with(MAGIC) {
-        let f = read_journal(path, &bytes, None)?;
+        let f = read_journal_keyed(path, &bytes, None, key)?;
         return Ok(StoredRun {
             format: JOURNAL_FORMAT.into(),
             state: f.state,
             world: f.world,
+        });
+    }
+    if key.is_some() {
+        return Err(JournalError::Unauthenticated {
+            path: path.to_owned(),
+            offset: 0,
         });
     }
     let id = path
@@ -742,12 +970,16 @@ struct OpenRun {
     len: u64,
     snapshot_bytes: u64,
     since_snapshot: u64,
+    /// The authentication chain after the last durable record (`journal-3`, D-251).
+    chain: Option<Chain>,
 }
 
 struct Inner {
     dir: PathBuf,
     runs: BTreeMap<String, OpenRun>,
     buf: Vec<u8>,
+    /// D-251: the sealing key the store authenticates its journals with, if it holds one.
+    key: Option<SealingKey>,
 }
 
 /// The on-disk store: `DIR/<runId>.journal`, one append-only journal per run.
@@ -904,13 +1136,14 @@ impl Inner {
                 len: 0,
                 snapshot_bytes: 0,
                 since_snapshot: 0,
+                chain: None,
             };
             let writable = run.read_only.is_none();
             match open_no_follow(OpenOptions::new().read(true).write(writable), &path) {
                 Ok(mut file) => {
                     let mut bytes = Vec::new();
                     file.read_to_end(&mut bytes).map_err(io_err(&path))?;
-                    let f = read_journal(&path, &bytes, Some(run_id))?;
+                    let f = read_journal_keyed(&path, &bytes, Some(run_id), self.key.as_ref())?;
                     if f.torn > 0 && writable {
                         // The record a killed writer was appending never returned: drop it
                         // so the next append follows a whole record.
@@ -926,10 +1159,19 @@ impl Inner {
                     run.len = f.len;
                     run.snapshot_bytes = f.snapshot_bytes;
                     run.since_snapshot = f.since_snapshot;
+                    run.chain = f.chain;
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                     let legacy = self.dir.join(format!("{run_id}.json"));
                     match read_no_follow(&legacy) {
+                        Ok(_) if self.key.is_some() => {
+                            // D-251: the whole-file format has no tags; a store with a key
+                            // reads only what it can authenticate.
+                            return Err(JournalError::Unauthenticated {
+                                path: legacy,
+                                offset: 0,
+                            });
+                        }
                         Ok(bytes) => {
                             let stored = read_legacy(&legacy, &bytes, run_id)?;
                             run.mirror = stored.world.as_ref().map(Mirror::of).unwrap_or_default();
@@ -994,6 +1236,7 @@ impl OpenRun {
         run_id: &str,
         world: Option<&WorldSnapshot>,
         buf: &mut Vec<u8>,
+        key: Option<&SealingKey>,
     ) -> Result<(), JournalError> {
         self.writable()?;
         let Some(state) = self.state.as_ref() else {
@@ -1008,17 +1251,25 @@ impl OpenRun {
             message: m,
         };
         let mut bytes = MAGIC.to_vec();
-        frame(
+        // D-251: a fresh chain from the header on (a compacted journal is a new file).
+        let mut chain = key.map(Chain::start);
+        let format = match chain {
+            Some(_) => JOURNAL_FORMAT_AUTH,
+            None => JOURNAL_FORMAT,
+        };
+        let tag = frame(
             buf,
             KIND_HEADER,
             &Header {
-                format: JOURNAL_FORMAT.into(),
+                format: format.into(),
                 run_id: run_id.to_owned(),
             },
+            chain.as_ref(),
         )
         .map_err(fail)?;
+        advance(&mut chain, tag);
         bytes.extend_from_slice(buf);
-        frame(
+        let tag = frame(
             buf,
             KIND_SNAPSHOT,
             &SnapshotOut {
@@ -1026,8 +1277,10 @@ impl OpenRun {
                 world,
                 seq_ceiling: self.seq_ceiling,
             },
+            chain.as_ref(),
         )
         .map_err(fail)?;
+        advance(&mut chain, tag);
         let snapshot_bytes = buf.len() as u64;
         bytes.extend_from_slice(buf);
         let tmp = dir.join(format!(".{run_id}.journal.tmp"));
@@ -1040,6 +1293,7 @@ impl OpenRun {
         std::fs::rename(&tmp, &self.path).map_err(io_err(&self.path))?;
         sync_dir(dir)?;
         self.file = Some(file);
+        self.chain = chain;
         self.len = bytes.len() as u64;
         self.snapshot_bytes = snapshot_bytes;
         self.since_snapshot = 0;
@@ -1051,14 +1305,37 @@ impl OpenRun {
         Ok(())
     }
 
+    /// Frame `kind` + `body` as this run's next record, append it durably and move the
+    /// chain past it.
+    fn append_record(
+        &mut self,
+        buf: &mut Vec<u8>,
+        kind: u8,
+        body: &impl Serialize,
+    ) -> Result<(), JournalError> {
+        let tag = frame(buf, kind, body, self.chain.as_ref()).map_err(|m| JournalError::Io {
+            path: self.path.clone(),
+            message: m,
+        })?;
+        self.append(buf)?;
+        advance(&mut self.chain, tag);
+        Ok(())
+    }
+
     fn wants_compaction(&self) -> bool {
         self.since_snapshot > COMPACT_MIN_BYTES.max(COMPACT_FACTOR * self.snapshot_bytes)
     }
 }
 
 impl JournalStore {
-    /// Open (creating if needed) a store directory.
+    /// Open (creating if needed) a store directory that holds no sealing key.
     pub fn open(dir: &Path) -> Result<Self, StoreError> {
+        Self::open_keyed(dir, None)
+    }
+
+    /// Open (creating if needed) a store directory; with `key`, every journal it writes is
+    /// authenticated and only journals authenticated under `key` are read (D-251).
+    pub fn open_keyed(dir: &Path, key: Option<SealingKey>) -> Result<Self, StoreError> {
         std::fs::create_dir_all(dir)
             .map_err(|e| StoreError(format!("cannot create store {}: {e}", dir.display())))?;
         Ok(JournalStore {
@@ -1066,6 +1343,7 @@ impl JournalStore {
                 dir: dir.to_owned(),
                 runs: BTreeMap::new(),
                 buf: Vec::new(),
+                key,
             })),
         })
     }
@@ -1090,6 +1368,7 @@ impl JournalStore {
         let mut guard = self.borrow()?;
         let inner = &mut *guard;
         let dir = inner.dir.clone();
+        let key = inner.key.clone();
         let mut buf = std::mem::take(&mut inner.buf);
         let result = (|| {
             let run = inner.open(&patch.run_id)?;
@@ -1102,7 +1381,7 @@ impl JournalStore {
                     )
                 });
                 state.apply(patch);
-                return run.rewrite(&dir, &patch.run_id, Some(world), &mut buf);
+                return run.rewrite(&dir, &patch.run_id, Some(world), &mut buf, key.as_ref());
             }
             let m = run.mirror;
             let invocation_counts: BTreeMap<&str, u64> = match changed_counts {
@@ -1154,25 +1433,20 @@ impl JournalStore {
                     items: &world.canceled[m.canceled..],
                 },
             };
-            frame(
+            run.append_record(
                 &mut buf,
                 KIND_PATCH,
                 &PatchOut {
                     patch,
                     world: delta,
                 },
-            )
-            .map_err(|m| JournalError::Io {
-                path: run.path.clone(),
-                message: m,
-            })?;
-            run.append(&buf)?;
+            )?;
             run.mirror = Mirror::of(world);
             if let Some(state) = run.state.as_mut() {
                 state.apply(patch);
             }
             if run.wants_compaction() {
-                run.rewrite(&dir, &patch.run_id, Some(world), &mut buf)?;
+                run.rewrite(&dir, &patch.run_id, Some(world), &mut buf, key.as_ref())?;
             }
             Ok(())
         })();
@@ -1205,18 +1479,13 @@ impl JournalStore {
                 return Ok(next + 1);
             }
             let ceiling = next.saturating_add(SEQ_BLOCK).max(run.seq_ceiling);
-            frame(
+            run.append_record(
                 &mut buf,
                 KIND_LEASE,
                 &Lease {
                     seq_ceiling: ceiling,
                 },
-            )
-            .map_err(|m| JournalError::Io {
-                path: run.path.clone(),
-                message: m,
-            })?;
-            run.append(&buf)?;
+            )?;
             run.seq_ceiling = ceiling;
             Ok(ceiling)
         })();
@@ -1263,11 +1532,12 @@ impl Store for JournalStore {
         let mut guard = self.borrow()?;
         let inner = &mut *guard;
         let dir = inner.dir.clone();
+        let key = inner.key.clone();
         let mut buf = std::mem::take(&mut inner.buf);
         let result = (|| {
             let run = inner.open(&state.run_id)?;
             run.state = Some(state.clone());
-            run.rewrite(&dir, &state.run_id, Some(world), &mut buf)
+            run.rewrite(&dir, &state.run_id, Some(world), &mut buf, key.as_ref())
         })();
         inner.buf = buf;
         if result.is_err() {
@@ -1279,6 +1549,7 @@ impl Store for JournalStore {
     /// Read the run from disk (what a crash would leave), taking its lock first.
     fn load(&self, run_id: &str) -> Result<Option<StoredRun>, StoreError> {
         let mut inner = self.borrow()?;
+        let key = inner.key.clone();
         let run = inner.open(run_id)?;
         let stored = if let Some(legacy) = &run.legacy {
             let bytes = read_no_follow(legacy).map_err(open_err(legacy))?;
@@ -1289,7 +1560,7 @@ impl Store for JournalStore {
             return Ok(None);
         } else {
             let bytes = read_no_follow(&run.path).map_err(open_err(&run.path))?;
-            let f = read_journal(&run.path, &bytes, Some(run_id))?;
+            let f = read_journal_keyed(&run.path, &bytes, Some(run_id), key.as_ref())?;
             StoredRun {
                 format: JOURNAL_FORMAT.into(),
                 state: f.state,

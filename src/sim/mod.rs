@@ -349,12 +349,15 @@ pub fn with_stack<R>(f: impl FnOnce() -> R) -> R {
 
 use crate::limits::RESTARTS_MAX;
 
-fn open_store(choice: &StoreChoice) -> Result<Box<dyn Store>, SimError> {
+/// The store of `choice`; a journal store authenticates its records with the scenario's
+/// sealing key, if it holds one (D-251).
+fn open_store(choice: &StoreChoice, scenario: &Scenario) -> Result<Box<dyn Store>, SimError> {
     Ok(match choice {
         StoreChoice::Memory => Box::new(MemoryStore::default()),
-        StoreChoice::Dir(dir) => {
-            Box::new(JournalStore::open(dir).map_err(|e| SimError::Store(e.0))?)
-        }
+        StoreChoice::Dir(dir) => Box::new(
+            JournalStore::open_keyed(dir, scenario.sealing_key.clone())
+                .map_err(|e| SimError::Store(e.0))?,
+        ),
     })
 }
 
@@ -895,7 +898,7 @@ pub fn run(
         workflow,
         scenario,
         options,
-        open_store(&options.store)?,
+        open_store(&options.store, scenario)?,
         sink,
     )
 }
@@ -1106,7 +1109,7 @@ fn factory_sim<'a, F: EngineFactory>(
         options,
         WorldSnapshot::default(),
         None,
-        open_store(&options.store)?,
+        open_store(&options.store, scenario)?,
         run_id,
         None,
     ))
@@ -1181,7 +1184,7 @@ pub fn resume(
     token: Option<&str>,
     sink: Option<Box<dyn Write>>,
 ) -> Result<Report, SimError> {
-    let store = open_store(&options.store)?;
+    let store = open_store(&options.store, scenario)?;
     let stored = store
         .load(run_id)
         .map_err(|e| SimError::Store(e.0))?
@@ -1274,7 +1277,7 @@ pub fn replay(
     options: &SimOptions,
     sink: Option<Box<dyn Write>>,
 ) -> Result<Report, SimError> {
-    let store = open_store(&options.store)?;
+    let store = open_store(&options.store, scenario)?;
     replay_on_store(workflow, scenario, original, from, options, store, sink)
 }
 

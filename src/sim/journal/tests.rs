@@ -1,5 +1,6 @@
 //! Unit tests of the journal: round trip, torn tails, damage, foreign runs, formats,
-//! legacy files, locking, compaction and sequence leases.
+//! legacy files, locking, compaction and sequence leases; `auth` the authenticated
+//! journal (D-251).
 
 use serde_json::json;
 
@@ -84,6 +85,8 @@ fn drive(store: &mut JournalStore, run: &str, n: usize, big: usize) -> (RunState
     let state = mem.load(run).expect("load").expect("run").state;
     (state, world)
 }
+
+mod auth;
 
 fn dir() -> tempfile::TempDir {
     tempfile::tempdir().expect("tempdir")
@@ -373,6 +376,7 @@ fn a_tail_of_record_like_frames_is_scanned_in_linear_work_and_refused() {
             format: JOURNAL_FORMAT.into(),
             run_id: "r1".into(),
         },
+        None,
     )
     .expect("frame");
     bytes.extend_from_slice(&buf);
@@ -420,6 +424,7 @@ fn an_unknown_format_or_a_foreign_file_is_refused_saying_so() {
             format: "w6w-sim/journal-9".into(),
             run_id: "r1".into(),
         },
+        None,
     )
     .expect("frame");
     let mut bytes = MAGIC.to_vec();
@@ -443,7 +448,7 @@ fn an_unknown_format_or_a_foreign_file_is_refused_saying_so() {
     drop(store);
     let mut bytes = std::fs::read(&path).expect("read");
     let at = bytes.len();
-    frame(&mut buf, b'Z', &json!({})).expect("frame");
+    frame(&mut buf, b'Z', &json!({}), None).expect("frame");
     bytes.extend_from_slice(&buf);
     std::fs::write(&path, &bytes).expect("write");
     let err = fresh_load(d.path(), "r1").expect_err("refused").0;
