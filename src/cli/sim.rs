@@ -86,6 +86,13 @@ pub(crate) struct RunArgs {
     /// (continue with `resume --token`). By default the schedule fires and the run goes on.
     #[arg(long)]
     stop_at_suspend: bool,
+    /// Key material that seals outputs computed from a secret and authenticates the
+    /// store's journal (D-250, D-251): a file of at least 32 random bytes kept outside the
+    /// store. Default: the W6W_SEALING_KEY environment variable; neither: nothing is sealed
+    /// and such an output reads "[redacted]" after a crash. resume and replay need the key
+    /// the run was written with.
+    #[arg(long, value_name = "PATH")]
+    key_file: Option<PathBuf>,
     #[command(flatten)]
     limits: LimitArgs,
 }
@@ -106,6 +113,13 @@ pub(crate) struct ReplayArgs {
     store: String,
     #[arg(long)]
     trace: Option<PathBuf>,
+    /// Key material that seals outputs computed from a secret and authenticates the
+    /// store's journal (D-250, D-251): a file of at least 32 random bytes kept outside the
+    /// store. Default: the W6W_SEALING_KEY environment variable; neither: nothing is sealed
+    /// and such an output reads "[redacted]" after a crash. resume and replay need the key
+    /// the run was written with.
+    #[arg(long, value_name = "PATH")]
+    key_file: Option<PathBuf>,
     #[command(flatten)]
     limits: LimitArgs,
 }
@@ -132,6 +146,13 @@ pub(crate) struct ResumeArgs {
     trace: Option<PathBuf>,
     #[arg(long, hide = true)]
     abort_after_checkpoint: Option<u64>,
+    /// Key material that seals outputs computed from a secret and authenticates the
+    /// store's journal (D-250, D-251): a file of at least 32 random bytes kept outside the
+    /// store. Default: the W6W_SEALING_KEY environment variable; neither: nothing is sealed
+    /// and such an output reads "[redacted]" after a crash. resume and replay need the key
+    /// the run was written with.
+    #[arg(long, value_name = "PATH")]
+    key_file: Option<PathBuf>,
     #[command(flatten)]
     limits: LimitArgs,
 }
@@ -174,6 +195,44 @@ fn sim_fail(scenario: &sim::Scenario) -> impl Fn(SimError) -> Fail + '_ {
         let scrub = sim::Scrubber::new(scenario.secrets.values());
         Fail(scrub.line(&message), code)
     }
+}
+
+/// D-250: the operator's sealing key — `--key-file`, else `W6W_SEALING_KEY` — put on the
+/// scenario (over a test key it carries), with fresh entropy for the run's seal id
+/// (D-251). An error names where the material came from and why it was refused, never the
+/// material.
+fn with_operator_key(
+    mut scenario: sim::Scenario,
+    key_file: Option<&Path>,
+) -> Result<sim::Scenario, Fail> {
+    use crate::host::{SEALING_KEY_ENV, SealingKey};
+    let key = match key_file {
+        Some(path) => SealingKey::from_file(path, &scenario.secrets).map_err(|e| {
+            Fail(
+                format!("--key-file {}: {e} [{}]", path.display(), e.code()),
+                2,
+            )
+        })?,
+        None => match std::env::var_os(SEALING_KEY_ENV) {
+            Some(v) if !v.is_empty() => {
+                SealingKey::from_material(v.as_encoded_bytes(), &scenario.secrets)
+                    .map_err(|e| Fail(format!("{SEALING_KEY_ENV}: {e} [{}]", e.code()), 2))?
+            }
+            _ => return Ok(scenario),
+        },
+    };
+    scenario.sealing_key = Some(key);
+    scenario.entropy = fresh_entropy();
+    Ok(scenario)
+}
+
+/// 64 bits from the OS (through std's randomly keyed hasher): the seal ids of two runs
+/// under one key never repeat, whatever their seeds and run ids (D-251).
+fn fresh_entropy() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u64(0x5ea1);
+    h.finish()
 }
 
 fn read_json(path: &Path, what: &str) -> Result<Value, Fail> {
@@ -341,6 +400,18 @@ fn run_cmd(a: RunArgs) -> Result<(), Fail> {
         .dialect
         .unwrap_or_else(|| crate::dialect::Dialect::from_path(&a.workflow));
     if dialect != crate::dialect::Dialect::W6w {
+        if a.key_file.is_some() || std::env::var_os(crate::host::SEALING_KEY_ENV).is_some() {
+            // Left out (issue 44 item 5 makes dialect runs durable): refused, so a key the
+            // operator gave is never silently unused.
+            return Err(Fail(
+                format!(
+                    "a sealing key (--key-file or {}) is not supported for a {} workflow yet; a w6w JSON workflow (`import`) takes one [sealing_key_unsupported]",
+                    crate::host::SEALING_KEY_ENV,
+                    dialect.as_str()
+                ),
+                2,
+            ));
+        }
         // Issue 10: a WOML or YAML document, imported and run on the same engine.
         let scenario = read_json(&a.scenario, "scenario")?;
         let (sink, trace) = trace_sink(a.trace.as_deref())?;
@@ -350,6 +421,7 @@ fn run_cmd(a: RunArgs) -> Result<(), Fail> {
     }
     let workflow = sim::load_workflow(&read_json(&a.workflow, "workflow")?)?;
     let scenario = sim::load_scenario(&read_json(&a.scenario, "scenario")?)?;
+    let scenario = with_operator_key(scenario, a.key_file.as_deref())?;
     let (sink, trace) = trace_sink(a.trace.as_deref())?;
     let report = sim::run(&workflow, &scenario, &options, sink).map_err(sim_fail(&scenario))?;
     print(&report)?;
@@ -359,10 +431,11 @@ fn run_cmd(a: RunArgs) -> Result<(), Fail> {
 fn replay_cmd(a: ReplayArgs) -> Result<(), Fail> {
     let workflow = sim::load_workflow(&read_json(&a.workflow, "workflow")?)?;
     let scenario = sim::load_scenario(&read_json(&a.scenario, "scenario")?)?;
+    let scenario = with_operator_key(scenario, a.key_file.as_deref())?;
     let original = if run_file_is_journal(&a.run) {
-        sim::journal::read_run_file(&a.run)
+        sim::journal::read_run_file_keyed(&a.run, scenario.sealing_key.as_ref())
             .map(|stored| stored.state)
-            .map_err(|e| Fail(format!("--run: {e}"), 1))?
+            .map_err(|e| Fail(format!("--run: {e} [{}]", e.code()), 1))?
     } else {
         run_state(read_json(&a.run, "run state")?)?
     };
@@ -391,6 +464,7 @@ fn replay_cmd(a: ReplayArgs) -> Result<(), Fail> {
 fn resume_cmd(a: ResumeArgs) -> Result<(), Fail> {
     let workflow = sim::load_workflow(&read_json(&a.workflow, "workflow")?)?;
     let scenario = sim::load_scenario(&read_json(&a.scenario, "scenario")?)?;
+    let scenario = with_operator_key(scenario, a.key_file.as_deref())?;
     let options = SimOptions {
         store: StoreChoice::Dir(a.store.clone()),
         abort_after_checkpoint: abort_hook(a.abort_after_checkpoint)?,

@@ -35,6 +35,7 @@ mod package;
 mod reference_snapshots;
 mod rust_seams;
 mod schemas;
+mod seal;
 mod store_safety;
 mod support;
 mod tidy;
