@@ -605,12 +605,13 @@ fn materialise(value: &mut Value, refs: &Value, secret: &impl Fn(&str) -> Option
     }
 }
 
-/// D-252: whether `published`, what a recorded `record` unsealed to, is a secret-derived
-/// output the store could not give back (no envelope, or one that did not open).
+/// D-252: whether `published`, what a recorded `record` unsealed to, is an output recorded
+/// `"[redacted]"` wholly (secret-derived, or a secret in a key) that the store could not
+/// give back (no envelope, or one that did not open).
 pub(crate) fn is_lost(record: &StepExecution, published: &Value) -> bool {
-    is_secret_derived(record)
-        && !record.extra.contains_key(SEALED_OUTPUT)
-        && published.as_str() == Some(REDACTED)
+    let wholly = is_secret_derived(record)
+        || matches!(record.extra.get(SECRET_REFS), Some(Value::Array(r)) if r.is_empty());
+    wholly && !record.extra.contains_key(SEALED_OUTPUT) && published.as_str() == Some(REDACTED)
 }
 
 /// Whether a published `record` must taint its scope entry: secret-derived, or its output
