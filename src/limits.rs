@@ -89,6 +89,9 @@ pub const SIM_STACK_BYTES: usize = 64 << 20;
 pub const STACK_RED_ZONE: usize = 16 << 20;
 /// Largest journal record a reader accepts (a larger length field is damage).
 pub const JOURNAL_RECORD_MAX: usize = 1 << 30;
+/// Most bytes of sealing-key material read (a key file that is really something else is
+/// refused, `sealing_key_too_long`; D-250).
+pub const SEALING_KEY_MAX_BYTES: usize = 4096;
 
 // Peers across a process boundary and the conformance suite.
 

@@ -207,12 +207,14 @@ fn with_operator_key(
 ) -> Result<sim::Scenario, Fail> {
     use crate::host::{SEALING_KEY_ENV, SealingKey};
     let key = match key_file {
-        Some(path) => SealingKey::from_file(path, &scenario.secrets).map_err(|e| {
-            Fail(
-                format!("--key-file {}: {e} [{}]", path.display(), e.code()),
-                2,
-            )
-        })?,
+        Some(path) => read_key_file(path)
+            .and_then(|material| SealingKey::from_material(&material, &scenario.secrets))
+            .map_err(|e| {
+                Fail(
+                    format!("--key-file {}: {e} [{}]", path.display(), e.code()),
+                    2,
+                )
+            })?,
         None => match std::env::var_os(SEALING_KEY_ENV) {
             Some(v) if !v.is_empty() => {
                 SealingKey::from_material(v.as_encoded_bytes(), &scenario.secrets)
@@ -224,6 +226,26 @@ fn with_operator_key(
     scenario.sealing_key = Some(key);
     scenario.entropy = fresh_entropy();
     Ok(scenario)
+}
+
+/// A key file's bytes: a regular file of at most `SEALING_KEY_MAX_BYTES` (+ a line end);
+/// an error names the path, never the content.
+fn read_key_file(path: &Path) -> Result<Vec<u8>, crate::host::KeyError> {
+    use crate::host::{KeyError, SEALING_KEY_MAX_BYTES};
+    let unreadable = |message: String| KeyError::Unreadable {
+        source_name: path.display().to_string(),
+        message,
+    };
+    let meta = std::fs::metadata(path).map_err(|e| unreadable(e.to_string()))?;
+    if !meta.is_file() {
+        return Err(unreadable("not a regular file".into()));
+    }
+    if meta.len() > SEALING_KEY_MAX_BYTES as u64 + 2 {
+        return Err(KeyError::TooLong {
+            bytes: usize::try_from(meta.len()).unwrap_or(usize::MAX),
+        });
+    }
+    std::fs::read(path).map_err(|e| unreadable(e.to_string()))
 }
 
 /// 64 bits from the OS (through std's randomly keyed hasher): the seal ids of two runs

@@ -20,8 +20,7 @@ pub const SEALING_KEY_MIN_BYTES: usize = 32;
 /// The least estimated entropy accepted, in bits (D-250): a floor against mistakes (a
 /// repeated PIN, a word), not a measure of real randomness.
 pub const SEALING_KEY_MIN_BITS: u32 = 96;
-/// The largest key material read (a key file that is really something else is refused).
-pub const SEALING_KEY_MAX_BYTES: usize = 4096;
+pub use crate::limits::SEALING_KEY_MAX_BYTES;
 /// The environment variable a CLI reads key material from (`--key-file` wins).
 pub const SEALING_KEY_ENV: &str = "W6W_SEALING_KEY";
 
@@ -49,7 +48,8 @@ pub enum KeyError {
         "the sealing key material contains the value of secret {name:?}; a key must not be made from the secrets it protects"
     )]
     HoldsSecret { name: String },
-    /// The key file or variable could not be read (`sealing_key_unreadable`).
+    /// The key file or variable could not be read (`sealing_key_unreadable`; a host reads
+    /// the file, this module does no I/O).
     #[error("cannot read the sealing key from {source_name}: {message}")]
     Unreadable {
         source_name: String,
@@ -126,29 +126,6 @@ impl SealingKey {
                 bytes: material.len(),
             })?;
         Ok(SealingKey(key))
-    }
-
-    /// A key file's material ([`SealingKey::from_material`]); the path is named in an
-    /// error, the content never.
-    pub fn from_file(
-        path: &std::path::Path,
-        secrets: &Map<String, Value>,
-    ) -> Result<Self, KeyError> {
-        let unreadable = |message: String| KeyError::Unreadable {
-            source_name: path.display().to_string(),
-            message,
-        };
-        let meta = std::fs::metadata(path).map_err(|e| unreadable(e.to_string()))?;
-        if !meta.is_file() {
-            return Err(unreadable("not a regular file".into()));
-        }
-        if meta.len() > SEALING_KEY_MAX_BYTES as u64 + 2 {
-            return Err(KeyError::TooLong {
-                bytes: usize::try_from(meta.len()).unwrap_or(usize::MAX),
-            });
-        }
-        let bytes = std::fs::read(path).map_err(|e| unreadable(e.to_string()))?;
-        Self::from_material(&bytes, secrets)
     }
 
     /// The 32 bytes as base64url, for a host that hands its key to an engine behind the
@@ -341,28 +318,5 @@ mod tests {
         }
         assert_eq!(SealingKey::from_wire(&k.to_wire()), Some(k));
         assert_eq!(SealingKey::from_wire("AAAA"), None);
-    }
-
-    #[test]
-    fn a_key_file_is_read_and_its_content_never_reported() {
-        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-        let path = dir.path().join("key");
-        std::fs::write(&path, b"12345678\n").unwrap_or_else(|e| panic!("{e}"));
-        let e = SealingKey::from_file(&path, &none());
-        assert_eq!(
-            e.as_ref().err().map(KeyError::code),
-            Some("sealing_key_too_short")
-        );
-        assert!(!format!("{e:?}").contains("12345678"));
-        std::fs::write(&path, GOOD).unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(
-            SealingKey::from_file(&path, &none()),
-            SealingKey::from_material(GOOD, &none())
-        );
-        let missing = SealingKey::from_file(&dir.path().join("nope"), &none());
-        assert_eq!(
-            missing.err().map(|e| e.code()),
-            Some("sealing_key_unreadable")
-        );
     }
 }
