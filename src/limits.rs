@@ -107,8 +107,11 @@ pub const MAX_CASE_FILE_BYTES: u64 = 64 * 1024 * 1024;
 pub const RESPONSE_KEEP_MAX: usize = 64 * 1024;
 /// Differences a field-level diff collects before it stops.
 pub const MAX_DIFF_ENTRIES: usize = 200;
-/// Crash points checked per generated workflow.
+/// No crash point of a generated workflow lies past this checkpoint.
 pub const CRASH_POINTS_MAX: u64 = 64;
+/// Crash points checked per generated workflow: every checkpoint while there are at most
+/// this many, else this many of them (D-224).
+pub const CRASH_POINTS_SAMPLED: u64 = 12;
 /// Candidate checks the shrinker may spend per generated failure.
 pub const SHRINK_BUDGET: usize = 2_000;
 /// A whole adapter run's default deadline (`--deadline`, 0 = none).

@@ -24,7 +24,7 @@ pub trait Adapter {
     /// RUN-3/RUN-4 for a generated workflow: the answer to the `run` of `workflow` and
     /// `scenario`, then, if it is a report, the answers to
     /// [`crate::service::crash_request`]`(workflow, scenario, k)` — the `run` with a crash
-    /// right after checkpoint `k` — for each `k` in `1..=min(max, its checkpoints)`; each
+    /// right after checkpoint `k` — for each `k` of `points.select(its checkpoints)`; each
     /// exactly as [`Adapter::handle`] gives it, which is what the default asks. The
     /// in-process reference answers all of them from one simulation of the crash-free run,
     /// copied at each checkpoint (`sim::run_crash_points`, D-180).
@@ -32,9 +32,9 @@ pub trait Adapter {
         &mut self,
         workflow: &Value,
         scenario: &Map<String, Value>,
-        max: u64,
+        points: &crate::service::CrashPoints,
     ) -> RunAndCrashes {
-        crate::service::run_and_crash_points_with(workflow, scenario, max, |r| self.handle(r))
+        crate::service::run_and_crash_points_with(workflow, scenario, points, |r| self.handle(r))
     }
 
     /// Whether this seam judges `case` at all: `None` when it does (the default), else the
@@ -213,9 +213,9 @@ impl Adapter for Reference {
         &mut self,
         workflow: &Value,
         scenario: &Map<String, Value>,
-        max: u64,
+        points: &crate::service::CrashPoints,
     ) -> RunAndCrashes {
-        let (plain, crashes) = crate::service::run_and_crash_points(workflow, scenario, max);
+        let (plain, crashes) = crate::service::run_and_crash_points(workflow, scenario, points);
         (Ok(plain), crashes.into_iter().map(Ok).collect())
     }
 
@@ -275,9 +275,9 @@ impl<A: Adapter> Adapter for WithCapabilities<A> {
         &mut self,
         workflow: &Value,
         scenario: &Map<String, Value>,
-        max: u64,
+        points: &crate::service::CrashPoints,
     ) -> RunAndCrashes {
-        self.inner.run_and_crash_points(workflow, scenario, max)
+        self.inner.run_and_crash_points(workflow, scenario, points)
     }
 
     fn unjudged(&self, case: &super::Case) -> Option<&'static str> {
@@ -306,9 +306,9 @@ impl Adapter for Box<dyn Adapter> {
         &mut self,
         workflow: &Value,
         scenario: &Map<String, Value>,
-        max: u64,
+        points: &crate::service::CrashPoints,
     ) -> RunAndCrashes {
-        (**self).run_and_crash_points(workflow, scenario, max)
+        (**self).run_and_crash_points(workflow, scenario, points)
     }
 
     fn unjudged(&self, case: &super::Case) -> Option<&'static str> {

@@ -32,7 +32,7 @@ pub const SECRET: &str = "S3CRET-gen-7f3a9c";
 pub const SEALING_KEY: &str = "gen-key-Kq93vLx0Zt7mWb2Nc8Rd5Yp1Hs6Jf4Ge";
 
 /// Crash points checked per workflow (every checkpoint of a generated run fits).
-pub use crate::limits::CRASH_POINTS_MAX;
+pub use crate::limits::{CRASH_POINTS_MAX, CRASH_POINTS_SAMPLED};
 
 /// The batch size `w6w-sim conformance` runs unless `--generate` says otherwise.
 pub const DEFAULT_GENERATE: usize = 200;
@@ -192,6 +192,17 @@ impl Generated {
             steps,
             edges: edges.into_iter().collect(),
             meta: true,
+        }
+    }
+
+    /// The checkpoints a crash is checked after (D-224): every one while there are at most
+    /// [`CRASH_POINTS_SAMPLED`], else that many drawn from this workflow's seed — the same
+    /// for every variant shrinking makes of it.
+    pub fn crash_points(&self) -> crate::service::CrashPoints {
+        crate::service::CrashPoints {
+            max: CRASH_POINTS_MAX,
+            sampled: CRASH_POINTS_SAMPLED,
+            seed: self.seed,
         }
     }
 
@@ -698,25 +709,23 @@ pub fn check(adapter: &mut dyn Adapter, g: &Generated) -> Result<(), Violation> 
         ));
     };
     // The crash-free run, then a crash right after each of its checkpoints.
-    let (plain, answers) = adapter.run_and_crash_points(&workflow, scenario_map, CRASH_POINTS_MAX);
+    let points = g.crash_points();
+    let (plain, answers) = adapter.run_and_crash_points(&workflow, scenario_map, &points);
     let plain = judge(plain, &json!("run"), "model")?;
     check_model(&plain, &g.model()).map_err(|m| violation("model", m))?;
 
     // RUN-3/RUN-4: a crash right after any checkpoint ends in the same RunState.
-    let checkpoints = plain["checkpoints"]
-        .as_u64()
-        .unwrap_or(0)
-        .min(CRASH_POINTS_MAX);
-    if answers.len() as u64 != checkpoints {
+    let chosen = points.select(plain["checkpoints"].as_u64().unwrap_or(0));
+    if answers.len() != chosen.len() {
         return Err(violation(
             "adapter",
             format!(
-                "asked about crashes after checkpoints 1..={checkpoints}, got {} answers",
+                "asked about crashes after checkpoints {chosen:?}, got {} answers",
                 answers.len()
             ),
         ));
     }
-    for (k, answer) in (1..=checkpoints).zip(answers) {
+    for (k, answer) in chosen.into_iter().zip(answers) {
         let faults = json!({"crashAfterCheckpoint": [k]});
         let crashed = judge(answer, &json!("run"), "crash").map_err(|mut v| {
             v.faults = faults.clone();
@@ -1016,6 +1025,35 @@ mod tests {
     use super::*;
     use crate::conformance::Reference;
 
+    /// D-224: the sampled crash points are distinct, ascending, within the run, hold both
+    /// ends, and depend only on the seed.
+    #[test]
+    fn crash_points_are_every_one_or_a_seeded_sample_holding_both_ends() {
+        use crate::service::CrashPoints;
+        for checkpoints in 0..100 {
+            for seed in 0..20 {
+                let points = CrashPoints {
+                    max: CRASH_POINTS_MAX,
+                    sampled: CRASH_POINTS_SAMPLED,
+                    seed,
+                };
+                let chosen = points.select(checkpoints);
+                let n = checkpoints.min(CRASH_POINTS_MAX);
+                assert_eq!(chosen.len() as u64, n.min(CRASH_POINTS_SAMPLED));
+                assert!(chosen.windows(2).all(|w| w[0] < w[1]), "{chosen:?}");
+                assert!(chosen.iter().all(|&k| (1..=n).contains(&k)));
+                if n > 0 {
+                    assert!(chosen.contains(&1) && chosen.contains(&n), "{chosen:?}");
+                }
+                assert_eq!(chosen, points.select(checkpoints));
+            }
+        }
+        let a = CrashPoints { max: 64, sampled: 12, seed: 1 }.select(60);
+        let b = CrashPoints { max: 64, sampled: 12, seed: 2 }.select(60);
+        assert_ne!(a, b, "different seeds crash at different points");
+        assert_eq!(CrashPoints::every(64).select(70), (1..=64).collect::<Vec<_>>());
+    }
+
     #[test]
     fn seeds_reproduce_and_differ() {
         assert_eq!(Generated::from_seed(7), Generated::from_seed(7));
@@ -1039,10 +1077,14 @@ mod tests {
             let Value::Object(scenario) = scenario else {
                 panic!("a scenario is an object")
             };
-            for max in [CRASH_POINTS_MAX, 3] {
-                let fast = Reference.run_and_crash_points(&workflow, &scenario, max);
-                let slow = one_by_one.run_and_crash_points(&workflow, &scenario, max);
-                assert!(fast == slow, "seed {seed}, max {max}: the answers differ");
+            for chosen in [
+                crate::service::CrashPoints::every(CRASH_POINTS_MAX),
+                crate::service::CrashPoints::every(3),
+                g.crash_points(),
+            ] {
+                let fast = Reference.run_and_crash_points(&workflow, &scenario, &chosen);
+                let slow = one_by_one.run_and_crash_points(&workflow, &scenario, &chosen);
+                assert!(fast == slow, "seed {seed}, {chosen:?}: the answers differ");
                 points += fast.1.len();
             }
         }
@@ -1050,8 +1092,9 @@ mod tests {
         // A scenario the service refuses: the same refusal, and no crash asked about.
         let bad = serde_json::Map::from_iter([("actions".to_string(), json!(5))]);
         let wf = Generated::from_seed(1).workflow();
-        let fast = Reference.run_and_crash_points(&wf, &bad, CRASH_POINTS_MAX);
-        let slow = one_by_one.run_and_crash_points(&wf, &bad, CRASH_POINTS_MAX);
+        let every = crate::service::CrashPoints::every(CRASH_POINTS_MAX);
+        let fast = Reference.run_and_crash_points(&wf, &bad, &every);
+        let slow = one_by_one.run_and_crash_points(&wf, &bad, &every);
         assert!(fast == slow && fast.1.is_empty(), "{fast:?}");
         assert_eq!(
             fast.0.as_ref().ok().and_then(|a| a.pointer("/error/code")),
