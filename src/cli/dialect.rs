@@ -163,12 +163,14 @@ pub(crate) enum Checked {
 
 /// `validate` for one WOML/YAML file: the same `{file, ok, errors}` JSON line as for w6w
 /// documents (errors carry `line`, `column` and `clause` besides `status`, `code`, `path`,
-/// `message`), plus `dialect` and `notes`.
+/// `message`), plus `dialect` and `notes`. `check` is the document alone, or (with
+/// `--runnable`) also whether it can run (D-237).
 pub(crate) fn validate_file(
     path: &Path,
     dialect: Dialect,
     manifest: Option<&Manifest>,
     as_json: bool,
+    check: dialect::Check,
 ) -> Checked {
     let file = display_name(path);
     let bytes = match read(path) {
@@ -183,7 +185,7 @@ pub(crate) fn validate_file(
             });
         }
     };
-    match dialect::validate(dialect, &bytes, manifest) {
+    match dialect::validate(dialect, &bytes, manifest, check) {
         Ok(notes) => Checked::Valid(if as_json {
             json!({"file": file, "ok": true, "errors": [], "dialect": dialect,
                 "notes": notes.iter().map(dialect::Note::to_json).collect::<Vec<_>>()})

@@ -34,7 +34,9 @@ pub(crate) struct ValidateArgs {
     #[arg(long)]
     json: bool,
     /// Also require runnability: at least one step, every step's `uses.app` and
-    /// `uses.action` set (PLAN-9). Without it, incomplete drafts are valid.
+    /// `uses.action` set (PLAN-9). Without it, incomplete drafts are valid. For WOML and
+    /// YAML: also refuse, as `unsupported_construct`, what the simulator cannot run
+    /// (without it the document is judged against its text alone).
     #[arg(long)]
     runnable: bool,
     /// The stored document the files would replace: a `key` it already has is never
@@ -103,8 +105,19 @@ fn validate(args: &ValidateArgs) -> ExitCode {
             .unwrap_or_else(|| crate::dialect::Dialect::from_path(path));
         if dialect != crate::dialect::Dialect::W6w {
             use super::dialect::Checked;
+            let check = if args.runnable {
+                crate::dialect::Check::Runnable
+            } else {
+                crate::dialect::Check::Document
+            };
             let line =
-                match super::dialect::validate_file(path, dialect, manifest.as_ref(), args.json) {
+                match super::dialect::validate_file(
+                    path,
+                    dialect,
+                    manifest.as_ref(),
+                    args.json,
+                    check,
+                ) {
                     Checked::Valid(l) => {
                         valid += 1;
                         l

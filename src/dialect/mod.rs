@@ -244,8 +244,38 @@ pub enum StepKind {
     Run,
     /// A YAML `agent` body (carried, outcome scripted).
     Agent,
-    /// A synthetic `@w6w/control` `if` guarding a YAML step's `when` (YML-13).
+    /// A synthetic step the YAML import adds: the `@w6w/control` `if` guarding a step's
+    /// `when` (YML-13), a guarded `stop`'s `unless__` twin, a `parallel`'s `fork__` and a
+    /// `for_each` body's `scope__` (D-232..D-236).
     Guard,
+    /// A YAML `value` or `render` body (a `@w6w/control` `merge`, D-232).
+    Value,
+    /// A YAML `wait` (a `@w6w/control` `wait`, D-233).
+    Wait,
+    /// A YAML `stop` (an unmatched `@w6w/control` `if`, D-234).
+    Stop,
+    /// A YAML `for_each` (a `@w6w/control` `foreach`, D-235).
+    ForEach,
+    /// A YAML `parallel`: the join step of its strands (D-236).
+    Parallel,
+}
+
+/// Where, in a step's w6w output, the value a YAML step binds (YML-5) is found, for the
+/// report's `bindings`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Binds {
+    /// Not reported: a synthetic step, `wait`/`stop` (nothing readable, YML-6), a step
+    /// inside a construct's body (its construct binds it), or a WOML step.
+    Nothing,
+    /// The output itself (action call, run, agent).
+    Output,
+    /// `output.result.value` (value, render).
+    ResultValue,
+    /// `output.result` (parallel: the branch scopes by name).
+    Result,
+    /// `output.items[*].result` (for_each: the iteration scopes by position).
+    IterationScopes,
 }
 
 /// One step of the imported workflow, as the dialect named it.
@@ -256,6 +286,8 @@ pub struct StepInfo {
     /// The compiled total-attempt limit (WOML-15 `attempt.maxAttempts`).
     pub max_attempts: u64,
     pub line: usize,
+    /// What the report's `bindings` shows for it (YAML, YML-5).
+    pub binds: Binds,
 }
 
 /// A dialect document imported into w6w.
@@ -319,12 +351,7 @@ pub fn import(
     manifest: Option<&Manifest>,
 ) -> Result<Imported, Vec<Problem>> {
     let text = decode(bytes).map_err(|p| vec![p])?;
-    // Problems in document order (stable: same position keeps the front-end's order); the
-    // note that some were left out (D-221) last.
-    let in_order = |mut problems: Vec<Problem>| {
-        problems.sort_by_key(|p| (p.code == TOO_MANY_PROBLEMS, p.line, p.column));
-        problems
-    };
+    let in_order = in_document_order;
     let imported = match dialect {
         Dialect::Woml => woml::import(text).map_err(in_order)?,
         Dialect::Yaml => yaml::import(text, manifest).map_err(in_order)?,
@@ -365,13 +392,49 @@ pub fn import(
     Ok(imported)
 }
 
+/// What `validate` judges (D-237).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Check {
+    /// The document against its text: every rule of the dialect, every construct the
+    /// text names accepted (`validate`).
+    Document,
+    /// Also whether w6w-sim can run it: a construct or form whose runtime meaning the
+    /// text does not give is `unsupported_construct` (`validate --runnable`, `import`,
+    /// `run`).
+    Runnable,
+}
+
 /// Validate a dialect document: `Ok(notes)` when valid, every problem otherwise.
+/// [`Check::Runnable`] is exactly [`import`]'s judgement.
 pub fn validate(
     dialect: Dialect,
     bytes: &[u8],
     manifest: Option<&Manifest>,
+    check: Check,
 ) -> Result<Vec<Note>, Vec<Problem>> {
-    import(dialect, bytes, manifest).map(|i| i.notes)
+    if check == Check::Runnable {
+        return import(dialect, bytes, manifest).map(|i| i.notes);
+    }
+    let text = decode(bytes).map_err(|p| vec![p])?;
+    match dialect {
+        Dialect::Woml => woml::validate(text),
+        Dialect::Yaml => yaml::validate(text, manifest),
+        Dialect::W6w => Err(vec![Problem::new(
+            "bad_dialect",
+            None,
+            "",
+            Pos::START,
+            "a w6w document is validated by the w6w validator",
+        )]),
+    }
+    .map_err(in_document_order)
+}
+
+/// Problems in document order (stable: same position keeps the front-end's order); the
+/// note that some were left out (D-221) last.
+fn in_document_order(mut problems: Vec<Problem>) -> Vec<Problem> {
+    problems.sort_by_key(|p| (p.code == TOO_MANY_PROBLEMS, p.line, p.column));
+    problems
 }
 
 /// Parse a duration literal `<integer><unit>` with unit `ms`, `s`, `m` or `h`, in ms.

@@ -16,7 +16,7 @@
 
 use serde_json::{Map, Value, json};
 
-use super::{Dialect, Imported, StepKind};
+use super::{Binds, Dialect, Imported, StepKind};
 use crate::model::Phase;
 use crate::sim::scenario::ScenarioError;
 use crate::sim::{self, SimError, SimOptions, Store};
@@ -202,13 +202,34 @@ fn decorate(imported: &Imported, run_id: &str, report: &mut Value) {
             }
         }
         Dialect::Yaml => {
-            // YML-5: what each imported step binds — its value (action output, the run's
-            // returned value, the agent's value). Guards bind nothing.
+            // YML-5: what each step binds (D-231): an action call's output, the run's
+            // returned value, the agent's value, a value's structure, a render's string or
+            // parts, a for_each's iteration scopes, a parallel's branch scopes. Synthetic
+            // steps, wait and stop (nothing readable) and steps inside a construct's body
+            // (their construct binds them) are not listed.
             let mut bindings = Map::new();
-            for info in imported.steps.iter().filter(|s| s.kind != StepKind::Guard) {
-                if let Some(v) = step_output(top, &info.id) {
-                    bindings.insert(info.id.clone(), v);
-                }
+            for info in &imported.steps {
+                let Some(out) = step_output(top, &info.id) else {
+                    continue;
+                };
+                let bound = match info.binds {
+                    Binds::Nothing => continue,
+                    Binds::Output => out,
+                    Binds::ResultValue => out.pointer("/result/value").cloned().unwrap_or(Value::Null),
+                    Binds::Result => out.get("result").cloned().unwrap_or(Value::Null),
+                    Binds::IterationScopes => Value::Array(
+                        out.get("items")
+                            .and_then(Value::as_array)
+                            .map(|items| {
+                                items
+                                    .iter()
+                                    .map(|i| i.get("result").cloned().unwrap_or(Value::Null))
+                                    .collect()
+                            })
+                            .unwrap_or_default(),
+                    ),
+                };
+                bindings.insert(info.id.clone(), bound);
             }
             top.insert("bindings".into(), Value::Object(bindings));
         }

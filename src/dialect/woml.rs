@@ -21,7 +21,7 @@ use super::lines::LineIndex;
 use super::script::secret_reads;
 use super::{
     DURATION_MS_MAX, Dialect, Imported, NODES_MAX, Note, Pos, Problem, StepInfo, StepKind,
-    parse_duration_ms,
+    parse_duration_ms, Binds,
 };
 use crate::engine::{EXT_MAX_DELAY_MS, EXT_RETRY_ON, WAIT_MS_MAX};
 use crate::limits::WOML_CONTEXT_BYTES_MAX;
@@ -32,7 +32,8 @@ pub const SCRIPT_ACTION: &str = "script";
 /// The one failure kind WOML retries automatically (WOML-11).
 pub const RETRIED_FAILURE: &str = "script_threw";
 
-/// Direct flow items the text lists (WOML-2) whose runtime meaning it does not define.
+/// Direct flow items the text lists (WOML-2) whose runtime meaning it does not define:
+/// valid for `validate`, refused by `validate --runnable`, `import` and `run` (D-238).
 const UNSUPPORTED_FLOW_ITEMS: [&str; 5] = ["parallel", "choose", "switch", "fork", "approval"];
 const STEP_ATTRIBUTES: [&str; 7] = [
     "id",
@@ -48,6 +49,9 @@ const WORKFLOW_ATTRIBUTES: [&str; 3] = ["id", "name", "description"];
 struct Walk<'input> {
     lines: LineIndex<'input>,
     problems: Vec<Problem>,
+    /// What the document may hold but w6w-sim cannot run (D-238): reported by `import`
+    /// and `validate --runnable` only.
+    unsupported: Vec<Problem>,
     notes: Vec<Note>,
 }
 
@@ -94,8 +98,35 @@ impl<'input> Walk<'input> {
     }
 }
 
-/// Parse, check and import a WOML document.
+/// Check a WOML document against woml-steps.txt alone (`validate`, D-237): every flow
+/// item WOML-2 names is valid; `Ok(notes)` or every problem.
+pub fn validate(text: &str) -> Result<Vec<Note>, Vec<Problem>> {
+    let (w, _) = walk(text)?;
+    Ok(w.notes)
+}
+
+/// Parse, check and import a WOML document: the document's problems, then what cannot
+/// run (`unsupported_construct`, D-238).
 pub fn import(text: &str) -> Result<Imported, Vec<Problem>> {
+    let (mut w, parts) = walk(text)?;
+    if !w.unsupported.is_empty() {
+        for p in std::mem::take(&mut w.unsupported) {
+            super::push_problem(&mut w.problems, p);
+        }
+        return Err(w.problems);
+    }
+    Ok(build(w, parts))
+}
+
+/// What the walk keeps for the import.
+struct Parts {
+    meta: Map<String, Value>,
+    config: Option<Value>,
+    steps: Vec<ImportedStep>,
+}
+
+/// Parse and check; `Err` with the document's problems.
+fn walk(text: &str) -> Result<(Walk<'_>, Parts), Vec<Problem>> {
     let lines = LineIndex::new(text);
     prescan::check(text, |offset| lines.pos(offset)).map_err(|p| vec![p])?;
     let options = ParsingOptions {
@@ -127,6 +158,7 @@ pub fn import(text: &str) -> Result<Imported, Vec<Problem>> {
     let mut w = Walk {
         lines,
         problems: Vec::new(),
+        unsupported: Vec::new(),
         notes: Vec::new(),
     };
     let root = doc.root_element();
@@ -204,6 +236,23 @@ pub fn import(text: &str) -> Result<Imported, Vec<Problem>> {
     if !w.problems.is_empty() {
         return Err(w.problems);
     }
+    Ok((
+        w,
+        Parts {
+            meta,
+            config: config_json,
+            steps,
+        },
+    ))
+}
+
+/// The w6w workflow of a checked, runnable document.
+fn build(w: Walk<'_>, parts: Parts) -> Imported {
+    let Parts {
+        meta,
+        config: config_json,
+        steps,
+    } = parts;
     let id = meta
         .get("id")
         .and_then(Value::as_str)
@@ -230,12 +279,12 @@ pub fn import(text: &str) -> Result<Imported, Vec<Problem>> {
         m.insert("x-woml-config".into(), c);
     }
     let workflow = Value::Object(m);
-    Ok(Imported {
+    Imported {
         dialect: Dialect::Woml,
         workflow,
         notes: w.notes,
         steps: infos,
-    })
+    }
 }
 
 /// `<config>` is carried under `x-woml-config` (its contents as text), with a note: the
@@ -314,15 +363,21 @@ fn walk_steps<'i>(w: &mut Walk<'i>, steps: Node<'_, 'i>) -> Vec<ImportedStep> {
                 break;
             }
         } else if UNSUPPORTED_FLOW_ITEMS.contains(&name) {
-            w.problem(
-                "unsupported_construct",
-                "WOML-2",
-                path,
-                pos,
-                format!(
-                    "<{name}> at line {}: its runtime meaning is not defined by woml-steps.txt, \
-                     so it cannot be imported or run (nothing is dropped silently)",
-                    pos.line
+            // D-238: WOML-2 makes it a valid flow item; the text gives no runtime meaning,
+            // so only running it is refused.
+            super::push_problem(
+                &mut w.unsupported,
+                Problem::new(
+                    "unsupported_construct",
+                    Some("WOML-2"),
+                    path,
+                    pos,
+                    format!(
+                        "<{name}> at line {}: a valid flow item (WOML-2), but woml-steps.txt does \
+                         not define how it runs, so it cannot be imported or run (nothing is \
+                         dropped silently)",
+                        pos.line
+                    ),
                 ),
             );
         } else {
@@ -515,6 +570,7 @@ fn walk_step<'i>(
             kind: StepKind::Script,
             max_attempts: retry.attempts,
             line: pos.line,
+            binds: Binds::Output,
         },
     })
 }

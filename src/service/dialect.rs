@@ -1,8 +1,10 @@
 //! Dialect ops of the request service (README's eval table):
 //!
-//! - `{"op":"validate","dialect":"woml"|"yaml","source":TEXT,"manifest"?:M}` → `true`, or
-//!   `invalid_workflow` with `errors` (each `{status, code, clause, path, line, column,
-//!   message}` — the w6w shape plus a position);
+//! - `{"op":"validate","dialect":"woml"|"yaml","source":TEXT,"manifest"?:M,
+//!   "runnable"?:bool}` → `true`, or `invalid_workflow` with `errors` (each `{status, code,
+//!   clause, path, line, column, message}` — the w6w shape plus a position); without
+//!   `runnable` the document is judged against its text alone, with it also whether it
+//!   can run (D-237);
 //! - `{"op":"import","dialect":D,"source":TEXT,"manifest"?:M}` → `{dialect, workflow,
 //!   notes}` (the w6w workflow), or `invalid_workflow` with `errors`;
 //! - `{"op":"run","dialect":D,"source":TEXT,"scenario":S}` → the run report with the
@@ -72,6 +74,12 @@ fn plain(imported: &crate::dialect::Imported, request: &Value) -> Result<Value, 
 
 /// The imported document of a dialect request, or the error response.
 fn imported(request: &Value) -> Result<crate::dialect::Imported, Value> {
+    let (dialect, source, manifest) = parts(request)?;
+    import(dialect, source.as_bytes(), manifest.as_ref()).map_err(|p| invalid(&p))
+}
+
+/// A dialect request's dialect, source text and manifest, or the error response.
+fn parts(request: &Value) -> Result<(Dialect, &str, Option<Manifest>), Value> {
     let dialect = match request.get("dialect").and_then(Value::as_str) {
         Some(name) => match Dialect::from_name(name) {
             Some(Dialect::W6w) | None => {
@@ -96,7 +104,7 @@ fn imported(request: &Value) -> Result<crate::dialect::Imported, Value> {
                 "message": "the manifest is not valid", "errors": problems}}));
         }
     };
-    import(dialect, source.as_bytes(), manifest.as_ref()).map_err(|p| invalid(&p))
+    Ok((dialect, source, manifest))
 }
 
 fn answer(op: &str, request: &Value, store: Option<Box<dyn StoreFactory>>) -> Value {
@@ -112,10 +120,29 @@ fn answer(op: &str, request: &Value, store: Option<Box<dyn StoreFactory>>) -> Va
             Err(never) => match never {},
         };
     }
+    if op == "validate" {
+        return validate(request);
+    }
     match imported(request) {
-        Ok(_) if op == "validate" => ok(Value::Bool(true)),
         Ok(i) => ok(i.to_json()),
         Err(response) => response,
+    }
+}
+
+/// The `validate` op: the document alone, or with `"runnable": true` the import's judgement.
+fn validate(request: &Value) -> Value {
+    let check = match request.get("runnable") {
+        None | Some(Value::Bool(false)) => crate::dialect::Check::Document,
+        Some(Value::Bool(true)) => crate::dialect::Check::Runnable,
+        Some(_) => return bad_request("\"runnable\" must be a boolean"),
+    };
+    let (dialect, source, manifest) = match parts(request) {
+        Ok(p) => p,
+        Err(response) => return response,
+    };
+    match crate::dialect::validate(dialect, source.as_bytes(), manifest.as_ref(), check) {
+        Ok(_) => ok(Value::Bool(true)),
+        Err(p) => invalid(&p),
     }
 }
 
