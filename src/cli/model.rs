@@ -110,32 +110,31 @@ fn validate(args: &ValidateArgs) -> ExitCode {
             } else {
                 crate::dialect::Check::Document
             };
-            let line =
-                match super::dialect::validate_file(
-                    path,
-                    dialect,
-                    manifest.as_ref(),
-                    args.json,
-                    check,
-                ) {
-                    Checked::Valid(l) => {
-                        valid += 1;
-                        l
-                    }
-                    Checked::Invalid(l) => {
-                        invalid += 1;
-                        l
-                    }
-                    Checked::Unreadable(l) if args.json => {
-                        unreadable += 1;
-                        l
-                    }
-                    Checked::Unreadable(l) => {
-                        unreadable += 1;
-                        eprintln!("w6w-sim validate: {l}");
-                        continue;
-                    }
-                };
+            let line = match super::dialect::validate_file(
+                path,
+                dialect,
+                manifest.as_ref(),
+                args.json,
+                check,
+            ) {
+                Checked::Valid(l) => {
+                    valid += 1;
+                    l
+                }
+                Checked::Invalid(l) => {
+                    invalid += 1;
+                    l
+                }
+                Checked::Unreadable(l) if args.json => {
+                    unreadable += 1;
+                    l
+                }
+                Checked::Unreadable(l) => {
+                    unreadable += 1;
+                    eprintln!("w6w-sim validate: {l}");
+                    continue;
+                }
+            };
             if writeln!(stdout, "{line}").is_err() {
                 return ExitCode::from(2);
             }

@@ -215,7 +215,9 @@ fn decorate(imported: &Imported, run_id: &str, report: &mut Value) {
                 let bound = match info.binds {
                     Binds::Nothing => continue,
                     Binds::Output => out,
-                    Binds::ResultValue => out.pointer("/result/value").cloned().unwrap_or(Value::Null),
+                    Binds::ResultValue => {
+                        out.pointer("/result/value").cloned().unwrap_or(Value::Null)
+                    }
                     Binds::Result => out.get("result").cloned().unwrap_or(Value::Null),
                     Binds::IterationScopes => Value::Array(
                         out.get("items")

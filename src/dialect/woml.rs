@@ -20,8 +20,8 @@ use serde_json::{Map, Value, json};
 use super::lines::LineIndex;
 use super::script::secret_reads;
 use super::{
-    DURATION_MS_MAX, Dialect, Imported, NODES_MAX, Note, Pos, Problem, StepInfo, StepKind,
-    parse_duration_ms, Binds,
+    Binds, DURATION_MS_MAX, Dialect, Imported, NODES_MAX, Note, Pos, Problem, StepInfo, StepKind,
+    parse_duration_ms,
 };
 use crate::engine::{EXT_MAX_DELAY_MS, EXT_RETRY_ON, WAIT_MS_MAX};
 use crate::limits::WOML_CONTEXT_BYTES_MAX;
@@ -102,14 +102,18 @@ impl<'input> Walk<'input> {
 /// item WOML-2 names is valid; `Ok(notes)` or every problem.
 pub fn validate(text: &str) -> Result<Vec<Note>, Vec<Problem>> {
     let (w, _) = walk(text)?;
-    Ok(w.notes)
+    if w.problems.is_empty() {
+        Ok(w.notes)
+    } else {
+        Err(w.problems)
+    }
 }
 
 /// Parse, check and import a WOML document: the document's problems, then what cannot
 /// run (`unsupported_construct`, D-238).
 pub fn import(text: &str) -> Result<Imported, Vec<Problem>> {
     let (mut w, parts) = walk(text)?;
-    if !w.unsupported.is_empty() {
+    if !w.problems.is_empty() || !w.unsupported.is_empty() {
         for p in std::mem::take(&mut w.unsupported) {
             super::push_problem(&mut w.problems, p);
         }
@@ -125,7 +129,8 @@ struct Parts {
     steps: Vec<ImportedStep>,
 }
 
-/// Parse and check; `Err` with the document's problems.
+/// Parse and check: `Err` when there are no steps to walk; otherwise the walk, with the
+/// document's problems and what cannot run in two lists.
 fn walk(text: &str) -> Result<(Walk<'_>, Parts), Vec<Problem>> {
     let lines = LineIndex::new(text);
     prescan::check(text, |offset| lines.pos(offset)).map_err(|p| vec![p])?;
@@ -233,9 +238,6 @@ fn walk(text: &str) -> Result<(Walk<'_>, Parts), Vec<Problem>> {
     };
     let config_json = config.map(|c| config_value(&mut w, c));
     let steps = walk_steps(&mut w, steps_el);
-    if !w.problems.is_empty() {
-        return Err(w.problems);
-    }
     Ok((
         w,
         Parts {

@@ -278,7 +278,10 @@ fn check<'m>(
 }
 
 /// The top-level keys: `id`, `name`, `description` (strings) and `steps`.
-fn top_level<'y>(cx: &mut Ctx<'_>, top: &'y [(String, Pos, Y)]) -> (Map<String, Value>, Option<&'y Y>) {
+fn top_level<'y>(
+    cx: &mut Ctx<'_>,
+    top: &'y [(String, Pos, Y)],
+) -> (Map<String, Value>, Option<&'y Y>) {
     let mut meta = Map::new();
     let mut steps = None;
     for (k, kpos, v) in top {
@@ -322,7 +325,10 @@ fn at_binding(args: &Y, at: &str) -> bool {
     for raw in at.split('/').skip(1) {
         let token = raw.replace("~1", "/").replace("~0", "~");
         let next = match &node.node {
-            N::Map(entries) => entries.iter().find(|(k, _, _)| *k == token).map(|(_, _, v)| v),
+            N::Map(entries) => entries
+                .iter()
+                .find(|(k, _, _)| *k == token)
+                .map(|(_, _, v)| v),
             N::Seq(items) => token.parse::<usize>().ok().and_then(|i| items.get(i)),
             _ => None,
         };
@@ -514,7 +520,6 @@ fn retry_policy(cx: &mut Ctx<'_>, v: &Y, path: &str) -> Option<Value> {
         }
     }
 }
-
 
 #[cfg(test)]
 mod tests;

@@ -34,7 +34,13 @@ fn scope_of(members: &[Binder]) -> Vec<(String, String)> {
 }
 
 /// Refuse, for running, a body item that is not one plain step.
-fn plain_body(cx: &mut Ctx<'_>, owner: &str, items: Vec<Item>, path: &str, at: crate::dialect::Pos) -> Vec<Item> {
+fn plain_body(
+    cx: &mut Ctx<'_>,
+    owner: &str,
+    items: Vec<Item>,
+    path: &str,
+    at: crate::dialect::Pos,
+) -> Vec<Item> {
     let mut out = Vec::with_capacity(items.len());
     for it in items {
         if matches!(it.out, Out::Step { .. }) && it.guard.is_none() {
@@ -89,7 +95,10 @@ pub(super) fn for_each(
                     "YML-9",
                     format!("{}/as", h.path),
                     v.pos,
-                    format!("as names the item (a string without dots), not {}", v.kind()),
+                    format!(
+                        "as names the item (a string without dots), not {}",
+                        v.kind()
+                    ),
                 );
                 None
             }

@@ -147,8 +147,7 @@ fn check_step(cx: &mut Ctx<'_>, path: String, item: &Y, nested: bool) -> Option<
         _ => None,
     };
     let guard = guard(cx, &head, &modifiers);
-    cx.scope
-        .add(Binder::new(head.id, head.kind, shape, base));
+    cx.scope.add(Binder::new(head.id, head.kind, shape, base));
     if (cx.problems.len(), cx.unsupported.len()) != before {
         return None;
     }
@@ -227,7 +226,10 @@ fn head<'y>(cx: &mut Ctx<'_>, path: String, item: &'y Y, nested: bool) -> Option
                 "YML-2",
                 format!("{path}/{}", pointer_token(&second.0)),
                 second.1,
-                format!("a step has exactly one body; {:?} is a second one", second.0),
+                format!(
+                    "a step has exactly one body; {:?} is a second one",
+                    second.0
+                ),
             );
             return None;
         }
@@ -351,7 +353,8 @@ fn has<'y>(modifiers: &[Key<'y>], name: &str) -> Option<Key<'y>> {
 /// YML-8, YML-10, YML-11, YML-12: the modifiers' own values; the references in `timeout`
 /// and `idempotency_key`.
 fn check_modifiers(cx: &mut Ctx<'_>, h: &Head<'_>, modifiers: &[Key<'_>]) {
-    if let (Some(_), Some((_, pos, _))) = (has(modifiers, "optional"), has(modifiers, "must_succeed"))
+    if let (Some(_), Some((_, pos, _))) =
+        (has(modifiers, "optional"), has(modifiers, "must_succeed"))
     {
         cx.problem(
             "optional_and_must_succeed",
@@ -498,7 +501,12 @@ pub(super) fn body_path(h: &Head<'_>) -> String {
 }
 
 /// Refuse, for running, every construct key not in `allowed`.
-pub(super) fn only_keys(cx: &mut Ctx<'_>, h: &Head<'_>, construct_keys: &[Key<'_>], allowed: &[&str]) {
+pub(super) fn only_keys(
+    cx: &mut Ctx<'_>,
+    h: &Head<'_>,
+    construct_keys: &[Key<'_>],
+    allowed: &[&str],
+) {
     for (k, kpos, _) in construct_keys {
         if !allowed.contains(k) {
             cx.unsupported(
@@ -573,7 +581,13 @@ fn carried(
         // The agent's goal and the like may read earlier steps: judged like any value.
         rewrite(cx, h.body, &body_path(h), h.id, Use::Text);
         for (k, _, v) in construct_keys {
-            rewrite(cx, v, &format!("{}/{}", h.path, pointer_token(k)), h.id, Use::Text);
+            rewrite(
+                cx,
+                v,
+                &format!("{}/{}", h.path, pointer_token(k)),
+                h.id,
+                Use::Text,
+            );
         }
     }
     let retry = has(modifiers, "retry")
@@ -754,4 +768,3 @@ fn finish(cx: &mut Ctx<'_>, h: &Head<'_>, modifiers: &[Key<'_>], mut out: Out) -
     json.insert("x-yaml".into(), Value::Object(ordered));
     out
 }
-

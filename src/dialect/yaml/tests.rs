@@ -140,9 +140,14 @@ fn every_must_has_its_code_and_clause() {
             "YML-6",
         ),
         (
-            "steps:\n  - w:\n      wait: 5s\n  - b:\n      x.y:\n        v: '{{ steps.w }}'\n",
+            "steps:\n  - w:\n      wait: 5s\n  - b:\n      x.y:\n        v: '{{ w }}'\n",
             "unreadable_step",
             "YML-6",
+        ),
+        (
+            "steps:\n  - w:\n      wait: 5s\n  - b:\n      x.y:\n        v: '{{ steps.w }}'\n",
+            "unknown_reference",
+            "YML-5",
         ),
         (
             "steps:\n  - a:\n      choose: {}\n",
@@ -191,7 +196,7 @@ fn construct_keys_are_not_modifiers() {
 #[test]
 fn when_guards_keep_list_order_and_never_skip_what_follows() {
     let i = import(
-        "steps:\n  - a:\n      x.y: {}\n      when: '{{ vars.go }}'\n  - b:\n      x.z: {}\n  - c:\n      x.w: {}\n      when: false\n  - d:\n      x.v: {}\n",
+        "steps:\n  - a:\n      x.y: {}\n      when: '{{ message.go }}'\n  - b:\n      x.z: {}\n  - c:\n      x.w: {}\n      when: false\n  - d:\n      x.v: {}\n",
         None,
     )
     .expect("valid");
@@ -297,5 +302,146 @@ fn problems_under_long_paths_are_capped() {
     assert!(
         big <= small + small / 10,
         "{small} → {big} bytes of problems"
+    );
+}
+
+/// D-231: a whole-marker string reads the value type-preserved; text around markers is a
+/// w6w template; `message` is the trigger's payload.
+#[test]
+fn references_resolve_to_w6w_paths() {
+    let i = import(
+        "steps:\n  - lookup:\n      crm.find: {email: '{{ message.from }}'}\n  - ticket:\n      hd.new:\n        customer: '{{ lookup.id }}'\n        subject: 'Call back {{ lookup.name }}'\n",
+        None,
+    )
+    .expect("valid");
+    let steps = &i.workflow["steps"];
+    assert_eq!(
+        steps[0]["with"]["email"],
+        json!({"$": "trigger.event.from"})
+    );
+    assert_eq!(
+        steps[1]["with"],
+        json!({"customer": {"$": "steps.lookup.output.id"},
+               "subject": "Call back {{ steps.lookup.output.name }}"})
+    );
+}
+
+/// D-230: every reference the document cannot make is refused at its line, with its code.
+#[test]
+fn references_the_document_cannot_make_are_refused_with_their_position() {
+    let cases = [
+        (
+            "  - a:\n      x.y: {v: '{{ b.id }}'}\n  - b:\n      x.z: {}\n",
+            "later_step",
+            3,
+        ),
+        ("  - a:\n      x.y: {v: '{{ a.id }}'}\n", "later_step", 3),
+        (
+            "  - a:\n      x.y: {v: '{{ nobody.id }}'}\n",
+            "unknown_reference",
+            3,
+        ),
+        (
+            "  - a:\n      x.y: {v: 'x {{ vars.go }}'}\n",
+            "unknown_reference",
+            3,
+        ),
+        (
+            "  - l:\n      for_each: [1]\n      steps:\n        - s: {x.y: {}}\n  - a:\n      x.y: {v: '{{ s }}'}\n",
+            "invalid_reference",
+            7,
+        ),
+        (
+            "  - l:\n      for_each: [1]\n      steps:\n        - s: {x.y: {}}\n  - a:\n      x.y: {v: '{{ l.first.s }}'}\n",
+            "invalid_reference",
+            7,
+        ),
+        (
+            "  - r:\n      render: hi\n  - a:\n      x.y: {v: '{{ r.x }}'}\n",
+            "invalid_reference",
+            5,
+        ),
+        (
+            "  - p:\n      parallel:\n        a: [{s: {x.y: {}}}]\n        b: [{t: {x.y: {v: '{{ s }}'}}}]\n",
+            "invalid_reference",
+            5,
+        ),
+    ];
+    for (body, code, line) in cases {
+        let text = format!("steps:\n{body}");
+        let ps = problems(&text);
+        assert!(
+            ps.iter().any(|p| p.code == code && p.line == line),
+            "{text}\nexpected {code} at line {line}: {ps:?}"
+        );
+        let v = crate::dialect::validate(
+            crate::dialect::Dialect::Yaml,
+            text.as_bytes(),
+            None,
+            crate::dialect::Check::Document,
+        );
+        assert!(v.is_err(), "validate refuses it too: {text}");
+    }
+}
+
+/// D-237: `validate` accepts every body kind the text names and applies the rules to it;
+/// only running refuses what has no runtime meaning.
+#[test]
+fn validate_accepts_every_body_kind_and_import_refuses_only_what_cannot_run() {
+    let text = "steps:\n  - a: {x.y: {}}\n  - v: {value: 1}\n  - r: {render: hi}\n  - s: {run: x}\n  - g: {agent: t}\n  - c: {call: w}\n  - ro: {route: {}}\n  - ch: {choose: {}}\n  - f:\n      for_each: [1]\n      steps: [{b: {x.y: {}}}]\n  - rp: {repeat: {}}\n  - p: {parallel: {one: [{q: {x.y: {}}}]}}\n  - wf: {wait_for: e}\n  - w: {wait: 1s}\n  - st: {stop: done}\n";
+    let check =
+        |c| crate::dialect::validate(crate::dialect::Dialect::Yaml, text.as_bytes(), None, c);
+    assert!(
+        check(crate::dialect::Check::Document).is_ok(),
+        "{:?}",
+        check(crate::dialect::Check::Document)
+    );
+    let ps = check(crate::dialect::Check::Runnable).expect_err("not all runnable");
+    let refused: Vec<usize> = ps.iter().map(|p| p.line).collect();
+    assert!(
+        ps.iter().all(|p| p.code == "unsupported_construct"),
+        "{ps:?}"
+    );
+    assert_eq!(
+        refused,
+        [7, 8, 9, 13, 15],
+        "call, route, choose, repeat, wait_for"
+    );
+    // The rules still apply to what is not runnable (YML-10 on wait_for, YML-6 on wait).
+    let bad = "steps:\n  - w: {wait_for: e, timeout: 1s}\n  - x: {wait: 1s}\n  - y: {x.y: {v: '{{ x }}'}}\n";
+    let ps = crate::dialect::validate(
+        crate::dialect::Dialect::Yaml,
+        bad.as_bytes(),
+        None,
+        crate::dialect::Check::Document,
+    )
+    .expect_err("invalid");
+    let codes: Vec<&str> = ps.iter().map(|p| p.code).collect();
+    assert_eq!(codes, ["modifier_not_permitted", "unreadable_step"]);
+}
+
+/// D-234: later steps continue only from a guarded stop's `unless__` twin.
+#[test]
+fn a_guarded_stop_continues_only_from_its_negation() {
+    let i = import(
+        "steps:\n  - a: {x.y: {}}\n  - halt:\n      stop: done\n      when: '{{ a.done }}'\n  - b: {x.z: {}}\n",
+        None,
+    )
+    .expect("valid");
+    let edges = i.workflow["edges"].as_array().cloned().unwrap_or_default();
+    let into_b: Vec<&str> = edges
+        .iter()
+        .filter(|e| e["to"] == "b")
+        .filter_map(|e| e["from"].as_str())
+        .collect();
+    assert_eq!(into_b, ["unless__halt"]);
+    let unless = i.workflow["steps"]
+        .as_array()
+        .and_then(|s| s.iter().find(|s| s["id"] == "unless__halt"))
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(
+        unless["with"]["condition"],
+        json!({"$expr": {"!": [{"var": "steps.a.output.done"}]}})
     );
 }

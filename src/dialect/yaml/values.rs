@@ -162,7 +162,8 @@ impl<'y> Walker<'_, '_, 'y> {
             Ok(Ok(path)) => Some(path),
             Ok(Err(why)) => {
                 let path = self.path();
-                self.cx.unsupported("YML-5", path, pos, format!("{{{{{inner}}}}}: {why}"));
+                self.cx
+                    .unsupported("YML-5", path, pos, format!("{{{{{inner}}}}}: {why}"));
                 None
             }
             Err(e) => {
