@@ -138,7 +138,7 @@ impl Emit {
             for from in &cont {
                 self.edge(from, &entry);
             }
-            return exit.into_iter().collect();
+            return vec![exit];
         };
         let g = format!("{GUARD_PREFIX}{id}");
         self.synthetic(control_step(&g, "if", json!({"condition": cond})), line);
@@ -161,12 +161,12 @@ impl Emit {
             return vec![u];
         }
         let mut next = cont;
-        next.extend(exit);
+        next.push(exit);
         next
     }
 
-    /// The item's own steps: `(entry, exit)`; a stop has no exit.
-    fn core(&mut self, item: Item) -> (String, Option<String>) {
+    /// The item's own steps: `(entry, exit)`.
+    fn core(&mut self, item: Item) -> (String, String) {
         let Item { id, line, out, .. } = item;
         match out {
             Out::Step { .. } => {
@@ -179,15 +179,16 @@ impl Emit {
                     },
                     true,
                 );
-                (id.clone(), Some(id))
+                (id.clone(), id)
             }
             Out::Stop { json } => {
+                // Later steps hang off the stop, whose unmatched `if` skips them (CTRL-2).
                 self.push(json, StepKind::Stop, line, Binds::Nothing);
-                (id, None)
+                (id.clone(), id)
             }
             Out::ForEach { json, body, scope } => {
                 self.for_each(&id, line, json, body, scope);
-                (id.clone(), Some(id))
+                (id.clone(), id)
             }
             Out::Parallel {
                 json,
@@ -216,7 +217,7 @@ impl Emit {
                     }).collect::<Vec<_>>()}),
                 );
                 self.push(join, StepKind::Parallel, line, Binds::Result);
-                (fork, Some(id))
+                (fork, id)
             }
         }
     }

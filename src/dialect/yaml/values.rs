@@ -115,17 +115,24 @@ impl<'y> Walker<'_, '_, 'y> {
         }
         let mut out = String::with_capacity(s.len() + 16);
         let mut whole = None;
+        let mut resolved = true;
         for piece in &split.pieces {
             match piece {
                 Piece::Text(t) => out.push_str(t),
-                Piece::Marker(inner) => {
-                    let path = self.marker(inner, pos).unwrap_or_default();
-                    out.push_str("{{ ");
-                    out.push_str(&path);
-                    out.push_str(" }}");
-                    whole = Some(path);
-                }
+                Piece::Marker(inner) => match self.marker(inner, pos) {
+                    Some(path) => {
+                        out.push_str("{{ ");
+                        out.push_str(&path);
+                        out.push_str(" }}");
+                        whole = Some(path);
+                    }
+                    // Reported; the value is never used (the document does not import).
+                    None => resolved = false,
+                },
             }
+        }
+        if !resolved {
+            return Value::Null;
         }
         if split.unterminated {
             let path = self.path();
