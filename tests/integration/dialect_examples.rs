@@ -25,7 +25,11 @@ fn dialect_example_reports() {
         })
         .collect();
     docs.sort();
-    assert_eq!(docs.len(), 2, "one worked example per dialect: {docs:?}");
+    assert_eq!(
+        docs.len(),
+        3,
+        "WOML order, YAML helpdesk and triage: {docs:?}"
+    );
     for (name, path) in docs {
         let source = std::fs::read(&path).expect("example");
         let scenario_path = dir.join(format!("{name}.scenario.json"));
