@@ -8,8 +8,10 @@
 //! (`run.rs`: scenario checks for WOML script failures, the WOML-13 result and WOML-15
 //! attempt bindings in the report).
 //! Invariant: a front-end never executes a script, `run` or `agent` body — it is carried
-//! and its outcome is scripted by step id like any action; a construct whose runtime
-//! meaning the texts do not define is refused with `unsupported_construct`, never dropped.
+//! and its outcome is scripted by step id like any action; `validate` judges a document
+//! against its text ([`Check::Document`]), and a construct whose runtime meaning the texts
+//! do not define is refused with `unsupported_construct` only when it is to run
+//! ([`Check::Runnable`], `import`, `run`; D-237), never dropped.
 //! No input makes a front-end panic or recurse without bound.
 //! Does not know: how anything runs (that is the engine's, through the imported workflow).
 

@@ -10,8 +10,9 @@
 //! a RetryPolicy with exact durations, `x-w6w-retryOn: ["script_threw"]` (WOML-11) and, for
 //! an exponential cap, `x-w6w-maxDelayMs` (WOML-10); the body, display text and the literal
 //! secret names (never values, WOML-16) under the step's `x-woml` extension.
-//! Invariant: the walk visits only the fixed shape `workflow > steps > step > script`; an
-//! unsupported construct is refused at its line without looking inside it.
+//! Invariant: the walk visits only the fixed shape `workflow > steps > step > script`; the
+//! other flow items WOML-2 names are valid, not looked inside, and refused at their line
+//! only for running (D-238).
 
 use indexmap::IndexSet;
 use roxmltree::{Document, Node, NodeType, ParsingOptions};
