@@ -121,6 +121,34 @@ fn import_prints_the_w6w_workflow_and_refuses_unsupported_constructs_by_line() {
     );
 }
 
+/// D-237, D-238: `validate` judges the document against its text; `--runnable` also
+/// refuses, by line, what the simulator cannot run.
+#[test]
+fn validate_judges_the_document_and_runnable_what_can_run() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let yaml = write(
+        &dir,
+        "c.yaml",
+        b"steps:\n  - a:\n      x.y: {}\n  - pick:\n      choose: {}\n",
+    );
+    let woml = write(
+        &dir,
+        "c.woml",
+        b"<workflow>\n  <steps>\n    <step id=\"a\"><script>1</script></step>\n    <fork/>\n  </steps>\n</workflow>\n",
+    );
+    for (doc, at, construct) in [(&yaml, ":5:7:", "choose"), (&woml, ":4:5:", "<fork>")] {
+        let out = run(&["validate", doc]);
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stdout));
+        let out = run(&["validate", "--runnable", doc]);
+        assert_eq!(out.status.code(), Some(1));
+        let said = text(&out.stdout);
+        assert!(
+            said.contains(at) && said.contains("unsupported_construct") && said.contains(construct),
+            "{said}"
+        );
+    }
+}
+
 #[test]
 fn run_takes_a_dialect_document_and_the_scenario_manifest() {
     let out = run(&[

@@ -52,7 +52,10 @@ fn body_kind(k: &str) -> Option<&'static str> {
 }
 
 /// `(id, kind, body map)` of a step element, however broken the rest of it is.
-fn identity(item: &Y) -> Option<(&str, &'static str, &[(String, Pos, Y)])> {
+/// A map's entries in document order, as `yaml_tree` keeps them.
+type Entries = [(String, Pos, Y)];
+
+fn identity(item: &Y) -> Option<(&str, &'static str, &Entries)> {
     let N::Map(entries) = &item.node else {
         return None;
     };
@@ -203,22 +206,43 @@ fn head<'y>(cx: &mut Ctx<'_>, path: String, item: &'y Y, nested: bool) -> Option
         );
         return None;
     };
+    let (body_key, body_pos, body_value) = the_body(cx, &path, keys, body.pos)?;
+    Some(Head {
+        id,
+        id_pos: *id_pos,
+        path,
+        keys,
+        body_key,
+        body_pos,
+        body: body_value,
+        kind: body_kind(body_key).unwrap_or("action"),
+        nested,
+    })
+}
+
+/// YML-2: exactly one key of a step body is the body (a construct or `connector.action`).
+fn the_body<'y>(
+    cx: &mut Ctx<'_>,
+    path: &str,
+    keys: &'y [(String, Pos, Y)],
+    at: Pos,
+) -> Option<(&'y str, Pos, &'y Y)> {
     let bodies: Vec<&(String, Pos, Y)> = keys
         .iter()
         .filter(|(k, _, _)| body_kind(k).is_some())
         .collect();
-    let (body_key, body_pos, body_value) = match bodies.as_slice() {
-        [one] => (one.0.as_str(), one.1, &one.2),
+    match bodies.as_slice() {
+        [one] => Some((one.0.as_str(), one.1, &one.2)),
         [] => {
             cx.problem(
                 "invalid_body",
                 "YML-2",
                 path,
-                body.pos,
+                at,
                 "the step has no body: name connector.action or a construct (value, render, run, \
                  agent, call, route, choose, for_each, repeat, parallel, wait_for, wait, stop)",
             );
-            return None;
+            None
         }
         [_, second, ..] => {
             cx.problem(
@@ -231,20 +255,9 @@ fn head<'y>(cx: &mut Ctx<'_>, path: String, item: &'y Y, nested: bool) -> Option
                     second.0
                 ),
             );
-            return None;
+            None
         }
-    };
-    Some(Head {
-        id,
-        id_pos: *id_pos,
-        path,
-        keys,
-        body_key,
-        body_pos,
-        body: body_value,
-        kind: body_kind(body_key).unwrap_or("action"),
-        nested,
-    })
+    }
 }
 
 /// YML-1 and YML-6's "names the step in the run record": a usable, unique id.
