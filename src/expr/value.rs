@@ -362,8 +362,8 @@ pub(crate) fn canonical_index(seg: &str) -> Option<usize> {
     seg.parse().ok()
 }
 
-/// `JSON.stringify` with compact output, keys in insertion order and JS number
-/// formatting. `None` past [`MAX_NESTING_DEPTH`].
+/// `JSON.stringify` with compact output, keys in JS property order (array indexes first,
+/// D-240) and JS number formatting. `None` past [`MAX_NESTING_DEPTH`].
 pub(crate) fn json_stringify(v: &Val<'_>) -> Option<String> {
     let mut out = String::new();
     match v {
@@ -402,7 +402,7 @@ pub(crate) fn write_json(v: &Value, out: &mut String, depth: usize) -> Option<()
                 out.push_str("null");
             }
         }
-        Value::String(s) => out.push_str(&Value::String(s.clone()).to_string()),
+        Value::String(s) => write_json_string(s, out),
         Value::Array(items) => {
             out.push('[');
             for (i, item) in items.iter().enumerate() {
@@ -418,18 +418,58 @@ pub(crate) fn write_json(v: &Value, out: &mut String, depth: usize) -> Option<()
     Some(())
 }
 
+/// An object's members in `JSON.stringify` order (ECMA-262 OrdinaryOwnPropertyKeys):
+/// array-index keys (canonical decimal, at most 2³²−2) first, ascending by value, then
+/// every other key in insertion order (D-240).
 fn write_object(map: &Map<String, Value>, out: &mut String, depth: usize) -> Option<()> {
     out.push('{');
-    for (i, (k, item)) in map.iter().enumerate() {
-        if i > 0 {
+    let mut first = true;
+    let mut member = |k: &str, item: &Value, out: &mut String| -> Option<()> {
+        if !first {
             out.push(',');
         }
-        out.push_str(&Value::String(k.clone()).to_string());
+        first = false;
+        write_json_string(k, out);
         out.push(':');
-        write_json(item, out, depth + 1)?;
+        write_json(item, out, depth + 1)
+    };
+    // Most objects have no index key: one cheap look at each key's first byte decides.
+    if map
+        .keys()
+        .any(|k| k.starts_with(|c: char| c.is_ascii_digit()))
+    {
+        let mut indexed: Vec<(u32, &String, &Value)> = map
+            .iter()
+            .filter_map(|(k, v)| array_index(k).map(|i| (i, k, v)))
+            .collect();
+        indexed.sort_unstable_by_key(|(i, _, _)| *i);
+        for (_, k, item) in &indexed {
+            member(k, item, out)?;
+        }
+        for (k, item) in map.iter().filter(|(k, _)| array_index(k).is_none()) {
+            member(k, item, out)?;
+        }
+    } else {
+        for (k, item) in map {
+            member(k, item, out)?;
+        }
     }
     out.push('}');
     Some(())
+}
+
+/// A JS array index: a canonical decimal key (`"0"`, `"17"`; not `"01"` or `"-1"`) whose
+/// value is at most 2³²−2. Larger integer keys are ordinary string keys in JS.
+fn array_index(key: &str) -> Option<u32> {
+    canonical_index(key)
+        .and_then(|i| u32::try_from(i).ok())
+        .filter(|i| *i != u32::MAX)
+}
+
+/// A JSON string literal (quotes and escapes as serde_json writes them, which is what
+/// `JSON.stringify` writes for every string Rust can hold).
+fn write_json_string(s: &str, out: &mut String) {
+    out.push_str(&Value::String(s.to_owned()).to_string());
 }
 
 /// How a resolved value joins a string (ENV-1, TPL-4): strings verbatim, null/absent as
@@ -498,6 +538,26 @@ mod tests {
         let e = json_property(&v, "e").expect("e");
         assert!(matches!(property(&e, "length"), Some(Val::Num(x)) if x == 2.0));
         assert!(property(&e, "0").is_none());
+    }
+
+    /// D-240: `JSON.stringify` key order (observed in Node 20): array-index keys first,
+    /// ascending; 2³²−1, leading zeros and signs are ordinary keys in insertion order.
+    #[test]
+    fn stringify_orders_array_index_keys_first() {
+        let v = json!({"x": 1, "20": "b", "10": "a", "4294967295": 2, "4294967294": 3, "01": 4, "-1": 5});
+        assert_eq!(
+            json_stringify(&Val::Ref(&v)).expect("fits"),
+            r#"{"10":"a","20":"b","4294967294":3,"x":1,"4294967295":2,"01":4,"-1":5}"#
+        );
+        let nested = json!([{"b": {"2": 1, "1": 2}, "0": null}]);
+        assert_eq!(
+            json_stringify(&Val::Ref(&nested)).expect("fits"),
+            r#"[{"0":null,"b":{"1":2,"2":1}}]"#
+        );
+        assert_eq!(array_index("0"), Some(0));
+        assert_eq!(array_index("4294967294"), Some(u32::MAX - 1));
+        assert_eq!(array_index("4294967295"), None);
+        assert_eq!(array_index("99999999999999999999999"), None);
     }
 
     #[test]
