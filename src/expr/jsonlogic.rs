@@ -11,6 +11,7 @@
 //! default, the inside of a 0- or 2+-key literal object) are data and are not inspected.
 
 use std::borrow::Cow;
+use std::cell::OnceCell;
 use std::rc::Rc;
 
 use serde_json::{Map, Value};
@@ -367,13 +368,13 @@ impl Logic {
 
     /// Evaluate against a run scope's secrets-free data root (EXPR-2, EXPR-5).
     pub(crate) fn eval_root<'a>(&'a self, root: DataRoot<'a>) -> Val<'a> {
-        eval(&self.root, &Data::Root(root))
+        eval(&self.root, &Data::Root(root, &RootCache::default()))
     }
 
     /// [`Logic::eval_root`] as JSON, borrowing as [`Logic::evaluate_ref`] does: the
     /// resolver's `$expr` answer, owned only where the params need it.
     pub(crate) fn eval_root_ref<'a>(&'a self, root: DataRoot<'a>) -> Cow<'a, Value> {
-        eval_out(&self.root, &Data::Root(root))
+        eval_out(&self.root, &Data::Root(root, &RootCache::default()))
     }
 }
 
@@ -476,7 +477,15 @@ fn compile_call(
                     operator: Some(name.to_owned()),
                 });
             }
-            let args = compile_all(&raw)?;
+            // D-243: operands an operator never reads are data, as a `var` default is:
+            // `==`/`!=`/`===`/`!==`/`in` read two, `!`/`!!` one (the reference evaluates
+            // `args[0]`, `args[1]` and no further), so nothing beyond is inspected.
+            let read = match op {
+                Op::Test(Test::Not | Test::NotNot) => 1,
+                Op::Test(_) => 2,
+                _ => raw.len(),
+            };
+            let args = compile_all(raw.get(..read).unwrap_or(&raw))?;
             Ok(match op {
                 Op::Test(t) => Node::Test(t, args),
                 Op::Cmp(c) => Node::compare(c, args),
@@ -494,15 +503,31 @@ fn split_path(s: &str) -> Box<[Seg]> {
 /// What `var` reads from.
 enum Data<'a, 'b> {
     Json(&'a Value),
-    Root(DataRoot<'a>),
+    /// A run scope's data root, and the values one evaluation builds from it.
+    Root(DataRoot<'a>, &'b RootCache),
     Item(&'b Val<'a>),
+}
+
+/// The data root is not one JSON value: `{"var": ""}` (and `{"var": "steps"}` over a
+/// layered `steps`, D-187) build one. They are built at most once per evaluation and
+/// shared, so the root is one object during a resolution, as the reference's data is:
+/// `{"===": [{"var": ""}, {"var": ""}]}` is true there and here (D-242).
+#[derive(Default)]
+struct RootCache {
+    whole: OnceCell<Rc<Value>>,
+    steps: OnceCell<Rc<Value>>,
 }
 
 impl<'a> Data<'a, '_> {
     fn whole(&self) -> At<'a> {
         match self {
             Data::Json(v) => At::Json(v),
-            Data::Root(r) => At::Computed(Val::Owned(Rc::new(r.to_value()))),
+            Data::Root(r, cache) => {
+                // SEC-1: `to_value` notes the read of the whole root; a later read in the
+                // same evaluation shares the value and the taint mark is already set.
+                let whole = cache.whole.get_or_init(|| Rc::new(r.to_value()));
+                At::Computed(Val::Owned(Rc::clone(whole)))
+            }
             Data::Item(v) => At::from_val((*v).clone()),
         }
     }
@@ -592,7 +617,7 @@ fn walk<'a, S: Segment>(data: &Data<'a, '_>, segments: &[S]) -> Option<At<'a>> {
     let mut rest = rest;
     let mut current = match data {
         Data::Json(v) => At::Json(v).step(first)?,
-        Data::Root(r) if first.as_ref() == "steps" => {
+        Data::Root(r, cache) if first.as_ref() == "steps" => {
             // D-187, D-195: an entry is read through every layer of `steps`; the whole
             // root is built (one layer's once per write, layers merged per read).
             r.note_read(segments); // SEC-1 taint tracking
@@ -601,15 +626,23 @@ fn walk<'a, S: Segment>(data: &Data<'a, '_>, segments: &[S]) -> Option<At<'a>> {
                     rest = after;
                     At::Json(r.step_entry(id.as_ref())?)
                 }
-                None => match r.steps_value() {
-                    std::borrow::Cow::Borrowed(whole) => At::Json(whole),
-                    std::borrow::Cow::Owned(whole) => {
-                        return Some(At::Computed(Val::Owned(Rc::new(whole))));
+                None => {
+                    // A layered `steps` is built once per evaluation, like the whole
+                    // root (D-242).
+                    if let Some(whole) = cache.steps.get() {
+                        return Some(At::Computed(Val::Owned(Rc::clone(whole))));
                     }
-                },
+                    match r.steps_value() {
+                        std::borrow::Cow::Borrowed(whole) => At::Json(whole),
+                        std::borrow::Cow::Owned(whole) => {
+                            let whole = cache.steps.get_or_init(|| Rc::new(whole));
+                            return Some(At::Computed(Val::Owned(Rc::clone(whole))));
+                        }
+                    }
+                }
             }
         }
-        Data::Root(r) => {
+        Data::Root(r, _) => {
             r.note_read(segments); // SEC-1 taint tracking
             At::Json(r.root(first.as_ref())?)
         }
@@ -631,7 +664,7 @@ pub(crate) fn lookup_root<'a, S: Segment>(root: DataRoot<'a>, segments: &[S]) ->
     if segments.is_empty() {
         return None;
     }
-    match walk(&Data::Root(root), segments)?.into_val() {
+    match walk(&Data::Root(root, &RootCache::default()), segments)?.into_val() {
         Val::Undefined => None,
         v => Some(v),
     }
@@ -675,7 +708,7 @@ fn static_var<'a>(
 ) -> Result<&'a Value, ()> {
     let (mut cur, rest) = match data {
         Data::Json(v) => (*v, segs),
-        Data::Root(r) => {
+        Data::Root(r, _) => {
             let Some((first, rest)) = segs.split_first() else {
                 return Err(()); // the whole root is materialised
             };
@@ -1411,6 +1444,62 @@ mod tests {
             apply(&rule, &json!({"a": {"b": 1}}), Dialect::Extended).ok(),
             Some(json!("x1"))
         );
+    }
+
+    /// D-243: the operands `==`, `!=`, `===`, `!==`, `in`, `!` and `!!` never read are
+    /// data, exactly as upstream never evaluates them; a read operand is still checked.
+    #[test]
+    fn unread_operands_are_data() {
+        for (rule, answer) in [
+            (json!({"==": [1, 1, {"cat": []}]}), json!(true)),
+            (json!({"!=": [1, 1, {"+": []}]}), json!(false)),
+            (json!({"===": [1, 1, {"nope": 1}]}), json!(true)),
+            (json!({"!==": [1, 2, {"%": []}]}), json!(true)),
+            (json!({"in": ["a", ["a"], {"cat": []}]}), json!(true)),
+            (json!({"!": [0, {"cat": []}]}), json!(true)),
+            (json!({"!!": [0, {"-": []}]}), json!(false)),
+        ] {
+            for dialect in [Dialect::W6w, Dialect::Extended] {
+                assert_eq!(apply(&rule, &json!({}), dialect).ok(), Some(answer.clone()));
+            }
+        }
+        for read in [
+            json!({"==": [1, {"cat": []}]}),
+            json!({"!": [{"cat": []}, 1]}),
+            json!({"<": [1, 2, {"cat": []}]}),
+            json!({"+": [1, 2, {"cat": []}]}),
+            json!({"if": [false, 1, {"cat": []}]}),
+            json!({"==": [1, {"+": []}]}),
+        ] {
+            assert!(Logic::compile(&read, Dialect::W6w).is_err(), "{read}");
+        }
+    }
+
+    /// D-242: the data root (and a layered `steps`) is one value per evaluation.
+    #[test]
+    fn the_data_root_is_one_object_per_evaluation() {
+        let mut scope =
+            RunScope::from_json(&json!({"vars": {"a": 1}, "steps": {"s": {"output": 1}}}));
+        scope.nest_steps();
+        scope.publish_step("t", json!(2), None);
+        assert!(scope.data().steps_layered());
+        for (rule, answer) in [
+            (json!({"===": [{"var": ""}, {"var": ""}]}), true),
+            (json!({"==": [{"var": ""}, {"var": []}]}), true),
+            (json!({"in": [{"var": ""}, [{"var": null}]]}), true),
+            (json!({"===": [{"var": "steps"}, {"var": "steps"}]}), true),
+            (json!({"===": [{"var": ""}, [1]]}), false),
+            (json!({"==": [{"var": "steps"}, {"var": ""}]}), false),
+        ] {
+            let logic = Logic::compile(&rule, Dialect::W6w).expect("compiles");
+            let root = scope.data_root();
+            assert_eq!(
+                logic.eval_root_ref(root).into_owned(),
+                json!(answer),
+                "{rule}"
+            );
+            assert_eq!(logic.eval_root(root).to_json(), json!(answer), "{rule}");
+        }
     }
 
     #[test]
