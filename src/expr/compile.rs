@@ -115,9 +115,16 @@ fn template_error(e: TemplateTooLarge, pointer: &str) -> ResolveError {
 }
 
 fn raw_expr_error(raw: &str, pointer: &str) -> ResolveError {
+    // The parser's own reason, so that a payload JSON's grammar accepts but a Rust value
+    // cannot hold (a number beyond f64 such as `1e400`, D-241; a lone-surrogate escape,
+    // D-244) says so rather than only "not valid JSON".
+    let why = serde_json::from_str::<Value>(raw)
+        .err()
+        .map(|e| format!(" ({e})"))
+        .unwrap_or_default();
     ResolveError::new(
         ResolveCode::InvalidExpression,
-        format!("the {{{{ = }}}} marker's payload is not valid JSON: {raw:?}"),
+        format!("the {{{{ = }}}} marker's payload is not valid JSON{why}: {raw:?}"),
         pointer,
     )
     .with_ref(raw)
@@ -338,18 +345,29 @@ fn compile_envelope(
     let mut out = Vec::with_capacity(parts.len());
     for (i, raw) in parts.iter().enumerate() {
         let here = pointer_push(&pointer_push(pointer, "parts"), &i.to_string());
+        // Expressions §11: a `ref` that is not a string is an empty ref here (the
+        // serializer's reading of it, `Part::from_json`, is the reference's `String()`).
+        let reference = || string_ref(raw).to_owned();
         match Part::from_json(raw) {
-            Part::Text(v) => out.push(CPart::Text(text_value(raw).unwrap_or(v))),
-            Part::Var(r) => out.push(CPart::Var(PathRef::new(&r))),
-            Part::Secret(r) => out.push(CPart::Secret(r)),
+            Part::Text(_) => out.push(CPart::Text(text_value(raw).unwrap_or_else(|| {
+                let text = raw.get("value").and_then(Value::as_str);
+                text.unwrap_or_default().to_owned()
+            }))),
+            Part::Var(_) => out.push(CPart::Var(PathRef::new(&reference()))),
+            Part::Secret(_) => out.push(CPart::Secret(reference())),
             Part::Expr { expr, .. } => out.push(CPart::Expr(
                 Logic::compile(&expr, dialect).map_err(|e| expr_error(e, &here))?,
             )),
-            Part::Render(r) => out.push(CPart::Render(r)),
+            Part::Render(_) => out.push(CPart::Render(reference())),
             Part::Unknown(_) => {}
         }
     }
     Ok(CNode::Parts(out))
+}
+
+/// A part's `ref` when it is a string, else "".
+fn string_ref(raw: &Value) -> &str {
+    raw.get("ref").and_then(Value::as_str).unwrap_or_default()
 }
 
 /// A text part's `value` when it is not a string: its string form (null reads as "").

@@ -11,7 +11,7 @@ use serde_json::{Map, Value};
 use super::limits::{MAX_TEMPLATE_BYTES, MAX_TEMPLATE_SCAN_BYTES};
 use super::number::{is_js_space, js_trim, json_number, number_value};
 use super::scope::is_root;
-use super::value::write_json;
+use super::value::{Val, to_js_string, write_json};
 
 /// Which grammar a text is parsed with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -64,14 +64,17 @@ impl Part {
         Value::Object(m)
     }
 
-    /// Read a part from JSON. Absent content reads as empty; a non-object or an unknown
-    /// kind becomes [`Part::Unknown`].
+    /// Read a part from JSON. Absent or null content reads as empty, other non-string
+    /// content as its JS `String()` — what the reference serializer writes for
+    /// `p.value ?? ""` and `p.ref ?? ""` (`5` → "5", `[1,2]` → "1,2", `{}` →
+    /// "[object Object]"; D-245). Resolution reads a non-string `ref` as empty instead
+    /// (`expr::compile`, Expressions §11). A non-object or an unknown kind becomes
+    /// [`Part::Unknown`].
     pub fn from_json(v: &Value) -> Part {
-        let field = |name: &str| {
-            v.get(name)
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_owned()
+        let field = |name: &str| match v.get(name) {
+            None | Some(Value::Null) => String::new(),
+            Some(Value::String(s)) => s.clone(),
+            Some(other) => to_js_string(&Val::from_json(other)),
         };
         match v.get("kind").and_then(Value::as_str) {
             Some("text") => Part::Text(field("value")),
@@ -281,7 +284,11 @@ fn chain(inner: &str) -> Option<Part> {
 }
 
 /// A chain operand: a JSON literal (`true`, `false`, `null`, a strict JSON number, a valid
-/// double-quoted string) or else `{"var": text}`.
+/// double-quoted string) or else `{"var": text}` — the reference's fallback when
+/// `JSON.parse` refuses an operand that looks primitive. Our parse of a literal also
+/// refuses what a Rust value cannot hold, in every arm alike: a number beyond f64
+/// (`1e400`, D-241) and a string with a lone-surrogate escape (D-244), so such an operand
+/// is a path too — unrooted, so a with string holding it stays literal.
 fn chain_operand(t: &str) -> Value {
     match t {
         "true" => return Value::Bool(true),
@@ -291,6 +298,7 @@ fn chain_operand(t: &str) -> Value {
     }
     if is_strict_json_number(t)
         && let Ok(x) = t.parse::<f64>()
+        && x.is_finite()
     {
         return number_value(x);
     }
@@ -613,6 +621,46 @@ mod tests {
         assert_eq!(serialize(&[Part::expr(Value::Null)]), r#"{{ ="" }}"#);
         assert_eq!(serialize(&[Part::Render("documents.x".into())]), "");
         assert_eq!(serialize(&[Part::Var(String::new())]), "{{  }}");
+    }
+
+    /// D-241, D-244: what our JSON parse refuses (a number beyond f64, a lone-surrogate
+    /// escape) is a path operand, the reference's fallback for a refused `JSON.parse`.
+    #[test]
+    fn unholdable_chain_literals_are_paths() {
+        let e = Mode::Editor;
+        assert_eq!(
+            p("{{ vars.a ?? 1e400 ?? -1E+999 ?? 1e-400 }}", e),
+            vec![
+                json!({"kind":"expr","expr":{"??":[{"var":"vars.a"},{"var":"1e400"},{"var":"-1E+999"},0]}})
+            ]
+        );
+        assert_eq!(
+            p(r#"{{ vars.a || "\udc00" || "\ud83d\ude00" }}"#, e),
+            vec![
+                json!({"kind":"expr","expr":{"or":[{"var":"vars.a"},{"var":"\"\\udc00\""},"😀"]}})
+            ]
+        );
+        assert_eq!(root_anchor("{{ vars.a ?? 1e400 }}").expect("fits"), None);
+    }
+
+    /// D-245: a non-string text value or ref serializes as the reference's `String()`.
+    #[test]
+    fn serializer_stringifies_non_string_content_like_js() {
+        let parts: Vec<Part> = [
+            json!({"kind": "text", "value": 5}),
+            json!({"kind": "var", "ref": [1, [2, null]]}),
+            json!({"kind": "secret", "ref": false}),
+            json!({"kind": "text", "value": {"a": 1}}),
+            json!({"kind": "var", "ref": null}),
+            json!({"kind": "var"}),
+        ]
+        .iter()
+        .map(Part::from_json)
+        .collect();
+        assert_eq!(
+            serialize(&parts),
+            "5{{ 1,2, }}{{ secrets.false }}[object Object]{{  }}{{  }}"
+        );
     }
 
     #[test]
