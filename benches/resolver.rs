@@ -16,6 +16,12 @@
 //!   secret, a vendor placeholder) resolved compiled-once vs compiled on every call.
 //! - `layer/*`: one `$expr` resolved through a compiled with block vs the same rule
 //!   evaluated raw, so the cost of the marker layer is visible.
+//! - `template/*`: one root-anchored string with ten path markers ([`TEN_MARKERS`]),
+//!   compiled once and resolved as a one-param with block (issue 42 item 3):
+//!   `template/ten-markers` reads no secret; `template/ten-markers-secret` is the same
+//!   string with an eleventh marker, `{{ secrets.TOKEN }}`, so the cost of secret taint is
+//!   visible beside it. The same string is valid minijinja; its render is the peer the
+//!   issue names (not a dependency of this crate, see D-246).
 
 use std::hint::black_box;
 
@@ -160,5 +166,58 @@ fn layer(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, jsonlogic, with, layer);
+/// Ten root-anchored path markers in one string (issue 42 item 3).
+const TEN_MARKERS: &str = "Hi {{ vars.name }}, order {{ steps.order.output.id }} of \
+{{ steps.order.output.total }} {{ vars.currency }} ships to {{ steps.customer.output.address.city }} \
+({{ steps.customer.output.address.zip }}) on {{ steps.ship.output.date }} by \
+{{ steps.ship.output.carrier }}; ref {{ trigger.event.id }}, {{ vars.count }} items.";
+
+/// The scope [`TEN_MARKERS`] reads.
+fn ten_marker_scope() -> Value {
+    json!({
+        "vars": {"name": "Ada", "currency": "EUR", "count": 3, "env": "prod"},
+        "steps": {
+            "order": {"output": {"id": "A-1042", "total": 99.5, "lines": [1, 2, 3]}},
+            "customer": {"output": {"address": {"city": "Utrecht", "zip": "3511 AB", "street": "Oudegracht"}}},
+            "ship": {"output": {"date": "2026-08-14", "carrier": "PostNL"}}
+        },
+        "trigger": {"type": "webhook", "event": {"id": "evt_9"}},
+        "documents": {}
+    })
+}
+
+fn template(c: &mut Criterion) {
+    let mut scope = RunScope::from_json(&ten_marker_scope());
+    let mut secrets = Map::new();
+    secrets.insert("TOKEN".into(), json!("sk-live-123"));
+    scope.set_secrets(secrets);
+    let one = |text: String| {
+        let mut block = Map::new();
+        block.insert("s".into(), Value::String(text));
+        CompiledWith::compile(&block).expect("compiles")
+    };
+    let plain = one(TEN_MARKERS.to_owned());
+    let secret = one(format!("{TEN_MARKERS} {{{{ secrets.TOKEN }}}}"));
+    let answer = plain.resolve(&scope, ResolveMode::Run).expect("resolves");
+    assert_eq!(
+        answer.params.get("s").and_then(Value::as_str),
+        Some(
+            "Hi Ada, order A-1042 of 99.5 EUR ships to Utrecht (3511 AB) on 2026-08-14 by \
+             PostNL; ref evt_9, 3 items."
+        )
+    );
+    assert!(answer.secret_paths.is_empty());
+    let tainted = secret.resolve(&scope, ResolveMode::Run).expect("resolves");
+    assert_eq!(tainted.secret_paths, vec!["/s".to_owned()]);
+    let mut group = c.benchmark_group("template");
+    group.bench_function("ten-markers", |b| {
+        b.iter(|| black_box(plain.resolve(black_box(&scope), ResolveMode::Run)))
+    });
+    group.bench_function("ten-markers-secret", |b| {
+        b.iter(|| black_box(secret.resolve(black_box(&scope), ResolveMode::Run)))
+    });
+    group.finish();
+}
+
+criterion_group!(benches, jsonlogic, with, layer, template);
 criterion_main!(benches);

@@ -17,7 +17,7 @@ use super::limits::MAX_NESTING_DEPTH;
 use super::resolve::{ResolveCode, ResolveError, ResolveMode, ResolveOptions, Resolved};
 use super::scope::{DataRoot, RunScope, Secrets};
 use super::template::{Mode, Part, TemplateTooLarge, parse, root_anchor};
-use super::value::{Val, template_string};
+use super::value::{Val, template_string, write_template_string};
 
 /// A path reference (`$`, a var part, a `{{ path }}` marker). One string per reference:
 /// its segments are split when it is read, on the stack (D-186), not kept as one string
@@ -515,7 +515,12 @@ impl<'a> Ctx<'a, '_> {
         parts: &'a [CPart],
         pointer: &str,
     ) -> Result<(String, bool), ResolveError> {
-        let mut out = String::new();
+        // One buffer, sized for the literal text and a short value per marker.
+        let hint = parts.iter().fold(0, |n, p| match p {
+            CPart::Text(t) => n + t.len(),
+            _ => n + 16,
+        });
+        let mut out = String::with_capacity(hint);
         let mut tainted = false;
         for part in parts {
             match part {
@@ -530,14 +535,14 @@ impl<'a> Ctx<'a, '_> {
                 CPart::Var(p) => {
                     self.read.check_test_binding(p, pointer)?;
                     if let Some(v) = lookup_root(self.read.root, &p.segments()) {
-                        out.push_str(&self.read.stringify(&v, pointer)?);
+                        self.read.stringify(&v, &mut out, pointer)?;
                     }
                 }
                 // ENV-3 / TPL-6: the one read of secret plaintext; a missing one fails.
                 CPart::Secret(name) => match self.secrets.get(name) {
                     Some(v) => {
                         tainted = true;
-                        out.push_str(&self.read.stringify(&Val::from_json(v), pointer)?);
+                        self.read.stringify(&Val::from_json(v), &mut out, pointer)?;
                     }
                     None => {
                         return Err(ResolveError::new(
@@ -548,11 +553,10 @@ impl<'a> Ctx<'a, '_> {
                         .with_ref(name));
                     }
                 },
-                CPart::Expr(logic) => out.push_str(
-                    &self
-                        .read
-                        .stringify(&logic.eval_root(self.read.root), pointer)?,
-                ),
+                CPart::Expr(logic) => {
+                    let v = logic.eval_root(self.read.root);
+                    self.read.stringify(&v, &mut out, pointer)?;
+                }
                 CPart::Render(r) => out.push_str(&self.read.render(r, pointer)?),
             }
         }
@@ -564,8 +568,11 @@ impl Reader<'_, '_> {
     /// BIND-3: in a single-step test, a direct path binding into `steps.<id>` needs that
     /// step's output in the supplied state; a recorded null output is an output (BIND-4).
     fn check_test_binding(&self, p: &PathRef, pointer: &str) -> Result<(), ResolveError> {
+        if self.mode != ResolveMode::Test {
+            return Ok(());
+        }
         let segments = p.segments();
-        if self.mode != ResolveMode::Test || segments.first() != Some(&"steps") {
+        if segments.first() != Some(&"steps") {
             return Ok(());
         }
         let Some(&step) = segments.get(1) else {
@@ -594,8 +601,9 @@ impl Reader<'_, '_> {
         Err(e)
     }
 
-    fn stringify(&self, v: &Val<'_>, pointer: &str) -> Result<String, ResolveError> {
-        template_string(v).ok_or_else(|| {
+    /// Append `v`'s template string form (ENV-1, TPL-4) to `out`.
+    fn stringify(&self, v: &Val<'_>, out: &mut String, pointer: &str) -> Result<(), ResolveError> {
+        write_template_string(v, out).ok_or_else(|| {
             ResolveError::new(
                 ResolveCode::LimitExceeded,
                 format!(
@@ -653,7 +661,7 @@ impl Reader<'_, '_> {
                 Part::Var(r) => {
                     let segs: Vec<&str> = r.split('.').collect();
                     if let Some(v) = lookup_root(self.root, &segs) {
-                        out.push_str(&self.stringify(&v, pointer)?);
+                        self.stringify(&v, &mut out, pointer)?;
                     }
                 }
                 Part::Expr { expr, raw: true } => {
@@ -662,7 +670,7 @@ impl Reader<'_, '_> {
                 Part::Expr { expr, raw: false } => {
                     let logic =
                         Logic::compile(&expr, self.dialect).map_err(|e| expr_error(e, pointer))?;
-                    out.push_str(&self.stringify(&logic.eval_root(self.root), pointer)?);
+                    self.stringify(&logic.eval_root(self.root), &mut out, pointer)?;
                 }
                 // Render mode has no secret production (ENV-6), so no such part exists
                 // here; and nothing in this loop reads secrets. Nested render: none.

@@ -475,12 +475,21 @@ fn write_json_string(s: &str, out: &mut String) {
 /// How a resolved value joins a string (ENV-1, TPL-4): strings verbatim, null/absent as
 /// "", numbers and booleans by `String()`, arrays and objects as compact JSON.
 pub(crate) fn template_string(v: &Val<'_>) -> Option<String> {
+    let mut out = String::new();
+    write_template_string(v, &mut out)?;
+    Some(out)
+}
+
+/// [`template_string`], appended to `out` (a template's text is built in one buffer).
+/// `None` past [`MAX_NESTING_DEPTH`], when nothing has been appended.
+pub(crate) fn write_template_string(v: &Val<'_>, out: &mut String) -> Option<()> {
     match v {
-        Val::Undefined | Val::Null => Some(String::new()),
-        Val::Str(s) => Some(s.to_string()),
-        Val::Bool(_) | Val::Num(_) => Some(to_js_string(v)),
-        other => json_stringify(other),
+        Val::Undefined | Val::Null => {}
+        Val::Str(s) => out.push_str(s),
+        Val::Bool(_) | Val::Num(_) => write_js_string(v, out, 0),
+        other => out.push_str(&json_stringify(other)?),
     }
+    Some(())
 }
 
 #[cfg(test)]
