@@ -5,10 +5,18 @@
 //! - `planner/petgraph`: petgraph (pinned in Cargo.toml) building the same string-id graph
 //!   from the same typed workflow (a `HashMap<&str, NodeIndex>` for the ids, one node per
 //!   step, one edge per declared edge) and sorting it with `petgraph::algo::toposort`;
-//! - `planner/kahn_floor`: the same-order floor — the edges already as integer pairs, one
-//!   compressed adjacency, Kahn with a min-heap on declared index (the order PLAN-5 asks for);
+//! - `planner/ids_floor`: the yardstick (issue 42 item 5) — the floor that also resolves the
+//!   string ids: a fast-hash (`foldhash`) `&str → u32` map of the declared steps, the edges
+//!   looked up through it, then the same Kahn and min-heap as `kahn_floor`;
+//! - `planner/kahn_floor`: the integer-only floor, for information — the edges already as
+//!   integer pairs, one compressed adjacency, Kahn with a min-heap on declared index (the
+//!   order PLAN-5 asks for);
 //! - `planner/validate`: save-time validation of the same raw document (storage rules, the
 //!   same graph checks over the raw JSON, then the typed model).
+//!
+//! The same `ours`, `ids_floor`, `kahn_floor` and `validate` also run on two other shapes of
+//! 100,000 steps: `planner_chain/*` (one edge from each step to the next) and `planner_fan/*`
+//! (one root, every other step after it, one sink after those).
 //!
 //! Before timing, the bench prints (stderr) heap allocations and bytes per step for ours and
 //! petgraph: allocated during the call, and still held by the result.
@@ -21,6 +29,7 @@ use std::collections::{BinaryHeap, HashMap};
 use std::hint::black_box;
 
 use criterion::{Criterion, criterion_group, criterion_main};
+use foldhash::fast::FixedState;
 use petgraph::graph::{DiGraph, NodeIndex};
 use serde_json::{Value, json};
 use w6w_sim::model::Workflow;
@@ -132,21 +141,107 @@ fn kahn_floor(n: usize, edges: &[(u32, u32)]) -> Vec<u32> {
     order
 }
 
-fn bench(c: &mut Criterion) {
-    let doc = document(STEPS, EDGES);
+/// A chain: `step-0 → step-1 → …`, declared in order.
+fn chain_document(steps: usize) -> Value {
+    let step_docs: Vec<Value> = (0..steps)
+        .map(|i| json!({"id": format!("step-{i}"), "uses": {"app": "app", "action": "act"}}))
+        .collect();
+    let edge_docs: Vec<Value> = (1..steps)
+        .map(|i| json!({"from": format!("step-{}", i - 1), "to": format!("step-{i}")}))
+        .collect();
+    json!({"manifestVersion": "2", "id": "wf_chain", "name": "chain", "steps": step_docs, "edges": edge_docs})
+}
+
+/// A fan: `step-0` before every middle step, every middle step before the last.
+fn fan_document(steps: usize) -> Value {
+    let step_docs: Vec<Value> = (0..steps)
+        .map(|i| json!({"id": format!("step-{i}"), "uses": {"app": "app", "action": "act"}}))
+        .collect();
+    let last = steps - 1;
+    let edge_docs: Vec<Value> = (1..last)
+        .flat_map(|i| {
+            [
+                json!({"from": "step-0", "to": format!("step-{i}")}),
+                json!({"from": format!("step-{i}"), "to": format!("step-{last}")}),
+            ]
+        })
+        .collect();
+    json!({"manifestVersion": "2", "id": "wf_fan", "name": "fan", "steps": step_docs, "edges": edge_docs})
+}
+
+/// The yardstick: the string ids resolved through a fast-hash map to their declared
+/// indexes, the edges looked up through it, then [`kahn_floor`].
+fn ids_floor(workflow: &Workflow) -> Vec<u32> {
+    let mut index: HashMap<&str, u32, FixedState> =
+        HashMap::with_capacity_and_hasher(workflow.steps.len(), FixedState::default());
+    for (i, step) in workflow.steps.iter().enumerate() {
+        index.insert(step.id.as_str(), i as u32);
+    }
+    let edges: Vec<(u32, u32)> = workflow
+        .edges()
+        .iter()
+        .filter_map(|e| Some((*index.get(e.from.as_str())?, *index.get(e.to.as_str())?)))
+        .collect();
+    kahn_floor(workflow.steps.len(), &edges)
+}
+
+/// Planning, the yardstick, the integer floor and validation on one more shape.
+fn shape(c: &mut Criterion, group: &str, doc: &Value) {
     let workflow: Workflow = serde_json::from_value(doc.clone()).expect("bench workflow parses");
     let ours = plan(&workflow).expect("the bench workflow is a DAG");
+    assert!(
+        ids_floor(&workflow)
+            .iter()
+            .map(|&v| v as usize)
+            .eq(ours.order.iter().copied()),
+        "the yardstick sorts in the planner's order"
+    );
+    let int_edges = integer_edges(&workflow);
+    let n = workflow.steps.len();
+    let mut group = c.benchmark_group(group);
+    group.sample_size(10);
+    group.bench_function("ours", |b| {
+        b.iter(|| plan(black_box(&workflow)).map(|p| p.order.len()))
+    });
+    group.bench_function("ids_floor", |b| {
+        b.iter(|| ids_floor(black_box(&workflow)).len())
+    });
+    group.bench_function("kahn_floor", |b| {
+        b.iter(|| kahn_floor(n, black_box(&int_edges)).len())
+    });
+    group.bench_function("validate", |b| {
+        b.iter(|| {
+            validate_workflow(black_box(doc), ValidateOptions::default()).map(|w| w.steps.len())
+        })
+    });
+    group.finish();
+}
+
+/// The workflow's edges as pairs of declared indexes.
+fn integer_edges(workflow: &Workflow) -> Vec<(u32, u32)> {
     let index: HashMap<&str, u32> = workflow
         .steps
         .iter()
         .enumerate()
         .map(|(i, s)| (s.id.as_str(), i as u32))
         .collect();
-    let int_edges: Vec<(u32, u32)> = workflow
+    workflow
         .edges()
         .iter()
         .map(|e| (index[e.from.as_str()], index[e.to.as_str()]))
-        .collect();
+        .collect()
+}
+
+fn shapes(c: &mut Criterion) {
+    shape(c, "planner_chain", &chain_document(STEPS));
+    shape(c, "planner_fan", &fan_document(STEPS));
+}
+
+fn bench(c: &mut Criterion) {
+    let doc = document(STEPS, EDGES);
+    let workflow: Workflow = serde_json::from_value(doc.clone()).expect("bench workflow parses");
+    let ours = plan(&workflow).expect("the bench workflow is a DAG");
+    let int_edges = integer_edges(&workflow);
     let floor = kahn_floor(STEPS, &int_edges);
     assert!(
         floor
@@ -154,6 +249,11 @@ fn bench(c: &mut Criterion) {
             .map(|&v| v as usize)
             .eq(ours.order.iter().copied()),
         "the floor sorts in the planner's order"
+    );
+    assert_eq!(
+        ids_floor(&workflow),
+        floor,
+        "the yardstick sorts as the floor does"
     );
     assert!(
         petgraph_plan(&workflow).is_some(),
@@ -173,6 +273,9 @@ fn bench(c: &mut Criterion) {
     group.bench_function("petgraph", |b| {
         b.iter(|| petgraph_plan(black_box(&workflow)).map(|o| o.len()))
     });
+    group.bench_function("ids_floor", |b| {
+        b.iter(|| ids_floor(black_box(&workflow)).len())
+    });
     group.bench_function("kahn_floor", |b| {
         b.iter(|| kahn_floor(STEPS, black_box(&int_edges)).len())
     });
@@ -184,5 +287,5 @@ fn bench(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, bench);
+criterion_group!(benches, bench, shapes);
 criterion_main!(benches);

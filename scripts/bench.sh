@@ -71,8 +71,15 @@ for g in chain chain_mimalloc; do
 done
 ratio "engine: mimalloc vs system allocator" chain_mimalloc/10000 chain/10000 "peer: the same chain, system allocator"
 ratio "planner, 100k steps / 300k edges" planner/ours planner/petgraph "peer: petgraph builds + toposorts the string-id graph"
-ratio "planner, 100k steps / 300k edges" planner/ours planner/kahn_floor "floor: integer Kahn + min-heap, same order"
+ratio "planner, 100k steps / 300k edges" planner/ours planner/ids_floor "yardstick: ids via fast hash + Kahn, target ≤ 1.5×"
+ratio "planner, 100k steps / 300k edges" planner/ours planner/kahn_floor "floor: integer Kahn + min-heap (information)"
 ratio "validation vs planning, same document" planner/validate planner/ours "target ≤ 2×"
+for g in planner_chain planner_fan; do
+  ratio "$g, 100k steps" "$g/ours" "$g/ids_floor" "yardstick: ids via fast hash + Kahn, target ≤ 1.5×"
+  ratio "$g, 100k steps" "$g/ours" "$g/kahn_floor" "floor: integer Kahn + min-heap (information)"
+  ratio "$g: validation vs planning" "$g/validate" "$g/ours" "target ≤ 2×"
+done
+ratio "template, 10 markers: secret vs none" template/ten-markers-secret template/ten-markers "taint costs only where a secret is read"
 ratio "with block compiled vs uncompiled" with/compiled with/uncompiled "peer: re-compiling per call"
 for s in fanout-1000 foreach-10000-p1 foreach-10000-p100; do
   ratio "strands $s vs chain-10000" "strands/$s" strands/chain-10000 "peer: the sequential chain"
