@@ -32,9 +32,11 @@ pub trait Adapter {
         &mut self,
         workflow: &Value,
         scenario: &Map<String, Value>,
-        points: &crate::service::CrashPoints,
+        points: &super::generate::CrashPoints,
     ) -> RunAndCrashes {
-        crate::service::run_and_crash_points_with(workflow, scenario, points, |r| self.handle(r))
+        crate::service::run_and_crash_points_with(workflow, scenario, &|k| points.select(k), |r| {
+            self.handle(r)
+        })
     }
 
     /// Whether this seam judges `case` at all: `None` when it does (the default), else the
@@ -213,9 +215,12 @@ impl Adapter for Reference {
         &mut self,
         workflow: &Value,
         scenario: &Map<String, Value>,
-        points: &crate::service::CrashPoints,
+        points: &super::generate::CrashPoints,
     ) -> RunAndCrashes {
-        let (plain, crashes) = crate::service::run_and_crash_points(workflow, scenario, points);
+        let (plain, crashes) =
+            crate::service::run_and_crash_points(workflow, scenario, points.max, &|k| {
+                points.select(k)
+            });
         (Ok(plain), crashes.into_iter().map(Ok).collect())
     }
 
@@ -275,7 +280,7 @@ impl<A: Adapter> Adapter for WithCapabilities<A> {
         &mut self,
         workflow: &Value,
         scenario: &Map<String, Value>,
-        points: &crate::service::CrashPoints,
+        points: &super::generate::CrashPoints,
     ) -> RunAndCrashes {
         self.inner.run_and_crash_points(workflow, scenario, points)
     }
@@ -306,7 +311,7 @@ impl Adapter for Box<dyn Adapter> {
         &mut self,
         workflow: &Value,
         scenario: &Map<String, Value>,
-        points: &crate::service::CrashPoints,
+        points: &super::generate::CrashPoints,
     ) -> RunAndCrashes {
         (**self).run_and_crash_points(workflow, scenario, points)
     }

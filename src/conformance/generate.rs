@@ -45,6 +45,46 @@ pub const DEFAULT_SEED: u64 = 6;
 #[derive(Debug, Clone)]
 pub struct SplitMix64(u64);
 
+/// Which crash points a generated workflow is checked at, from how many checkpoints its
+/// crash-free run wrote: every one up to `sampled`; past that, the first two, the last two
+/// (of at most `max`) and the rest drawn from `seed` — each point costs a candidate
+/// process a kill and a restart (D-224).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CrashPoints {
+    /// No point past this checkpoint is asked about.
+    pub max: u64,
+    /// At most this many points.
+    pub sampled: u64,
+    /// Draws the points past the first and last two.
+    pub seed: u64,
+}
+
+impl CrashPoints {
+    /// Every checkpoint up to `max`.
+    pub fn every(max: u64) -> Self {
+        CrashPoints {
+            max,
+            sampled: max,
+            seed: 0,
+        }
+    }
+
+    /// The crash points, ascending, for a run that wrote `checkpoints` checkpoints.
+    pub fn select(&self, checkpoints: u64) -> Vec<u64> {
+        let n = checkpoints.min(self.max);
+        if n <= self.sampled.max(4) {
+            return (1..=n).collect();
+        }
+        let mut chosen = std::collections::BTreeSet::from([1, 2, n - 1, n]);
+        let mut rng = SplitMix64::new(self.seed ^ 0x0063_7261_7368);
+        // `n > 4` here: the middle 3..=n-2 holds n - 4 points, more than are wanted.
+        while (chosen.len() as u64) < self.sampled {
+            chosen.insert(3 + rng.below(n - 4));
+        }
+        chosen.into_iter().collect()
+    }
+}
+
 /// A fresh random seed, for generated workflows and engine sessions (D-215): not
 /// reproducible on purpose — what uses it prints it, and `--seed` / `--session-seed`
 /// reproduce it. Kept below 10^9 so it reads the same as a JSON number anywhere.
@@ -198,8 +238,8 @@ impl Generated {
     /// The checkpoints a crash is checked after (D-224): every one while there are at most
     /// [`CRASH_POINTS_SAMPLED`], else that many drawn from this workflow's seed — the same
     /// for every variant shrinking makes of it.
-    pub fn crash_points(&self) -> crate::service::CrashPoints {
-        crate::service::CrashPoints {
+    pub fn crash_points(&self) -> CrashPoints {
+        CrashPoints {
             max: CRASH_POINTS_MAX,
             sampled: CRASH_POINTS_SAMPLED,
             seed: self.seed,
@@ -1029,7 +1069,6 @@ mod tests {
     /// ends, and depend only on the seed.
     #[test]
     fn crash_points_are_every_one_or_a_seeded_sample_holding_both_ends() {
-        use crate::service::CrashPoints;
         for checkpoints in 0..100 {
             for seed in 0..20 {
                 let points = CrashPoints {
@@ -1048,10 +1087,23 @@ mod tests {
                 assert_eq!(chosen, points.select(checkpoints));
             }
         }
-        let a = CrashPoints { max: 64, sampled: 12, seed: 1 }.select(60);
-        let b = CrashPoints { max: 64, sampled: 12, seed: 2 }.select(60);
+        let a = CrashPoints {
+            max: 64,
+            sampled: 12,
+            seed: 1,
+        }
+        .select(60);
+        let b = CrashPoints {
+            max: 64,
+            sampled: 12,
+            seed: 2,
+        }
+        .select(60);
         assert_ne!(a, b, "different seeds crash at different points");
-        assert_eq!(CrashPoints::every(64).select(70), (1..=64).collect::<Vec<_>>());
+        assert_eq!(
+            CrashPoints::every(64).select(70),
+            (1..=64).collect::<Vec<_>>()
+        );
     }
 
     #[test]
@@ -1078,8 +1130,8 @@ mod tests {
                 panic!("a scenario is an object")
             };
             for chosen in [
-                crate::service::CrashPoints::every(CRASH_POINTS_MAX),
-                crate::service::CrashPoints::every(3),
+                CrashPoints::every(CRASH_POINTS_MAX),
+                CrashPoints::every(3),
                 g.crash_points(),
             ] {
                 let fast = Reference.run_and_crash_points(&workflow, &scenario, &chosen);
@@ -1092,7 +1144,7 @@ mod tests {
         // A scenario the service refuses: the same refusal, and no crash asked about.
         let bad = serde_json::Map::from_iter([("actions".to_string(), json!(5))]);
         let wf = Generated::from_seed(1).workflow();
-        let every = crate::service::CrashPoints::every(CRASH_POINTS_MAX);
+        let every = CrashPoints::every(CRASH_POINTS_MAX);
         let fast = Reference.run_and_crash_points(&wf, &bad, &every);
         let slow = one_by_one.run_and_crash_points(&wf, &bad, &every);
         assert!(fast == slow && fast.1.is_empty(), "{fast:?}");

@@ -350,9 +350,15 @@ mod tests {
         assert_eq!(salt.check_carried(&honest), Ok(()));
         // Stripped: refused, naming the step.
         let stripped = checkpoint(json!({"a": {"output": {"id": 1}}}));
-        assert!(salt.check_carried(&stripped).is_err_and(|e| e.contains("\"a\"")));
+        assert!(
+            salt.check_carried(&stripped)
+                .is_err_and(|e| e.contains("\"a\""))
+        );
         let unmarked = checkpoint(json!({"b": {"error": {"code": "boom", "message": "down"}}}));
-        assert!(salt.check_carried(&unmarked).is_err_and(|e| e.contains("\"b\"")));
+        assert!(
+            salt.check_carried(&unmarked)
+                .is_err_and(|e| e.contains("\"b\""))
+        );
         // An error the engine computed (another code) and a step handed nothing: not asked.
         let other = checkpoint(json!({"b": {"error": {"code": "timeout"}}, "c": {"output": {}}}));
         assert_eq!(salt.check_carried(&other), Ok(()));

@@ -184,54 +184,14 @@ pub fn crash_request(workflow: &Value, scenario: &Map<String, Value>, k: u64) ->
     json!({"op": "run", "workflow": workflow, "scenario": scenario})
 }
 
-/// Which crash points a generated workflow is checked at, from how many checkpoints its
-/// crash-free run wrote: every one up to `sampled`; past that, the first two, the last two
-/// (of at most `max`) and the rest drawn from `seed` — each point costs a candidate
-/// process a kill and a restart (D-224).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct CrashPoints {
-    /// No point past this checkpoint is asked about.
-    pub max: u64,
-    /// At most this many points.
-    pub sampled: u64,
-    /// Draws the points past the first and last two.
-    pub seed: u64,
-}
-
-impl CrashPoints {
-    /// Every checkpoint up to `max`.
-    pub fn every(max: u64) -> Self {
-        CrashPoints {
-            max,
-            sampled: max,
-            seed: 0,
-        }
-    }
-
-    /// The crash points, ascending, for a run that wrote `checkpoints` checkpoints.
-    pub fn select(&self, checkpoints: u64) -> Vec<u64> {
-        let n = checkpoints.min(self.max);
-        if n <= self.sampled.max(4) {
-            return (1..=n).collect();
-        }
-        let mut chosen = std::collections::BTreeSet::from([1, 2, n - 1, n]);
-        let mut rng = crate::conformance::generate::SplitMix64::new(self.seed ^ 0x6372_6173_68);
-        // `n > 4` here: the middle 3..=n-2 holds n - 4 points, more than are wanted.
-        while (chosen.len() as u64) < self.sampled {
-            chosen.insert(3 + rng.below(n - 4));
-        }
-        chosen.into_iter().collect()
-    }
-}
-
 /// RUN-3/RUN-4 in a campaign, asked request by request through `ask`: the answer to the
 /// `run` of `workflow` and `scenario` (an object), then — if it is a report — the answer
-/// to [`crash_request`]`(workflow, scenario, k)` for each `k` of `points.select(its
+/// to [`crash_request`]`(workflow, scenario, k)` for each `k` of `select(its
 /// checkpoints)`.
 pub fn run_and_crash_points_with<E>(
     workflow: &Value,
     scenario: &Map<String, Value>,
-    points: &CrashPoints,
+    select: &dyn Fn(u64) -> Vec<u64>,
     mut ask: impl FnMut(&Value) -> Result<Value, E>,
 ) -> (Result<Value, E>, Vec<Result<Value, E>>) {
     let plain = ask(&json!({"op": "run", "workflow": workflow, "scenario": scenario}));
@@ -241,8 +201,7 @@ pub fn run_and_crash_points_with<E>(
         .and_then(|answer| answer.pointer("/ok/checkpoints"))
         .and_then(Value::as_u64)
         .unwrap_or(0);
-    let crashes = points
-        .select(checkpoints)
+    let crashes = select(checkpoints)
         .into_iter()
         .map(|k| ask(&crash_request(workflow, scenario, k)))
         .collect();
@@ -252,12 +211,13 @@ pub fn run_and_crash_points_with<E>(
 pub fn run_and_crash_points(
     workflow: &Value,
     scenario: &Map<String, Value>,
-    points: &CrashPoints,
+    max: u64,
+    select: &dyn Fn(u64) -> Vec<u64>,
 ) -> (Value, Vec<Value>) {
     let request = json!({"op": "run", "workflow": workflow, "scenario": scenario});
     let (Ok(options), Ok((loaded, parsed))) = (op_options(&request), inputs(&request)) else {
         // Refused before anything runs: the plain answer says why, and there is no crash.
-        let (plain, crashes) = run_and_crash_points_with(workflow, scenario, points, |r| {
+        let (plain, crashes) = run_and_crash_points_with(workflow, scenario, select, |r| {
             Ok::<_, std::convert::Infallible>(super::handle(r))
         });
         let plain = plain.unwrap_or_else(|never| match never {});
@@ -277,15 +237,15 @@ pub fn run_and_crash_points(
         };
         super::finish(redact_with(sink.as_ref(), answer))
     };
-    let forked = crate::sim::with_stack(|| {
-        crate::sim::run_crash_points(&loaded, &parsed, &options, points.max)
-    });
+    let forked =
+        crate::sim::with_stack(|| crate::sim::run_crash_points(&loaded, &parsed, &options, max));
     let checkpoints = forked
         .plain
         .as_ref()
         .map_or(0, |report| report.world.checkpoints);
-    let chosen = points.select(checkpoints);
-    // `reports[k - 1]` is the crash after checkpoint `k`, for every `k` up to `max`.
+    let chosen = select(checkpoints);
+    // `reports[k - 1]` is the crash after checkpoint `k`, for every `k` up to `max` (a `k`
+    // past it is not answered).
     let mut reports: Vec<Option<_>> = forked.reports.into_iter().map(Some).collect();
     let crashes = chosen
         .into_iter()

@@ -264,7 +264,7 @@ fn a_caching_engine_fails_every_effectful_case() {
             }
         }
         assert!(
-            effectful > 40 && caught * 100 >= effectful * 99,
+            effectful > 40 && caught * 100 >= effectful * percent,
             "{mode}: {caught} of {effectful} caught; passed on a rebased recording: {passed:?}"
         );
     }
