@@ -628,6 +628,7 @@ const WALL_CLOCK: &[&str] = &[
     "src/cli/conformance.rs",
     "src/conformance/child.rs",
     "src/conformance/generate.rs",
+    "src/conformance/pool.rs",
     "src/conformance/process.rs",
     "src/conformance/report.rs",
     "src/context_protocol/suite.rs",
