@@ -112,6 +112,8 @@ pub const CRASH_POINTS_MAX: u64 = 64;
 /// Crash points checked per generated workflow: every checkpoint while there are at most
 /// this many, else this many of them (D-224).
 pub const CRASH_POINTS_SAMPLED: u64 = 12;
+/// The same on the host seam, where our engine runs and the host's store is judged (D-225).
+pub const CRASH_POINTS_HOST_SAMPLED: u64 = 6;
 /// Candidate checks the shrinker may spend per generated failure.
 pub const SHRINK_BUDGET: usize = 2_000;
 /// A whole adapter run's default deadline (`--deadline`, 0 = none).

@@ -39,6 +39,13 @@ pub trait Adapter {
         })
     }
 
+    /// At most how many crash points a generated workflow is checked at on this seam
+    /// (D-224; the host seam checks fewer, D-225). Default:
+    /// [`CRASH_POINTS_SAMPLED`](super::generate::CRASH_POINTS_SAMPLED).
+    fn crash_sample(&self) -> u64 {
+        super::generate::CRASH_POINTS_SAMPLED
+    }
+
     /// Whether this seam judges `case` at all: `None` when it does (the default), else the
     /// seam's name (`seam.host`): the case is then not run and reported not applicable, so
     /// a pass the suite's own reference earned is never counted as the candidate's (issue 38
@@ -289,6 +296,10 @@ impl<A: Adapter> Adapter for WithCapabilities<A> {
         self.inner.unjudged(case)
     }
 
+    fn crash_sample(&self) -> u64 {
+        self.inner.crash_sample()
+    }
+
     fn capabilities(&self) -> super::Capabilities {
         self.profile.clone()
     }
@@ -318,6 +329,10 @@ impl Adapter for Box<dyn Adapter> {
 
     fn unjudged(&self, case: &super::Case) -> Option<&'static str> {
         (**self).unjudged(case)
+    }
+
+    fn crash_sample(&self) -> u64 {
+        (**self).crash_sample()
     }
 
     fn capabilities(&self) -> super::Capabilities {

@@ -32,7 +32,7 @@ pub const SECRET: &str = "S3CRET-gen-7f3a9c";
 pub const SEALING_KEY: &str = "gen-key-Kq93vLx0Zt7mWb2Nc8Rd5Yp1Hs6Jf4Ge";
 
 /// Crash points checked per workflow (every checkpoint of a generated run fits).
-pub use crate::limits::{CRASH_POINTS_MAX, CRASH_POINTS_SAMPLED};
+pub use crate::limits::{CRASH_POINTS_HOST_SAMPLED, CRASH_POINTS_MAX, CRASH_POINTS_SAMPLED};
 
 /// The batch size `w6w-sim conformance` runs unless `--generate` says otherwise.
 pub const DEFAULT_GENERATE: usize = 200;
@@ -236,12 +236,12 @@ impl Generated {
     }
 
     /// The checkpoints a crash is checked after (D-224): every one while there are at most
-    /// [`CRASH_POINTS_SAMPLED`], else that many drawn from this workflow's seed — the same
-    /// for every variant shrinking makes of it.
-    pub fn crash_points(&self) -> CrashPoints {
+    /// `sampled` (a seam's [`Adapter::crash_sample`]), else that many drawn from this
+    /// workflow's seed — the same for every variant shrinking makes of it.
+    pub fn crash_points(&self, sampled: u64) -> CrashPoints {
         CrashPoints {
             max: CRASH_POINTS_MAX,
-            sampled: CRASH_POINTS_SAMPLED,
+            sampled,
             seed: self.seed,
         }
     }
@@ -749,7 +749,7 @@ pub fn check(adapter: &mut dyn Adapter, g: &Generated) -> Result<(), Violation> 
         ));
     };
     // The crash-free run, then a crash right after each of its checkpoints.
-    let points = g.crash_points();
+    let points = g.crash_points(adapter.crash_sample());
     let (plain, answers) = adapter.run_and_crash_points(&workflow, scenario_map, &points);
     let plain = judge(plain, &json!("run"), "model")?;
     check_model(&plain, &g.model()).map_err(|m| violation("model", m))?;
@@ -1132,7 +1132,8 @@ mod tests {
             for chosen in [
                 CrashPoints::every(CRASH_POINTS_MAX),
                 CrashPoints::every(3),
-                g.crash_points(),
+                g.crash_points(CRASH_POINTS_SAMPLED),
+                g.crash_points(CRASH_POINTS_HOST_SAMPLED),
             ] {
                 let fast = Reference.run_and_crash_points(&workflow, &scenario, &chosen);
                 let slow = one_by_one.run_and_crash_points(&workflow, &scenario, &chosen);

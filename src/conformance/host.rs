@@ -257,6 +257,13 @@ impl<H: HostAdapter> Adapter for EngineOnHost<H> {
         (!judged).then_some(super::capability::SEAM_HOST)
     }
 
+    /// D-225: the host seam runs our engine, whose recovery from every position the
+    /// reference already answers for; what it judges is the host's store across kills, and
+    /// each crash point here costs two host restarts.
+    fn crash_sample(&self) -> u64 {
+        super::generate::CRASH_POINTS_HOST_SAMPLED
+    }
+
     /// The suite ran the reference engine on this host and saw everything (D-102).
     fn evidence(&self, _: super::adapter::sealed::Seal) -> super::Evidence {
         super::Evidence::Observed
