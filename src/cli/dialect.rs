@@ -82,7 +82,7 @@ pub(crate) fn load_manifest(path: Option<&Path>) -> Result<Option<Manifest>, (St
     })
 }
 
-fn problems_text(file: &str, problems: &[Problem]) -> String {
+pub(crate) fn problems_text(file: &str, problems: &[Problem]) -> String {
     let count = match problems.len() {
         1 => "1 problem".to_owned(),
         n => format!("{n} problems"),
@@ -208,39 +208,4 @@ pub(crate) fn validate_file(
             problems_text(&file, &problems)
         }),
     }
-}
-
-/// `run` for a WOML/YAML document: import (the scenario's `manifest` key supplies YML-3
-/// schemas), run on the simulator, print the report with the dialect's additions.
-pub(crate) fn run(
-    workflow: &Path,
-    dialect: Dialect,
-    scenario: &Value,
-    options: &crate::sim::SimOptions,
-    sink: Option<Box<dyn Write>>,
-) -> Result<(), (String, u8)> {
-    let file = display_name(workflow);
-    let (scenario, manifest_doc) = dialect::split_manifest(scenario);
-    let manifest = match manifest_doc.as_ref().map(Manifest::from_json) {
-        None => None,
-        Some(Ok(m)) => Some(m),
-        Some(Err(p)) => {
-            return Err((
-                format!("invalid scenario manifest:\n  {}", p.join("\n  ")),
-                1,
-            ));
-        }
-    };
-    let bytes = read(workflow).map_err(|m| (m, 2))?;
-    let imported = dialect::import(dialect, &bytes, manifest.as_ref())
-        .map_err(|p| (problems_text(&file, &p), 1))?;
-    let report = dialect::run(&imported, &scenario, options, None, sink).map_err(|e| {
-        let code = if e.is_input_error() { 1 } else { 2 };
-        (format!("error: {}", e.to_json()), code)
-    })?;
-    let text = serde_json::to_string_pretty(&report).unwrap_or_default();
-    let mut out = std::io::stdout().lock();
-    writeln!(out, "{text}")
-        .and_then(|()| out.flush())
-        .map_err(|e| (format!("cannot write the report: {e}"), 2))
 }

@@ -99,7 +99,12 @@ pub(crate) struct RunArgs {
 
 #[derive(Debug, clap::Args)]
 pub(crate) struct ReplayArgs {
+    /// The workflow document the run was started from: w6w JSON, or WOML (.xml, .woml) /
+    /// YAML (.yaml, .yml) — a journal refuses any other document (D-260).
     workflow: PathBuf,
+    /// Force the workflow's dialect (`w6w`, `woml`, `yaml`) instead of its extension.
+    #[arg(long, value_parser = super::dialect::parse_dialect)]
+    dialect: Option<crate::dialect::Dialect>,
     /// The run to replay: a RunState, a report (its `run`), or a store's run file
     /// (`DIR/<runId>.journal`, or the older `DIR/<runId>.json`).
     #[arg(long)]
@@ -126,7 +131,12 @@ pub(crate) struct ReplayArgs {
 
 #[derive(Debug, clap::Args)]
 pub(crate) struct ResumeArgs {
+    /// The workflow document the run was started from: w6w JSON, or WOML (.xml, .woml) /
+    /// YAML (.yaml, .yml) — the journal refuses any other document (D-260).
     workflow: PathBuf,
+    /// Force the workflow's dialect (`w6w`, `woml`, `yaml`) instead of its extension.
+    #[arg(long, value_parser = super::dialect::parse_dialect)]
+    dialect: Option<crate::dialect::Dialect>,
     /// The store directory the killed process used.
     #[arg(long)]
     store: PathBuf,
@@ -409,7 +419,111 @@ fn run_file_is_journal(path: &Path) -> bool {
         .is_ok_and(|()| sim::journal::is_journal(&head))
 }
 
+/// The secrets of a scenario document as written (`secrets`), for scrubbing what is
+/// printed before — or instead of — a loaded scenario: a validation error of the workflow
+/// or of the scenario itself (issue 44 item 2, D-262).
+fn raw_secrets(scenario: &Value) -> Vec<Value> {
+    scenario
+        .get("secrets")
+        .and_then(Value::as_object)
+        .map(|m| m.values().cloned().collect())
+        .unwrap_or_default()
+}
+
+/// D-262: a message about the documents, through the scenario's redaction sink in every
+/// encoding it knows, so no validation error quotes a value equal to a secret.
+fn scrub_message(secrets: &[Value], message: &str) -> String {
+    if secrets.is_empty() {
+        return message.to_owned();
+    }
+    sim::Scrubber::with_encoded_forms(secrets.iter()).prose(message)
+}
+
+/// What `run`, `resume` and `replay` run: a w6w workflow, or a WOML/YAML document imported
+/// (D-260) with the scenario prepared for it, and what identifies that document.
+struct Loaded {
+    workflow: crate::model::Workflow,
+    scenario: sim::Scenario,
+    imported: Option<crate::dialect::Imported>,
+    source: Option<Value>,
+}
+
+fn load(
+    path: &Path,
+    dialect: Option<crate::dialect::Dialect>,
+    scenario_path: &Path,
+    key_file: Option<&Path>,
+) -> Result<Loaded, Fail> {
+    use crate::dialect::{self, Dialect};
+    let scenario_doc = read_json(scenario_path, "scenario")?;
+    let secrets = raw_secrets(&scenario_doc);
+    let scrub = |Fail(m, code): Fail| Fail(scrub_message(&secrets, &m), code);
+    let dialect = dialect.unwrap_or_else(|| Dialect::from_path(path));
+    if dialect == Dialect::W6w {
+        let workflow =
+            sim::load_workflow(&read_json(path, "workflow")?).map_err(|e| scrub(Fail::from(e)))?;
+        let scenario = sim::load_scenario(&scenario_doc).map_err(|e| scrub(Fail::from(e)))?;
+        let scenario = with_operator_key(scenario, key_file)?;
+        return Ok(Loaded {
+            workflow,
+            scenario,
+            imported: None,
+            source: None,
+        });
+    }
+    // Issue 10: a WOML or YAML document, imported and run on the same engine; the
+    // scenario's `manifest` key supplies YML-3 schemas.
+    let (scenario_doc, manifest_doc) = dialect::split_manifest(&scenario_doc);
+    let manifest = match manifest_doc.as_ref().map(dialect::Manifest::from_json) {
+        None => None,
+        Some(Ok(m)) => Some(m),
+        Some(Err(p)) => {
+            return Err(scrub(Fail(
+                format!("invalid scenario manifest:\n  {}", p.join("\n  ")),
+                1,
+            )));
+        }
+    };
+    let bytes =
+        std::fs::read(path).map_err(|e| Fail(format!("cannot read {}: {e}", path.display()), 2))?;
+    let file = super::input::display_name(path);
+    let imported = dialect::import(dialect, &bytes, manifest.as_ref())
+        .map_err(|p| scrub(Fail(super::dialect::problems_text(&file, &p), 1)))?;
+    let prepared = dialect::prepare_scenario(&imported, &scenario_doc).map_err(|e| {
+        let code = if e.is_input_error() { 1 } else { 2 };
+        scrub(Fail(format!("error: {}", e.to_json()), code))
+    })?;
+    let scenario = sim::load_scenario(&prepared).map_err(|e| scrub(Fail::from(e)))?;
+    let workflow = sim::load_workflow(&imported.workflow).map_err(|e| scrub(Fail::from(e)))?;
+    let scenario = with_operator_key(scenario, key_file)?;
+    let source = Some(dialect::source_identity(&imported, &bytes));
+    Ok(Loaded {
+        workflow,
+        scenario,
+        imported: Some(imported),
+        source,
+    })
+}
+
+/// Print a report; a dialect run's gets the dialect's additions (`dialect`, WOML-13's
+/// `result`, WOML-15's attempt bindings, YML-5's `bindings`) — after a resume or a replay
+/// exactly as after a run (D-261).
+fn print_loaded(loaded: &Loaded, report: Report) -> Result<(), Fail> {
+    let Some(imported) = &loaded.imported else {
+        return print(&report);
+    };
+    let mut out = report.into_json();
+    crate::dialect::decorate_report(imported, &mut out);
+    let text = serde_json::to_string_pretty(&out)
+        .map_err(|e| Fail(format!("cannot serialize the report: {e}"), 2))?;
+    let mut stdout = std::io::stdout().lock();
+    writeln!(stdout, "{text}")
+        .and_then(|()| stdout.flush())
+        .map_err(|e| Fail(format!("cannot write the report: {e}"), 2))
+}
+
 fn run_cmd(a: RunArgs) -> Result<(), Fail> {
+    let loaded = load(&a.workflow, a.dialect, &a.scenario, a.key_file.as_deref())?;
     let options = SimOptions {
         store: store_choice(&a.store),
         abort_after_checkpoint: abort_hook(a.abort_after_checkpoint)?,
@@ -417,47 +531,30 @@ fn run_cmd(a: RunArgs) -> Result<(), Fail> {
         stop_at_suspend: a.stop_at_suspend,
         limits: a.limits.limits(),
         judge_secrets: false,
+        source: loaded.source.clone(),
     };
-    let dialect = a
-        .dialect
-        .unwrap_or_else(|| crate::dialect::Dialect::from_path(&a.workflow));
-    if dialect != crate::dialect::Dialect::W6w {
-        if a.key_file.is_some() || std::env::var_os(crate::host::SEALING_KEY_ENV).is_some() {
-            // Left out (issue 44 item 5 makes dialect runs durable): refused, so a key the
-            // operator gave is never silently unused.
-            return Err(Fail(
-                format!(
-                    "a sealing key (--key-file or {}) is not supported for a {} workflow yet; a w6w JSON workflow (`import`) takes one [sealing_key_unsupported]",
-                    crate::host::SEALING_KEY_ENV,
-                    dialect.as_str()
-                ),
-                2,
-            ));
-        }
-        // Issue 10: a WOML or YAML document, imported and run on the same engine.
-        let scenario = read_json(&a.scenario, "scenario")?;
-        let (sink, trace) = trace_sink(a.trace.as_deref())?;
-        super::dialect::run(&a.workflow, dialect, &scenario, &options, sink)
-            .map_err(|(m, code)| Fail(m, code))?;
-        return trace.finish();
-    }
-    let workflow = sim::load_workflow(&read_json(&a.workflow, "workflow")?)?;
-    let scenario = sim::load_scenario(&read_json(&a.scenario, "scenario")?)?;
-    let scenario = with_operator_key(scenario, a.key_file.as_deref())?;
     let (sink, trace) = trace_sink(a.trace.as_deref())?;
-    let report = sim::run(&workflow, &scenario, &options, sink).map_err(sim_fail(&scenario))?;
-    print(&report)?;
+    let report = sim::run(&loaded.workflow, &loaded.scenario, &options, sink)
+        .map_err(sim_fail(&loaded.scenario))?;
+    print_loaded(&loaded, report)?;
     trace.finish()
 }
 
 fn replay_cmd(a: ReplayArgs) -> Result<(), Fail> {
-    let workflow = sim::load_workflow(&read_json(&a.workflow, "workflow")?)?;
-    let scenario = sim::load_scenario(&read_json(&a.scenario, "scenario")?)?;
-    let scenario = with_operator_key(scenario, a.key_file.as_deref())?;
+    let loaded = load(&a.workflow, a.dialect, &a.scenario, a.key_file.as_deref())?;
+    let scenario = &loaded.scenario;
     let original = if run_file_is_journal(&a.run) {
-        sim::journal::read_run_file_keyed(&a.run, scenario.sealing_key.as_ref())
-            .map(|stored| stored.state)
-            .map_err(|e| Fail(format!("--run: {e} [{}]", e.code()), 1))?
+        let stored = sim::journal::read_run_file_keyed(&a.run, scenario.sealing_key.as_ref())
+            .map_err(|e| Fail(format!("--run: {e} [{}]", e.code()), 1))?;
+        // D-260: a journal says which document its run came from.
+        sim::check_source(
+            &stored.state.run_id,
+            "replayed",
+            stored.source.as_ref(),
+            loaded.source.as_ref(),
+        )
+        .map_err(sim_fail(scenario))?;
+        stored.state
     } else {
         run_state(read_json(&a.run, "run state")?)?
     };
@@ -468,25 +565,24 @@ fn replay_cmd(a: ReplayArgs) -> Result<(), Fail> {
         stop_at_suspend: false,
         limits: a.limits.limits(),
         judge_secrets: false,
+        source: loaded.source.clone(),
     };
     let (sink, trace) = trace_sink(a.trace.as_deref())?;
     let report = sim::replay(
-        &workflow,
-        &scenario,
+        &loaded.workflow,
+        scenario,
         &original,
         a.from.as_deref(),
         &options,
         sink,
     )
-    .map_err(sim_fail(&scenario))?;
-    print(&report)?;
+    .map_err(sim_fail(scenario))?;
+    print_loaded(&loaded, report)?;
     trace.finish()
 }
 
 fn resume_cmd(a: ResumeArgs) -> Result<(), Fail> {
-    let workflow = sim::load_workflow(&read_json(&a.workflow, "workflow")?)?;
-    let scenario = sim::load_scenario(&read_json(&a.scenario, "scenario")?)?;
-    let scenario = with_operator_key(scenario, a.key_file.as_deref())?;
+    let loaded = load(&a.workflow, a.dialect, &a.scenario, a.key_file.as_deref())?;
     let options = SimOptions {
         store: StoreChoice::Dir(a.store.clone()),
         abort_after_checkpoint: abort_hook(a.abort_after_checkpoint)?,
@@ -494,18 +590,19 @@ fn resume_cmd(a: ResumeArgs) -> Result<(), Fail> {
         stop_at_suspend: a.stop_at_suspend,
         limits: a.limits.limits(),
         judge_secrets: false,
+        source: loaded.source.clone(),
     };
     let (sink, trace) = trace_sink(a.trace.as_deref())?;
     let report = sim::resume(
-        &workflow,
-        &scenario,
+        &loaded.workflow,
+        &loaded.scenario,
         &options,
         &a.run,
         a.token.as_deref(),
         sink,
     )
-    .map_err(sim_fail(&scenario))?;
-    print(&report)?;
+    .map_err(sim_fail(&loaded.scenario))?;
+    print_loaded(&loaded, report)?;
     trace.finish()
 }
 

@@ -30,7 +30,8 @@ mod yaml_tree;
 
 pub use manifest::Manifest;
 pub use run::{
-    DialectRunError, decorate_report, prepare_scenario, run, script_failure_kinds, split_manifest,
+    DialectRunError, decorate_report, prepare_scenario, run, script_failure_kinds, source_identity,
+    split_manifest,
 };
 
 /// The most problems one document reports (D-221).

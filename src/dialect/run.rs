@@ -62,6 +62,27 @@ impl DialectRunError {
     }
 }
 
+/// D-260: what a dialect run's journal records of the document it was started from, and
+/// what `resume`/`replay` compare before anything runs: the dialect, the SHA-256 of the
+/// document's bytes, and the SHA-256 of the w6w workflow it imported to (which the
+/// scenario's `manifest` shapes too). Neither the document nor any value of it is stored.
+pub fn source_identity(imported: &Imported, document: &[u8]) -> Value {
+    use sha2::{Digest, Sha256};
+    let hex = |bytes: &[u8]| {
+        let mut out = String::with_capacity(64);
+        for b in Sha256::digest(bytes) {
+            out.push_str(&format!("{b:02x}"));
+        }
+        out
+    };
+    let workflow = serde_json::to_vec(&imported.workflow).unwrap_or_default();
+    json!({
+        "dialect": imported.dialect,
+        "documentSha256": hex(document),
+        "workflowSha256": hex(&workflow),
+    })
+}
+
 /// Split a scenario document into the scenario proper and its optional `manifest` (YML-3).
 pub fn split_manifest(scenario: &Value) -> (Value, Option<Value>) {
     let mut s = scenario.clone();

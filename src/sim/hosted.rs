@@ -75,6 +75,7 @@ impl Store for HostedStore {
             format: super::STORE_FORMAT.into(),
             state,
             world: None,
+            source: None,
         }))
     }
 

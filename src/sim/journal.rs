@@ -233,6 +233,11 @@ fn read_no_follow(path: &Path) -> std::io::Result<Vec<u8>> {
 struct Header {
     format: String,
     run_id: String,
+    /// D-260: what the run was started from when it is not a w6w workflow — a dialect
+    /// document's identity (`{dialect, documentSha256, workflowSha256}`), checked by
+    /// `resume` and `replay` before anything runs. Absent for a w6w run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    source: Option<Value>,
 }
 
 /// D-251: the authentication chain of a `journal-3` file — the journal sub-key of the
@@ -602,6 +607,8 @@ pub struct Folded {
     mirror: Mirror,
     /// The authentication chain after the last whole record (`journal-3`).
     chain: Option<Chain>,
+    /// The header's `source` (D-260): the dialect document the run was started from.
+    pub source: Option<Value>,
 }
 
 impl Folded {
@@ -651,6 +658,7 @@ pub fn read_journal_keyed(
     let mut since_snapshot = 0u64;
     let mut torn = 0u64;
     let mut chain: Option<Chain> = None;
+    let mut source: Option<Value> = None;
     while off < bytes.len() {
         let rest = bytes.len() - off;
         if rest < FRAME_HEADER {
@@ -778,6 +786,7 @@ pub fn read_journal_keyed(
                 Some(id) if *id != h.run_id => return Err(wrong_run(&h.run_id)),
                 _ => run_id = Some(h.run_id),
             }
+            source = h.source;
             header_seen = true;
             off += FRAME_HEADER + len;
             continue;
@@ -877,6 +886,7 @@ pub fn read_journal_keyed(
         since_snapshot,
         mirror,
         chain,
+        source,
     })
 }
 
@@ -929,6 +939,7 @@ pub fn read_run_file_keyed(
             format: JOURNAL_FORMAT.into(),
             state: f.state,
             world: f.world,
+            source: f.source,
         });
     }
     if key.is_some() {
@@ -972,6 +983,9 @@ struct OpenRun {
     since_snapshot: u64,
     /// The authentication chain after the last durable record (`journal-3`, D-251).
     chain: Option<Chain>,
+    /// D-260: the header's `source` — read from the journal, or for a run this store
+    /// creates the store's; every rewrite (compaction) keeps it.
+    source: Option<Value>,
 }
 
 struct Inner {
@@ -980,6 +994,8 @@ struct Inner {
     buf: Vec<u8>,
     /// D-251: the sealing key the store authenticates its journals with, if it holds one.
     key: Option<SealingKey>,
+    /// D-260: the source a run this store creates records in its header.
+    source: Option<Value>,
 }
 
 /// The on-disk store: `DIR/<runId>.journal`, one append-only journal per run.
@@ -1137,6 +1153,7 @@ impl Inner {
                 snapshot_bytes: 0,
                 since_snapshot: 0,
                 chain: None,
+                source: self.source.clone(),
             };
             let writable = run.read_only.is_none();
             match open_no_follow(OpenOptions::new().read(true).write(writable), &path) {
@@ -1160,6 +1177,7 @@ impl Inner {
                     run.snapshot_bytes = f.snapshot_bytes;
                     run.since_snapshot = f.since_snapshot;
                     run.chain = f.chain;
+                    run.source = f.source;
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                     let legacy = self.dir.join(format!("{run_id}.json"));
@@ -1263,6 +1281,7 @@ impl OpenRun {
             &Header {
                 format: format.into(),
                 run_id: run_id.to_owned(),
+                source: self.source.clone(),
             },
             chain.as_ref(),
         )
@@ -1344,8 +1363,18 @@ impl JournalStore {
                 runs: BTreeMap::new(),
                 buf: Vec::new(),
                 key,
+                source: None,
             })),
         })
+    }
+
+    /// D-260: record `source` (a dialect document's identity) in the header of every run
+    /// this store creates; a run already on disk keeps the source its header has.
+    pub fn with_source(self, source: Option<Value>) -> Self {
+        if let Ok(mut inner) = self.inner.try_borrow_mut() {
+            inner.source = source;
+        }
+        self
     }
 
     /// The journal a run is kept in.
@@ -1565,6 +1594,7 @@ impl Store for JournalStore {
                 format: JOURNAL_FORMAT.into(),
                 state: f.state,
                 world: f.world,
+                source: f.source,
             }
         };
         if let Some(why) = &run.read_only

@@ -109,6 +109,11 @@ pub struct SimOptions {
     /// [`crate::redact::leak::SECRET_LEAK`]. The engine seams set it for the engine under
     /// test.
     pub judge_secrets: bool,
+    /// D-260: the dialect document this run is started or continued from
+    /// (`{dialect, documentSha256, workflowSha256}`, [`crate::dialect::source_identity`]);
+    /// `None` for a w6w workflow. A disk store records it in a new run's journal, and
+    /// `resume` refuses a run whose journal records another (or none).
+    pub source: Option<Value>,
 }
 
 impl Default for SimOptions {
@@ -120,6 +125,7 @@ impl Default for SimOptions {
             stop_at_suspend: false,
             limits: Limits::DEFAULT,
             judge_secrets: false,
+            source: None,
         }
     }
 }
@@ -351,12 +357,17 @@ use crate::limits::RESTARTS_MAX;
 
 /// The store of `choice`; a journal store authenticates its records with the scenario's
 /// sealing key, if it holds one (D-251).
-fn open_store(choice: &StoreChoice, scenario: &Scenario) -> Result<Box<dyn Store>, SimError> {
+fn open_store(
+    choice: &StoreChoice,
+    scenario: &Scenario,
+    source: Option<&Value>,
+) -> Result<Box<dyn Store>, SimError> {
     Ok(match choice {
         StoreChoice::Memory => Box::new(MemoryStore::default()),
         StoreChoice::Dir(dir) => Box::new(
             JournalStore::open_keyed(dir, scenario.sealing_key.clone())
-                .map_err(|e| SimError::Store(e.0))?,
+                .map_err(|e| SimError::Store(e.0))?
+                .with_source(source.cloned()),
         ),
     })
 }
@@ -898,7 +909,7 @@ pub fn run(
         workflow,
         scenario,
         options,
-        open_store(&options.store, scenario)?,
+        open_store(&options.store, scenario, options.source.as_ref())?,
         sink,
     )
 }
@@ -1109,7 +1120,7 @@ fn factory_sim<'a, F: EngineFactory>(
         options,
         WorldSnapshot::default(),
         None,
-        open_store(&options.store, scenario)?,
+        open_store(&options.store, scenario, options.source.as_ref())?,
         run_id,
         None,
     ))
@@ -1184,11 +1195,17 @@ pub fn resume(
     token: Option<&str>,
     sink: Option<Box<dyn Write>>,
 ) -> Result<Report, SimError> {
-    let store = open_store(&options.store, scenario)?;
+    let store = open_store(&options.store, scenario, options.source.as_ref())?;
     let stored = store
         .load(run_id)
         .map_err(|e| SimError::Store(e.0))?
         .ok_or_else(|| SimError::Engine(EngineError::RunNotFound(run_id.to_owned())))?;
+    check_source(
+        run_id,
+        "resumed",
+        stored.source.as_ref(),
+        options.source.as_ref(),
+    )?;
     let snap = latest_world(store.as_ref(), &stored, 0)
         .or_else(|| stored.world.clone())
         .unwrap_or_default();
@@ -1222,6 +1239,48 @@ pub fn resume(
     }
     sim.drive(run_id, Mode::Resume)?;
     sim.report(run_id)
+}
+
+/// D-260: a run continues only from the document that started it — a dialect run from
+/// the same document (and the same import of it), a w6w run from a w6w workflow. Anything
+/// else is refused before anything runs, never silently mixed.
+pub fn check_source(
+    run_id: &str,
+    action: &'static str,
+    recorded: Option<&Value>,
+    given: Option<&Value>,
+) -> Result<(), SimError> {
+    let describe = |s: Option<&Value>| match s {
+        None => "a w6w workflow".to_owned(),
+        Some(v) => format!(
+            "the {} document with sha256 {}",
+            v.get("dialect").and_then(Value::as_str).unwrap_or("?"),
+            v.get("documentSha256")
+                .and_then(Value::as_str)
+                .unwrap_or("?")
+        ),
+    };
+    if recorded == given {
+        return Ok(());
+    }
+    let same_document = recorded.and_then(|r| r.get("documentSha256"))
+        == given.and_then(|g| g.get("documentSha256"))
+        && recorded.is_some()
+        && given.is_some();
+    let message = if same_document {
+        "it was started from this document imported with another manifest (the scenario's `manifest`); use the manifest it started with".to_owned()
+    } else {
+        format!(
+            "it was started from {}, not {}; give the document it started with",
+            describe(recorded),
+            describe(given)
+        )
+    };
+    Err(SimError::Engine(EngineError::NotResumable {
+        run_id: run_id.to_owned(),
+        action,
+        message,
+    }))
 }
 
 /// D-122: the newest world snapshot among `stored` and the child runs it dispatched
@@ -1277,7 +1336,7 @@ pub fn replay(
     options: &SimOptions,
     sink: Option<Box<dyn Write>>,
 ) -> Result<Report, SimError> {
-    let store = open_store(&options.store, scenario)?;
+    let store = open_store(&options.store, scenario, options.source.as_ref())?;
     replay_on_store(workflow, scenario, original, from, options, store, sink)
 }
 

@@ -13,6 +13,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
 use super::scenario::run_id_ok;
 use super::world::{SeqLease, WorldSnapshot};
@@ -91,6 +92,10 @@ pub struct StoredRun {
     pub state: RunState,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub world: Option<WorldSnapshot>,
+    /// D-260: the dialect document a run was started from (a journal header's `source`);
+    /// `None` for a w6w run and in every store that does not record one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<Value>,
 }
 
 /// The disk file's format tag.
@@ -202,6 +207,7 @@ impl Store for MemoryStore {
             format: STORE_FORMAT.into(),
             state: s.clone(),
             world: None,
+            source: None,
         }))
     }
 
@@ -210,6 +216,7 @@ impl Store for MemoryStore {
             format: STORE_FORMAT.into(),
             state,
             world: None,
+            source: None,
         }))
     }
 
@@ -258,6 +265,7 @@ impl DiskStore {
             format: STORE_FORMAT.into(),
             state: state.clone(),
             world: Some(world.clone()),
+            source: None,
         };
         let bytes = serde_json::to_vec(&stored)
             .map_err(|e| StoreError(format!("cannot serialize run: {e}")))?;
