@@ -186,3 +186,139 @@ fn run_takes_a_dialect_document_and_the_scenario_manifest() {
         text(&out.stderr)
     );
 }
+
+/// Issue 44 item 5 (D-260): a dialect run's journal records its document; resuming it
+/// with another document — another dialect's, or the `import`ed w6w JSON, which runs
+/// other retry rules — is refused before anything runs.
+#[test]
+fn a_dialect_run_resumes_only_from_the_document_that_started_it() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = dir.path().join("store");
+    let doc = crate::support::example("order.woml.xml");
+    let sc = crate::support::example("order.scenario.json");
+    let out = crate::support::bin()
+        .env("W6W_SIM_ABORT_AFTER_CHECKPOINT", "2")
+        .arg("run")
+        .arg(&doc)
+        .arg("--scenario")
+        .arg(&sc)
+        .arg("--store")
+        .arg(&store)
+        .output()
+        .expect("run");
+    assert!(!out.status.success(), "the abort hook killed the run");
+    let imported = crate::support::bin()
+        .arg("import")
+        .arg(&doc)
+        .output()
+        .expect("import");
+    let json_wf = dir.path().join("order.json");
+    std::fs::write(&json_wf, &imported.stdout).expect("write");
+    for other in [crate::support::example("triage.yaml"), json_wf] {
+        let out = crate::support::bin()
+            .arg("resume")
+            .arg(&other)
+            .arg("--scenario")
+            .arg(&sc)
+            .arg("--store")
+            .arg(&store)
+            .args(["--run", "run_1"])
+            .output()
+            .expect("resume");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{}: {err}", other.display());
+        assert!(
+            err.contains("run_not_resumable") && err.contains("woml document with sha256"),
+            "{err}"
+        );
+    }
+    let out = crate::support::bin()
+        .arg("resume")
+        .arg(&doc)
+        .arg("--scenario")
+        .arg(&sc)
+        .arg("--store")
+        .arg(&store)
+        .args(["--run", "run_1"])
+        .output()
+        .expect("resume");
+    let report = crate::support::report(&out);
+    assert_eq!(report["run"]["status"], "succeeded");
+    assert_eq!(report["dialect"], "woml");
+    assert!(
+        !report["result"].is_null(),
+        "WOML-13's result survives the resume"
+    );
+    // replay takes the document and its journal too.
+    let out = crate::support::bin()
+        .arg("replay")
+        .arg(&doc)
+        .arg("--scenario")
+        .arg(&sc)
+        .arg("--run")
+        .arg(store.join("run_1.journal"))
+        .output()
+        .expect("replay");
+    let replayed = crate::support::report(&out);
+    assert_eq!(replayed["result"], report["result"]);
+    let out = crate::support::bin()
+        .arg("replay")
+        .arg(crate::support::example("triage.yaml"))
+        .arg("--scenario")
+        .arg(&sc)
+        .arg("--run")
+        .arg(store.join("run_1.journal"))
+        .output()
+        .expect("replay");
+    assert_eq!(out.status.code(), Some(1));
+}
+
+/// Issue 44 item 2 (D-262): a validation error on `run`'s path never quotes a document
+/// value equal to a scenario secret, in any dialect.
+#[test]
+fn run_validation_errors_never_quote_a_scenario_secret() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let secret = "hunter2-very-secret";
+    let sc = dir.path().join("sc.json");
+    std::fs::write(
+        &sc,
+        serde_json::json!({"runId": "r", "secrets": {"PW": secret}}).to_string(),
+    )
+    .expect("write");
+    let docs = [
+        (
+            "wf.json",
+            serde_json::json!({"id": "w", "manifestVersion": "2", "steps": [
+                {"id": secret, "type": "nope"}]})
+            .to_string(),
+        ),
+        (
+            "wf.yaml",
+            format!("name: w\nsteps:\n  - id: a\n    {secret}: 1\n"),
+        ),
+        (
+            "wf.woml.xml",
+            format!(
+                "<workflow id=\"w\"><steps><step id=\"a\" retry=\"{secret}\"><script>return 1</script></step></steps></workflow>"
+            ),
+        ),
+    ];
+    for (name, text) in docs {
+        let path = dir.path().join(name);
+        std::fs::write(&path, text).expect("write");
+        let out = crate::support::bin()
+            .arg("run")
+            .arg(&path)
+            .arg("--scenario")
+            .arg(&sc)
+            .output()
+            .expect("run");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{name}: {err}");
+        assert!(!err.contains(secret), "{name} quotes the secret: {err}");
+        assert!(
+            !err.contains("aHVudGVyMi12ZXJ5LXNlY3JldA"),
+            "{name}: base64 of the secret: {err}"
+        );
+    }
+}

@@ -88,6 +88,8 @@ struct Files {
     sc: PathBuf,
     store: PathBuf,
     trace: PathBuf,
+    /// The run id the scenario gives the run.
+    run: String,
 }
 
 fn files(wf: &Value, sc: &Value) -> Files {
@@ -100,6 +102,26 @@ fn files(wf: &Value, sc: &Value) -> Files {
         sc: p("sc.json"),
         store: p("store"),
         trace: p("trace.jsonl"),
+        run: "run_k".into(),
+        _dir: dir,
+    }
+}
+
+/// A dialect example (issue 44 item 5): the document (under its own name, so its
+/// extension picks the dialect) and its scenario, copied into a fresh directory.
+fn dialect_files(doc: &Path, scenario: &Path, run: &str) -> Files {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let name = doc.file_name().expect("file name");
+    let wf = dir.path().join(name);
+    let sc = dir.path().join("sc.json");
+    std::fs::copy(doc, &wf).expect("copy document");
+    std::fs::copy(scenario, &sc).expect("copy scenario");
+    Files {
+        wf,
+        sc,
+        store: dir.path().join("store"),
+        trace: dir.path().join("trace.jsonl"),
+        run: run.to_owned(),
         _dir: dir,
     }
 }
@@ -107,7 +129,7 @@ fn files(wf: &Value, sc: &Value) -> Files {
 fn command(f: &Files, resume: bool) -> Command {
     let mut c = bin();
     if resume {
-        c.arg("resume").arg(&f.wf).args(["--run", "run_k"]);
+        c.arg("resume").arg(&f.wf).arg("--run").arg(&f.run);
     } else {
         c.arg("run").arg(&f.wf);
     }
@@ -129,7 +151,7 @@ fn command(f: &Files, resume: bool) -> Command {
 /// between an append and its fdatasync, mid-invocation, or mid-trace-line.
 /// Returns the final report and how many kills landed before the process finished.
 fn run_with_kills(f: &Files, rng: &mut Rng, kills: u64, full: u64, gap: Duration) -> (Value, u64) {
-    let journal = f.store.join("run_k.journal");
+    let journal = f.store.join(format!("{}.journal", f.run));
     let size = || std::fs::metadata(&journal).map(|m| m.len()).unwrap_or(0);
     let mut landed = 0;
     for attempt in 0..=kills + 50 {
@@ -264,4 +286,75 @@ fn a_second_process_on_a_run_in_use_is_refused_before_it_invokes_anything() {
     let out = command(&f, false).output().expect("spawn");
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("is in use by process"));
+}
+
+/// Issue 44 item 5: a WOML and a YAML run killed at random moments and resumed from the
+/// same document end with the crash-free run's report — RunState, invocations, and the
+/// dialect's additions (`result`, WOML-15 attempt bindings, YML-5 `bindings`).
+#[test]
+fn killed_dialect_runs_resume_to_the_crash_free_report_with_result_and_bindings() {
+    let seed = env_u64("W6W_KILL_SEED", 0x5eed_0044);
+    let rounds = env_u64("W6W_KILL_ROUNDS", 2).max(1) * 2;
+    let kills = env_u64("W6W_KILL_KILLS", 3);
+    let mut rng = Rng(seed | 1);
+    let mut total_landed = 0;
+    for (doc, scenario) in [
+        ("order.woml.xml", "order.scenario.json"),
+        ("helpdesk.yaml", "helpdesk.scenario.json"),
+    ] {
+        let (doc, scenario) = (
+            crate::support::example(doc),
+            crate::support::example(scenario),
+        );
+        let out = bin()
+            .arg("run")
+            .arg(&doc)
+            .arg("--scenario")
+            .arg(&scenario)
+            .output()
+            .expect("run");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let reference: Value = serde_json::from_slice(&out.stdout).expect("report");
+        let run = reference["run"]["runId"]
+            .as_str()
+            .expect("runId")
+            .to_owned();
+        let clean_files = dialect_files(&doc, &scenario, &run);
+        let start = Instant::now();
+        let (clean, _) = run_with_kills(&clean_files, &mut Rng(1), 0, 0, Duration::ZERO);
+        let checkpoints = clean["checkpoints"].as_u64().unwrap_or(1).max(1);
+        let gap = start.elapsed() / u32::try_from(checkpoints).unwrap_or(u32::MAX);
+        let full = std::fs::metadata(clean_files.store.join(format!("{run}.journal")))
+            .expect("journal")
+            .len();
+        let keys = ["run", "invocations", "dialect", "result", "bindings"];
+        for key in keys {
+            assert_eq!(
+                clean[key], reference[key],
+                "{key}: a disk run is the memory run"
+            );
+        }
+        assert_eq!(reference["run"]["status"], "succeeded", "{}", doc.display());
+        for round in 0..rounds {
+            let f = dialect_files(&doc, &scenario, &run);
+            let (report, landed) = run_with_kills(&f, &mut rng, kills, full, gap);
+            total_landed += landed;
+            let ctx = format!(
+                "{} seed {seed:#x} round {round} ({landed} kills landed)",
+                doc.display()
+            );
+            eprintln!("{ctx}");
+            for key in keys {
+                assert_eq!(report[key], reference[key], "{ctx}: {key}");
+            }
+        }
+    }
+    assert!(
+        kills == 0 || total_landed > 0,
+        "seed {seed:#x}: no kill landed: nothing was recovered"
+    );
 }
