@@ -375,6 +375,7 @@ fn a_tail_of_record_like_frames_is_scanned_in_linear_work_and_refused() {
         &Header {
             format: JOURNAL_FORMAT.into(),
             run_id: "r1".into(),
+            source: None,
         },
         None,
     )
@@ -423,6 +424,7 @@ fn an_unknown_format_or_a_foreign_file_is_refused_saying_so() {
         &Header {
             format: "w6w-sim/journal-9".into(),
             run_id: "r1".into(),
+            source: None,
         },
         None,
     )
