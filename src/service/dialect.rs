@@ -108,6 +108,43 @@ fn parts(request: &Value) -> Result<(Dialect, &str, Option<Manifest>), Value> {
 }
 
 fn answer(op: &str, request: &Value, store: Option<Box<dyn StoreFactory>>) -> Value {
+    let response = answer_unscrubbed(op, request, store);
+    scrub_refusal(request, response)
+}
+
+/// D-262 for the service: a refusal (a validation problem quotes the document, which may
+/// hold a value equal to one of the scenario's secrets) goes through the scenario's
+/// secrets in every encoding the sink knows, as `run`'s errors do on the command line. A
+/// report is the run's own, already scrubbed by its sink.
+fn scrub_refusal(request: &Value, mut response: Value) -> Value {
+    let secrets = request
+        .get("scenario")
+        .and_then(|s| s.get("secrets"))
+        .and_then(Value::as_object);
+    if let (Some(secrets), Some(error)) = (secrets, response.get_mut("error"))
+        && !secrets.is_empty()
+    {
+        let sink = crate::redact::Scrubber::with_encoded_forms(secrets.values());
+        scrub_strings(&sink, error);
+    }
+    response
+}
+
+/// Every string inside `v` through `sink`'s prose scrubbing — but a problem's `code` and
+/// `clause`, which are the protocol's words, and every key.
+fn scrub_strings(sink: &crate::redact::Scrubber, v: &mut Value) {
+    match v {
+        Value::String(s) => *s = sink.prose(s),
+        Value::Array(items) => items.iter_mut().for_each(|x| scrub_strings(sink, x)),
+        Value::Object(m) => m
+            .iter_mut()
+            .filter(|(k, _)| !matches!(k.as_str(), "code" | "clause"))
+            .for_each(|(_, x)| scrub_strings(sink, x)),
+        _ => {}
+    }
+}
+
+fn answer_unscrubbed(op: &str, request: &Value, store: Option<Box<dyn StoreFactory>>) -> Value {
     if op == "run" {
         let on_sim = |plain: &Value| -> Result<Value, std::convert::Infallible> {
             Ok(match store {
@@ -152,4 +189,49 @@ fn invalid(problems: &[Problem]) -> Value {
         "message": format!("the document is not valid: {} problem(s)", problems.len()),
         "errors": problems.iter().map(Problem::to_json).collect::<Vec<_>>(),
     }})
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    /// D-262 in the service: a dialect refusal never quotes a scenario secret, raw or
+    /// encoded.
+    #[test]
+    fn a_dialect_refusal_never_quotes_a_secret() {
+        let secret = "hunter2-secret-7f3a";
+        let b64 = "aHVudGVyMi1zZWNyZXQtN2YzYQ";
+        for (dialect, source) in [
+            (
+                "yaml",
+                format!(
+                    "steps:\n  - a:\n      x.a: {{}}\n  - {secret}:\n      x.b: {{}}\n  - {secret}:\n      x.c: {{}}\n"
+                ),
+            ),
+            (
+                "yaml",
+                format!("steps:\n  - a:\n      x.a: {{ k: \"{{{{ {b64}.x }}}}\" }}\n"),
+            ),
+            (
+                "woml",
+                format!(
+                    "<workflow><steps><step id=\"{secret}\"/><step id=\"{secret}\"/></steps></workflow>"
+                ),
+            ),
+        ] {
+            for op in ["run", "validate"] {
+                let request = json!({"op": op, "dialect": dialect, "source": source,
+                    "scenario": {"secrets": {"K": secret}}});
+                let answer = crate::service::handle(&request).to_string();
+                assert!(
+                    answer.contains("\"error\""),
+                    "{op} {dialect} is refused: {answer}"
+                );
+                assert!(
+                    !answer.contains(secret) && !answer.contains(b64),
+                    "{op} {dialect} quotes the secret: {answer}"
+                );
+            }
+        }
+    }
 }
