@@ -16,6 +16,7 @@ mod conformance;
 mod context;
 mod dialect;
 mod input;
+mod inspect;
 mod matrix;
 mod merge;
 mod model;
@@ -43,6 +44,9 @@ enum Command {
     Conf(conformance::ConformanceCommand),
     #[command(flatten)]
     Sim(sim::SimCommand),
+    /// `inspect`: what a journal, a report or a RunState holds, read-only (issue 41).
+    #[command(flatten)]
+    Inspect(inspect::InspectCommand),
     #[command(flatten)]
     Matrix(matrix::MatrixCommand),
     #[command(flatten)]
@@ -62,6 +66,7 @@ pub fn main() -> ExitCode {
         Command::Eval => eval(),
         Command::Conf(c) => conformance::main(c),
         Command::Sim(cmd) => sim::main(cmd),
+        Command::Inspect(cmd) => inspect::main(cmd),
         Command::Matrix(cmd) => matrix::main(cmd),
         Command::Merge(cmd) => merge::main(cmd),
         Command::Context(cmd) => context::main(cmd),

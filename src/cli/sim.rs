@@ -240,7 +240,7 @@ fn with_operator_key(
 
 /// A key file's bytes: a regular file of at most `SEALING_KEY_MAX_BYTES` (+ a line end);
 /// an error names the path, never the content.
-fn read_key_file(path: &Path) -> Result<Vec<u8>, crate::host::KeyError> {
+pub(crate) fn read_key_file(path: &Path) -> Result<Vec<u8>, crate::host::KeyError> {
     use crate::host::{KeyError, SEALING_KEY_MAX_BYTES};
     let unreadable = |message: String| KeyError::Unreadable {
         source_name: path.display().to_string(),

@@ -637,6 +637,141 @@ pub fn read_journal_keyed(
     expected: Option<&str>,
     key: Option<&SealingKey>,
 ) -> Result<Folded, JournalError> {
+    fold_journal(path, bytes, expected, Auth::Key(key), &mut |_| {})
+}
+
+/// How [`fold_journal`] treats a journal's authentication tags (D-251, D-270).
+#[derive(Clone, Copy)]
+enum Auth<'a> {
+    /// The store's rule: with a key only a `journal-3` file authenticated under it, without
+    /// one only a `journal-2` file.
+    Key(Option<&'a SealingKey>),
+    /// `inspect` without a key: either format, a `journal-3` file's tags skipped unchecked
+    /// (the caller says so to the user).
+    Unverified,
+}
+
+/// What a record is, for [`RecordSeen`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum RecordKind {
+    Header,
+    Snapshot,
+    Checkpoint,
+    Lease,
+}
+
+/// One whole record as [`fold_journal`] read it (D-270): where it is and what the world
+/// and the run were after it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecordSeen {
+    pub offset: u64,
+    /// Frame header included.
+    pub bytes: u64,
+    pub kind: RecordKind,
+    /// The virtual clock after the record (snapshot and checkpoint records).
+    pub clock_ms: Option<u64>,
+    /// The run's checkpoint count after the record (snapshot and checkpoint records).
+    pub checkpoints: Option<u64>,
+    /// The trace-sequence ceiling after the record.
+    pub seq_ceiling: u64,
+    /// The run's status after the record (snapshot and checkpoint records).
+    pub status: Option<crate::model::RunStatus>,
+    /// The steps a checkpoint wrote: id, status, attempt.
+    pub steps: Vec<(String, crate::model::StepStatus, u32)>,
+}
+
+/// A journal read by `inspect` (D-270): the fold, every whole record in order, and how
+/// its authentication was treated.
+#[derive(Debug, Clone)]
+pub struct Inspected {
+    pub folded: Folded,
+    pub records: Vec<RecordSeen>,
+    /// The header's format tag.
+    pub format: String,
+    pub authentication: Authentication,
+}
+
+/// Whether an inspected journal's records were authenticated (D-270).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Authentication {
+    /// `journal-2`: written without a key; nothing to verify.
+    None,
+    /// `journal-3`, every tag checked under the key given.
+    Verified,
+    /// `journal-3` read without a key: the tags were not checked.
+    Unverified,
+}
+
+impl Authentication {
+    /// Stable name (`--json`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Authentication::None => "none",
+            Authentication::Verified => "verified",
+            Authentication::Unverified => "unverified",
+        }
+    }
+}
+
+/// Read a journal for `inspect` (D-270) — the same fold the store uses, never a second
+/// parser, and nothing written: with `key` a `journal-3` file is verified as the store
+/// verifies it (and a `journal-2` file refused, D-251); without one either format is read
+/// and a `journal-3` file's tags are skipped unchecked ([`Authentication::Unverified`]).
+pub fn inspect_journal(
+    path: &Path,
+    bytes: &[u8],
+    key: Option<&SealingKey>,
+) -> Result<Inspected, JournalError> {
+    let mut records = Vec::new();
+    let mut format = String::new();
+    let auth = match key {
+        Some(k) => Auth::Key(Some(k)),
+        None => Auth::Unverified,
+    };
+    let folded = fold_journal(path, bytes, None, auth, &mut |r| records.push(r))?;
+    // The header is the first whole record, so its format was accepted: read it again for
+    // the tag only (its JSON parsed once already, so this cannot fail on a folded file).
+    if let Some(h) = records.first().filter(|r| r.kind == RecordKind::Header) {
+        let start = (h.offset as usize).saturating_add(FRAME_HEADER + 1);
+        let end = (h.offset as usize).saturating_add(h.bytes as usize);
+        if let Some(json) = bytes.get(start..end)
+            && let Some(Ok(head)) = serde_json::Deserializer::from_slice(json)
+                .into_iter::<Header>()
+                .next()
+        {
+            format = head.format;
+        }
+    }
+    let authentication = if folded.chain.is_some() {
+        Authentication::Verified
+    } else if format == JOURNAL_FORMAT_AUTH {
+        Authentication::Unverified
+    } else {
+        Authentication::None
+    };
+    Ok(Inspected {
+        folded,
+        records,
+        format,
+        authentication,
+    })
+}
+
+/// The one definition of how a journal is read and folded: frame checks, the torn-tail
+/// rules (D-61, D-202, D-210), the authentication chain (D-251), then each record applied
+/// in order; `seen` is told of every whole record once it is applied.
+fn fold_journal(
+    path: &Path,
+    bytes: &[u8],
+    expected: Option<&str>,
+    auth: Auth<'_>,
+    seen: &mut dyn FnMut(RecordSeen),
+) -> Result<Folded, JournalError> {
+    let key = match auth {
+        Auth::Key(k) => k,
+        Auth::Unverified => None,
+    };
     let corrupt = |offset: usize, message: String| JournalError::Corrupt {
         path: path.to_owned(),
         offset: offset as u64,
@@ -659,6 +794,9 @@ pub fn read_journal_keyed(
     let mut torn = 0u64;
     let mut chain: Option<Chain> = None;
     let mut source: Option<Value> = None;
+
+    // D-270: a `journal-3` file read without a key: its tags are skipped, unchecked.
+    let mut skip_tags = false;
     while off < bytes.len() {
         let rest = bytes.len() - off;
         if rest < FRAME_HEADER {
@@ -741,6 +879,9 @@ pub fn read_journal_keyed(
             let (json, trailer) = rest.split_at(values.byte_offset());
             let here = off as u64;
             match (h.format.as_str(), trailer.len()) {
+                (JOURNAL_FORMAT_AUTH, TAG_BYTES) if matches!(auth, Auth::Unverified) => {
+                    skip_tags = true;
+                }
                 (JOURNAL_FORMAT, 0) => {
                     if key.is_some() {
                         return Err(JournalError::Unauthenticated {
@@ -788,6 +929,16 @@ pub fn read_journal_keyed(
             }
             source = h.source;
             header_seen = true;
+            seen(RecordSeen {
+                offset: here,
+                bytes: (FRAME_HEADER + len) as u64,
+                kind: RecordKind::Header,
+                clock_ms: None,
+                checkpoints: None,
+                seq_ceiling: ceiling,
+                status: None,
+                steps: Vec::new(),
+            });
             off += FRAME_HEADER + len;
             continue;
         }
@@ -816,7 +967,23 @@ pub fn read_journal_keyed(
                 c.advance(tag);
                 json
             }
+            None if skip_tags => {
+                let Some(split) = rest.len().checked_sub(TAG_BYTES).filter(|&n| n > 0) else {
+                    return Err(corrupt(off, "a record too short to hold its tag".into()));
+                };
+                &rest[..split]
+            }
             None => rest,
+        };
+        let mut record = RecordSeen {
+            offset: off as u64,
+            bytes: (FRAME_HEADER + len) as u64,
+            kind: RecordKind::Lease,
+            clock_ms: None,
+            checkpoints: None,
+            seq_ceiling: 0,
+            status: None,
+            steps: Vec::new(),
         };
         match kind {
             KIND_HEADER => {
@@ -827,6 +994,10 @@ pub fn read_journal_keyed(
                 if Some(&s.state.run_id) != run_id.as_ref() {
                     return Err(wrong_run(&s.state.run_id));
                 }
+                record.kind = RecordKind::Snapshot;
+                record.status = Some(s.state.status);
+                record.clock_ms = s.world.as_ref().map(|w| w.clock_ms);
+                record.checkpoints = s.world.as_ref().map(|w| w.checkpoints);
                 state = Some(s.state);
                 world = s.world;
                 ceiling = ceiling.max(s.seq_ceiling);
@@ -845,6 +1016,16 @@ pub fn read_journal_keyed(
                     ));
                 };
                 s.apply(&p.patch);
+                record.kind = RecordKind::Checkpoint;
+                record.status = Some(s.status);
+                record.clock_ms = Some(p.world.clock_ms);
+                record.checkpoints = Some(p.world.checkpoints);
+                record.steps = p
+                    .patch
+                    .steps
+                    .iter()
+                    .map(|(id, r)| (id.clone(), r.status, r.attempt))
+                    .collect();
                 let w = world.get_or_insert_with(WorldSnapshot::default);
                 apply_delta(w, p.world, &|m| corrupt(off, m))?;
                 since_snapshot += (FRAME_HEADER + len) as u64;
@@ -853,6 +1034,7 @@ pub fn read_journal_keyed(
                 let l: Lease = serde_json::from_slice(json).map_err(bad_json)?;
                 ceiling = ceiling.max(l.seq_ceiling);
                 since_snapshot += (FRAME_HEADER + len) as u64;
+                record.kind = RecordKind::Lease;
             }
             other => {
                 return Err(corrupt(
@@ -864,6 +1046,8 @@ pub fn read_journal_keyed(
                 ));
             }
         }
+        record.seq_ceiling = ceiling;
+        seen(record);
         off += FRAME_HEADER + len;
     }
     let Some(mut state) = state else {
