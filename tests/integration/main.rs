@@ -27,6 +27,7 @@ mod dialect_examples;
 mod docs;
 mod embedded_suite;
 mod examples;
+mod inspect_cli;
 mod kill_resume;
 mod limits;
 mod matrix_cli;
