@@ -4,13 +4,20 @@
 # a closing table of every ratio against its peer or floor (criterion medians, same run).
 #   scripts/bench.sh            # all benches
 #   scripts/bench.sh journal    # one bench target
+#   scripts/bench.sh suites     # only the whole-suite rows: the example Node engine and the
+#                               # example file host, 200 generated workflows, --jobs 2
 # Numbers from a shared or busy machine are noisy: compare ratios measured in the same run
 # (the machine's load average is printed with them). Peers are pinned with exact versions in
 # Cargo.toml's dev-dependencies.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 benches=("$@")
-if [ ${#benches[@]} -eq 0 ]; then
+suites=yes
+if [ "${benches[*]:-}" = suites ]; then
+  benches=()
+elif [ ${#benches[@]} -gt 0 ]; then
+  suites=no
+else
   benches=($(ls benches/*.rs | xargs -n1 basename | sed 's/\.rs$//'))
 fi
 
@@ -84,4 +91,28 @@ ratio "with block compiled vs uncompiled" with/compiled with/uncompiled "peer: r
 for s in fanout-1000 foreach-10000-p1 foreach-10000-p100; do
   ratio "strands $s vs chain-10000" "strands/$s" strands/chain-10000 "peer: the sequential chain"
 done
+
+# The whole suite against the two example candidates (issue 38 item 7): wall seconds of
+# `conformance --jobs 2` with 200 generated workflows, against the target. Every case and
+# workflow is judged as on any other run; the time is printed, never asserted.
+suite_row() { # label target command...
+  local label=$1 target=$2 start end status=0
+  shift 2
+  start=$(date +%s.%N)
+  "$@" >/dev/null 2>&1 || status=$?
+  end=$(date +%s.%N)
+  awk -v l="$label" -v s="$start" -v e="$end" -v t="$target" -v x="$status" \
+    'BEGIN { printf "%-46s %10.1f s  (target: <= %s s; exit %s)\n", l, e - s, t, x }'
+}
+if [ "$suites" = yes ] && command -v node >/dev/null; then
+  echo "== whole suite, 200 generated workflows, --jobs 2 (wall seconds)"
+  cargo build --release --quiet
+  bin=target/release/w6w-sim
+  suite_row "suite: example Node engine (mini-engine)" 90 \
+    "$bin" conformance --jobs 2 --engine "node examples/engines/mini-engine/shim.js"
+  store=$(mktemp -d)
+  suite_row "suite: example file host" 120 \
+    "$bin" conformance --jobs 2 --host "node examples/hosts/file-host.js --dir $store/{job}"
+  rm -rf "$store"
+fi
 echo "load average at end: $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null)"
