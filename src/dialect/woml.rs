@@ -558,7 +558,7 @@ fn walk_step<'i>(
     let mut s = json!({
         "id": id,
         "uses": {"app": SCRIPT_APP, "action": SCRIPT_ACTION},
-        "with": {"context": context_binding(seen)},
+        "with": script_inputs(seen, &secrets),
         "x-woml": Value::Object(x),
     });
     if let Some(policy) = retry_policy(&retry)
@@ -576,6 +576,26 @@ fn walk_step<'i>(
             binds: Binds::Output,
         },
     })
+}
+
+/// A script step's inputs: its `context` and, for each literal `secrets.NAME` it reads
+/// (WOML-16), that secret as a `secret` part of an ExprValue under `secrets.NAME` (D-226):
+/// the script is handed the secret, so the invocation is secret-derived and its output is
+/// sealed and redacted exactly as a w6w step's whose params read a secret; a secret the
+/// run does not have fails the step in resolution (ENV-3), never a silent `undefined`.
+fn script_inputs(earlier: &IndexSet<String>, secrets: &[String]) -> Value {
+    let mut with = json!({"context": context_binding(earlier)});
+    if !secrets.is_empty() {
+        let parts: Map<String, Value> = secrets
+            .iter()
+            .map(|name| {
+                let part = json!({"type": "expr", "parts": [{"kind": "secret", "ref": name}]});
+                (name.clone(), part)
+            })
+            .collect();
+        with["secrets"] = Value::Object(parts);
+    }
+    with
 }
 
 /// WOML-3/12/14: `context.payload` is the workflow input (the trigger's event) and

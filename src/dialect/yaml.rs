@@ -317,27 +317,8 @@ fn top_level<'y>(
 
 /// Whether the node at JSON Pointer `at` under `args` is a string holding a marker.
 fn at_binding(args: &Y, at: &str) -> bool {
-    let (_, walked) = locate(args, at);
-    if walked != at {
-        return false;
-    }
-    let mut node = args;
-    for raw in at.split('/').skip(1) {
-        let token = raw.replace("~1", "/").replace("~0", "~");
-        let next = match &node.node {
-            N::Map(entries) => entries
-                .iter()
-                .find(|(k, _, _)| *k == token)
-                .map(|(_, _, v)| v),
-            N::Seq(items) => token.parse::<usize>().ok().and_then(|i| items.get(i)),
-            _ => None,
-        };
-        match next {
-            Some(n) => node = n,
-            None => return false,
-        }
-    }
-    node.as_str().is_some_and(|s| bind::split(s).has_markers())
+    let (node, walked) = walk(args, at);
+    walked == at && node.as_str().is_some_and(|s| bind::split(s).has_markers())
 }
 
 fn describe(kind: &str) -> String {
@@ -438,6 +419,12 @@ fn check_action(cx: &mut Ctx<'_>, key: &str, key_pos: Pos, args: &Y, path: &str)
 
 /// The position of the node at JSON Pointer `pointer` under `root` (the deepest existing).
 fn locate(root: &Y, pointer: &str) -> (Pos, String) {
+    let (node, walked) = walk(root, pointer);
+    (node.pos, walked)
+}
+
+/// The deepest node at or above JSON Pointer `pointer` under `root`, and the pointer to it.
+fn walk<'a>(root: &'a Y, pointer: &str) -> (&'a Y, String) {
     let mut node = root;
     let mut walked = String::new();
     for raw in pointer.split('/').skip(1) {
@@ -459,7 +446,7 @@ fn locate(root: &Y, pointer: &str) -> (Pos, String) {
             None => break,
         }
     }
-    (node.pos, walked)
+    (node, walked)
 }
 
 /// YML-12: `retry` → a w6w RetryPolicy: an integer N is `{maxAttempts: N}`; a map is a
