@@ -25,7 +25,7 @@ echo "== machine"
 echo "cpu: $(grep -m1 'model name' /proc/cpuinfo 2>/dev/null | cut -d: -f2- | sed 's/^ *//') ($(nproc) cores)"
 echo "os: $(uname -srm); $(rustc --version)"
 echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null)"
-echo "peers (pinned): $(grep -E '^(datalogic-rs|petgraph) *=' Cargo.toml | sed 's/ *#.*//' | tr '\n' ' ')"
+echo "peers (pinned): $(grep -E '^(datalogic-rs|petgraph|minijinja) *=' Cargo.toml | sed 's/ *#.*//' | tr '\n' ' ')"
 
 for b in "${benches[@]}"; do
   echo "== $b"
@@ -86,6 +86,7 @@ for g in planner_chain planner_fan; do
   ratio "$g, 100k steps" "$g/ours" "$g/kahn_floor" "floor: integer Kahn + min-heap (information)"
   ratio "$g: validation vs planning" "$g/validate" "$g/ours" "target ≤ 2×"
 done
+ratio "template, 10 markers" template/ten-markers template/minijinja "peer: minijinja render, compiled once; target ≤ 1.0×"
 ratio "template, 10 markers: secret vs none" template/ten-markers-secret template/ten-markers "taint costs only where a secret is read"
 ratio "with block compiled vs uncompiled" with/compiled with/uncompiled "peer: re-compiling per call"
 for s in fanout-1000 foreach-10000-p1 foreach-10000-p100; do
