@@ -174,17 +174,22 @@ impl<'y> Walker<'_, '_, 'y> {
                 None
             }
             Err(e) => {
-                let path = self.path();
-                self.cx.problem(
-                    e.code,
-                    e.clause,
-                    path,
-                    pos,
-                    format!("{{{{{inner}}}}}: {}", e.message),
-                );
+                self.reference_problem(&e, inner, pos);
                 None
             }
         }
+    }
+
+    /// A reference a marker makes that the document does not allow, at the marker.
+    fn reference_problem(&mut self, e: &super::bind::RefError, inner: &str, pos: Pos) {
+        let path = self.path();
+        self.cx.problem(
+            e.code,
+            e.clause,
+            path,
+            pos,
+            format!("{{{{{inner}}}}}: {}", e.message),
+        );
     }
 
     /// A marker that is not a path: the names it reads must still be readable (YML-4,
@@ -197,14 +202,7 @@ impl<'y> Walker<'_, '_, 'y> {
                 _ => None,
             };
             if let Some(e) = err {
-                let path = self.path();
-                self.cx.problem(
-                    e.code,
-                    e.clause,
-                    path,
-                    pos,
-                    format!("{{{{{inner}}}}}: {}", e.message),
-                );
+                self.reference_problem(&e, inner, pos);
             }
         }
         let path = self.path();
