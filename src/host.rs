@@ -203,6 +203,14 @@ pub trait WorkflowContext {
     /// Whether the catalog declares this action `idempotent: true` (RETRY-2).
     fn action_idempotent(&self, step_id: &str, app: &str, action: &str) -> bool;
 
+    /// SEC-1 (D-275): whether the catalog declares this action's output sensitive — a
+    /// token-minting action, say — so the engine treats its whole output as secret-derived
+    /// (recorded `"[redacted]"`, sealed, tainting whatever reads it). An undeclared
+    /// action's output is secret-derived only where it holds secret material (D-274).
+    fn action_sensitive_output(&self, _step_id: &str, _app: &str, _action: &str) -> bool {
+        false
+    }
+
     /// Route a log line to the host's sink.
     fn log(&self, level: LogLevel, message: &str, data: Option<&Value>);
 

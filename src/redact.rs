@@ -18,6 +18,7 @@
 //! substring of unrelated text.
 
 pub mod leak;
+pub mod taint;
 
 use std::cell::RefCell;
 use std::sync::Arc;
@@ -164,22 +165,16 @@ fn sort_needles(needles: &mut Vec<String>) {
 }
 
 impl Scrubber {
-    pub fn new<'a>(secrets: impl IntoIterator<Item = &'a Value>) -> Self {
+    /// The sink of a run with `secrets`: every secret in every encoding it can take on its
+    /// way to a byte (raw, JSON-escaped, `{:?}`-escaped, twice JSON-escaped, a number as
+    /// text) and every encoded form the leak detector knows — base64 at every alignment,
+    /// hex, percent-encoding, any 8-character piece (D-274: an undeclared action's output
+    /// is recorded after this sink, so a secret it returns in any of them is removed).
+    pub fn new<'a>(secrets: impl IntoIterator<Item = &'a Value> + Clone) -> Self {
         let mut s = Scrubber::default();
-        for v in secrets {
+        for v in secrets.clone() {
             s.collect(v);
         }
-        sort_needles(&mut s.needles);
-        s.derived.get_mut().search = Search::new(s.needles.clone());
-        s
-    }
-
-    /// [`Scrubber::new`] that also removes every encoded form the leak detector knows —
-    /// base64 at every alignment, hex, percent-encoding, any 8-character piece — for what
-    /// a report keeps of a candidate's answers (issue 44 item 2): a candidate may have
-    /// written a secret in any of them.
-    pub fn with_encoded_forms<'a>(secrets: impl IntoIterator<Item = &'a Value> + Clone) -> Self {
-        let mut s = Scrubber::new(secrets.clone());
         let mut texts = Vec::new();
         for v in secrets {
             // Strings, and numbers as text.
@@ -284,9 +279,9 @@ impl Scrubber {
             Value::String(t) => d.search.hits(t),
             Value::Number(n) => self.is_secret_number(n),
             Value::Array(items) => items.iter().any(|i| self.touches_value(d, i)),
-            Value::Object(m) => m
-                .iter()
-                .any(|(k, v)| d.search.hits(k) || self.touches_value(d, v)),
+            Value::Object(m) => m.iter().any(|(k, v)| {
+                d.search.hits(k) || (!leak::is_clock_reading(k, v) && self.touches_value(d, v))
+            }),
             _ => false,
         }
     }
@@ -495,7 +490,13 @@ impl Scrubber {
                 m.insert(self.text(&k).unwrap_or(k), v);
             }
         }
-        m.values_mut().for_each(|v| self.value(v));
+        for (k, v) in m.iter_mut() {
+            // D-43: a record's clock reading is not data (the clock reaches a secret-derived
+            // wait's time, and a piece of that time is no leak of it).
+            if !leak::is_clock_reading(k, v) {
+                self.value(v);
+            }
+        }
     }
 
     pub fn error(&self, e: &mut StepError) {
@@ -624,7 +625,7 @@ mod tests {
     fn a_report_scrubber_removes_encoded_forms_too() {
         use base64::Engine as _;
         let secret = "sk_live_5ecret/9f8e 7d";
-        let s = Scrubber::with_encoded_forms([&json!({"K": secret})]);
+        let s = Scrubber::new([&json!({"K": secret})]);
         let b64 = base64::engine::general_purpose::STANDARD.encode(secret);
         let hex: String = secret.bytes().map(|b| format!("{b:02x}")).collect();
         for text in [
@@ -637,10 +638,10 @@ mod tests {
             assert!(out.contains(REDACTED), "{text} -> {out}");
             assert!(!out.contains("5ecret/9f"), "{out}");
         }
-        // The run's sink keeps its rule: raw spellings only.
+        // One sink (D-274): a run's, given the bare secret, removes the encoded forms too.
         assert_eq!(
             Scrubber::new([&json!(secret)]).line(&format!("hex {hex}")),
-            format!("hex {hex}")
+            format!("hex {REDACTED}")
         );
     }
 

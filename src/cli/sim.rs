@@ -436,7 +436,7 @@ fn scrub_message(secrets: &[Value], message: &str) -> String {
     if secrets.is_empty() {
         return message.to_owned();
     }
-    sim::Scrubber::with_encoded_forms(secrets.iter()).prose(message)
+    sim::Scrubber::new(secrets.iter()).prose(message)
 }
 
 /// What `run`, `resume` and `replay` run: a w6w workflow, or a WOML/YAML document imported

@@ -126,6 +126,10 @@ pub const CAPABILITIES: &[(&str, &str)] = &[
         "this project's `x-w6w-maxDelayMs` RetryPolicy extension: cap each wait (D-32, WOML-10)",
     ),
     (
+        "ext.sensitiveOutput",
+        "this project's catalog flag `sensitiveOutput` (scenario action; context protocol `host.sensitiveSteps`): the action's whole output is secret-derived (D-275)",
+    ),
+    (
         "reference-vocabulary",
         "error codes and message text of this reference that the spec does not define",
     ),
@@ -583,6 +587,17 @@ fn scenario_needs(scenario: &Map<String, Value>, out: &mut BTreeSet<String>) {
         .is_some_and(|v| !v.is_null())
     {
         out.insert("signal".into());
+    }
+    // D-275: an action whose output the catalog declares sensitive.
+    if scenario
+        .get("actions")
+        .and_then(Value::as_object)
+        .is_some_and(|a| {
+            a.values()
+                .any(|x| x.get("sensitiveOutput") == Some(&Value::Bool(true)))
+        })
+    {
+        out.insert("ext.sensitiveOutput".into());
     }
     let has_meta = scenario
         .get("actions")

@@ -174,7 +174,7 @@ pub fn case_scrubber(request: &Value) -> crate::redact::Scrubber {
         .iter()
         .filter_map(|p| request.pointer(p).and_then(Value::as_object))
         .flat_map(|m| m.values());
-    crate::redact::Scrubber::with_encoded_forms(secrets)
+    crate::redact::Scrubber::new(secrets)
 }
 
 /// Check expectations against a response; returns one message per failed expectation.

@@ -56,6 +56,7 @@ pub const CAPABILITIES: &[&str] = &[
     "workflow.onError",
     "ext.retryOn",
     "ext.maxDelayMs",
+    "ext.sensitiveOutput",
     "reference-vocabulary",
 ];
 

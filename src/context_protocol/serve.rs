@@ -115,6 +115,8 @@ struct HostData {
     documents: Value,
     schedule: bool,
     idempotent: Vec<String>,
+    /// D-275: the steps whose action's output is sensitive (`host.sensitiveSteps`).
+    sensitive: Vec<String>,
 }
 
 /// `WorkflowContext` over the protocol.
@@ -208,6 +210,10 @@ impl WorkflowContext for RemoteContext<'_, '_> {
 
     fn action_idempotent(&self, step_id: &str, _app: &str, _action: &str) -> bool {
         self.host.idempotent.iter().any(|s| s == step_id)
+    }
+
+    fn action_sensitive_output(&self, step_id: &str, _app: &str, _action: &str) -> bool {
+        self.host.sensitive.iter().any(|s| s == step_id)
     }
 
     fn log(&self, level: LogLevel, message: &str, data: Option<&Value>) {
@@ -444,16 +450,8 @@ fn session(
             .get("schedule")
             .and_then(Value::as_bool)
             .unwrap_or(false),
-        idempotent: host
-            .get("idempotentSteps")
-            .and_then(Value::as_array)
-            .map(|a| {
-                a.iter()
-                    .filter_map(Value::as_str)
-                    .map(str::to_owned)
-                    .collect()
-            })
-            .unwrap_or_default(),
+        idempotent: step_list(&host, "idempotentSteps"),
+        sensitive: step_list(&host, "sensitiveSteps"),
     };
     let run_id = info.id.clone();
     let result = {
@@ -577,4 +575,17 @@ fn drive<T>(
             }
         }
     }
+}
+
+/// A list of step ids the host data names under `key` (missing or malformed: none).
+fn step_list(host: &Value, key: &str) -> Vec<String> {
+    host.get(key)
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_owned)
+                .collect()
+        })
+        .unwrap_or_default()
 }

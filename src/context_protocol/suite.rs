@@ -843,12 +843,31 @@ impl<'s, C: WorkflowContext> Session<'s, C> {
         salt: &'s OutputSalt,
     ) -> Result<Self, String> {
         let info = ctx.run();
+        // D-275: the steps whose action the host's catalog declares sensitive.
+        let sensitive: Vec<&str> = workflow["steps"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|s| {
+                let id = s["id"].as_str()?;
+                let app = s
+                    .pointer("/uses/app")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default();
+                let action = s
+                    .pointer("/uses/action")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default();
+                ctx.action_sensitive_output(id, app, action).then_some(id)
+            })
+            .collect();
         let mut start = json!({
             "workflow": workflow,
             "run": {"id": info.id, "workflowId": info.workflow_id,
                     "trigger": info.trigger, "attempt": info.attempt},
             "host": {"secrets": ctx.secrets(), "documents": ctx.documents(),
-                     "schedule": ctx.supports_schedule(), "idempotentSteps": idempotent},
+                     "schedule": ctx.supports_schedule(), "idempotentSteps": idempotent,
+                     "sensitiveSteps": sensitive},
         });
         if let (Some(key), Some(Value::Object(host))) = (ctx.sealing_key(), start.get_mut("host")) {
             // D-250: the host's key, for an engine that seals; judged like a secret below.

@@ -120,6 +120,7 @@ pub fn prepare_scenario(imported: &Imported, scenario: &Value) -> Result<Value, 
         other => DialectRunError::Sim(other),
     })?;
     let mut out = scenario.clone();
+    declare_secret_readers(imported, &mut out);
     let mut problems = Vec::new();
     for info in imported.steps.iter().filter(|s| s.kind == StepKind::Script) {
         if !parsed.actions.contains_key(&info.id) {
@@ -163,6 +164,37 @@ pub fn prepare_scenario(imported: &Imported, scenario: &Value) -> Result<Value, 
         Ok(out)
     } else {
         Err(DialectRunError::Scenario(problems))
+    }
+}
+
+/// D-226, D-275: a script step that reads a secret (its `with` carries `secrets`, WOML-16)
+/// returns sensitive output — the script is code the engine cannot see into, handed the
+/// secret — so the scenario declares its action's output sensitive: secret-derived wholly.
+fn declare_secret_readers(imported: &Imported, scenario: &mut Value) {
+    let steps = imported.workflow["steps"].as_array().into_iter().flatten();
+    let readers: Vec<String> = steps
+        .filter(|s| {
+            s.pointer("/with/secrets")
+                .is_some_and(|v| v.as_object().is_some_and(|m| !m.is_empty()))
+        })
+        .filter_map(|s| s["id"].as_str().map(str::to_owned))
+        .filter(|id| {
+            imported
+                .steps
+                .iter()
+                .any(|i| i.kind == StepKind::Script && &i.id == id)
+        })
+        .collect();
+    let Value::Object(root) = scenario else {
+        return;
+    };
+    for id in readers {
+        let actions = root.entry("actions").or_insert_with(|| json!({}));
+        if let Value::Object(actions) = actions
+            && let Value::Object(action) = actions.entry(id).or_insert_with(|| json!({}))
+        {
+            action.insert("sensitiveOutput".into(), Value::Bool(true));
+        }
     }
 }
 

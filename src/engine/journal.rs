@@ -17,11 +17,14 @@ use crate::host::WorkflowContext;
 use crate::json::JsonText;
 use crate::model::{FRAME_PREFIX, FrameRecords, RunState, RunStatePatch, StepError, StepExecution};
 
-/// SEC-1 taint: a step record whose params read a secret or a secret-derived value carries
-/// `"secretDerived": true`. Its output (and error message, and any data `extra` such as a
-/// wait's `scheduledFor`) is recorded as `"[redacted]"` wholly; the live value still reaches
-/// the scope, which marks `steps.<id>` tainted so everything computed from it is tainted
-/// too. The flag is durable, so a resumed run re-taints the same scope entries.
+/// SEC-1 taint: a record whose output is secret-derived wholly carries `"secretDerived":
+/// true` — a control or wait whose params read a secret or a secret-derived value (the
+/// engine computed it), or an app step whose action the host declares sensitive (D-275).
+/// Its output (and error message, and any data `extra` such as a wait's `scheduledFor`) is
+/// recorded as `"[redacted]"` wholly; the live value still reaches the scope, which marks
+/// `steps.<id>` tainted so everything computed from it is tainted too. The flag is durable,
+/// so a resumed run re-taints the same scope entries. Any other app step's output is
+/// tainted only where it holds secret material (`taint::OUTPUT_TAINT`, D-274).
 pub(crate) const SECRET_DERIVED: &str = "secretDerived";
 
 /// Mark `record` secret-derived when its resolved params carry any secret path.
@@ -143,6 +146,8 @@ pub(crate) struct Journal {
     wait_seq: Cell<u64>,
     /// D-120: the last `call<n>` dispatch key minted in this run (`extra.callSeq`).
     call_seq: Cell<u64>,
+    /// SEC-1 (D-274): the run's secrets in every form, built when a record is first sealed.
+    detector: std::cell::OnceCell<crate::redact::leak::Detector>,
 }
 
 impl Journal {
@@ -163,7 +168,15 @@ impl Journal {
             lock: tokio::sync::Mutex::new(()),
             wait_seq: Cell::new(wait_seq),
             call_seq: Cell::new(call_seq),
+            detector: std::cell::OnceCell::new(),
         }
+    }
+
+    /// The run's `secrets` in every form a step output could hold them in (D-274). The
+    /// host's secrets do not change during a run; the first call builds it.
+    pub(crate) fn detector(&self, secrets: &Map<String, Value>) -> &crate::redact::leak::Detector {
+        self.detector
+            .get_or_init(|| crate::redact::leak::Detector::new(secrets.values()))
     }
 
     /// A patch for this run with nothing set yet.

@@ -27,6 +27,7 @@ mod sealed;
 mod sink;
 mod step;
 mod strand;
+mod taint;
 #[cfg(test)]
 mod testing;
 #[cfg(test)]

@@ -333,9 +333,15 @@ fn scan(value: &Value, path: &str, needles: &[Needle<'_>], out: &mut Scan) {
 /// with `sealer` — built only when needed; `None` when the host holds no key — so a
 /// resumed run reads it too (D-170, D-251). Without a key it stays `"[redacted]"` after a crash
 /// (what an action computes from a secret is its own business; D-41).
+///
+/// D-274: any other leaf holding secret material — a value the step was handed as
+/// secret-derived, or a secret in a form no reference can name (base64, a piece) — is
+/// listed under [`super::taint::OUTPUT_TAINT`] (`tainted`: the step's needles and the run's
+/// detector), recorded `"[redacted]"`, and makes the output sealed whole too.
 pub(crate) fn seal(
     record: &mut StepExecution,
     secrets: &Map<String, Value>,
+    tainted: (&super::taint::Needles, &crate::redact::leak::Detector),
     sealer: impl FnOnce() -> Option<Sealer>,
 ) {
     let Some(text) = &record.output else {
@@ -343,7 +349,8 @@ pub(crate) fn seal(
     };
     let derived = is_secret_derived(record);
     let needles = needles(secrets);
-    if needles.is_empty() && !derived {
+    let (step_needles, detector) = tainted;
+    if needles.is_empty() && !derived && step_needles.is_empty() {
         // Nothing to scan for and nothing to redact: the output stays as recorded.
         return;
     }
@@ -352,40 +359,43 @@ pub(crate) fn seal(
     if !needles.is_empty() {
         scan(output, "", &needles, &mut found);
     }
+    let places = if derived || found.in_key {
+        Vec::new()
+    } else {
+        super::taint::scan(output, step_needles, detector)
+    };
     let carries = !found.refs.is_empty() || found.in_key;
-    if !carries && !derived {
+    if !carries && !derived && places.is_empty() {
         return;
     }
     if found.in_key {
         found.refs.clear();
     }
-    let skeleton = (derived
-        && !found.refs.is_empty()
-        && !found.with_text
-        && known_to_the_store(
-            output,
-            record.input.as_ref().map(JsonText::to_value).as_ref(),
-            &found.refs,
-        ))
-    .then(|| {
-        let mut skeleton = output.clone();
-        for r in &found.refs {
-            if let Some(leaf) = r["path"].as_str().and_then(|p| skeleton.pointer_mut(p)) {
-                *leaf = Value::String(REDACTED.to_owned());
-            }
-        }
-        skeleton
-    });
+    let skeleton = if derived {
+        skeleton(record, output, &found)
+    } else {
+        None
+    };
     let wholly_redacted = (derived && !output.is_null() && skeleton.is_none()) || found.in_key;
-    let envelope = if wholly_redacted {
+    if carries {
+        record
+            .extra
+            .insert(SECRET_REFS.into(), Value::Array(found.refs.clone()));
+    }
+    // D-274: the tainted leaves a reference by name does not rebuild.
+    super::taint::mark(record, places);
+    let partly_redacted = record.extra.contains_key(super::taint::OUTPUT_TAINT);
+    let envelope = if wholly_redacted || partly_redacted {
         sealer().and_then(|s| s.seal(record, output, secrets))
     } else {
         None
     };
-    if derived && skeleton.is_none() {
+    if derived && skeleton.is_none() && carries {
         // The output is recorded "[redacted]" wholly: references would only tell the store
         // the text around the secret (a "Bearer " prefix), which nothing reads back.
-        found.refs.clear();
+        record
+            .extra
+            .insert(SECRET_REFS.into(), Value::Array(Vec::new()));
     }
     if let Some(skeleton) = skeleton {
         record.extra.insert(SEALED_OUTPUT.into(), skeleton);
@@ -395,11 +405,28 @@ pub(crate) fn seal(
             .extra
             .insert(ENCRYPTED_OUTPUT.into(), Value::String(envelope));
     }
-    if carries {
-        record
-            .extra
-            .insert(SECRET_REFS.into(), Value::Array(found.refs));
-    }
+}
+
+/// A secret-derived output's skeleton (its referenced leaves `"[redacted]"`), when it
+/// teaches the store nothing: every referenced leaf is exactly one secret, and every other
+/// leaf and every key already appears in `record`'s recorded (redacted) input — an echo.
+fn skeleton(record: &StepExecution, output: &Value, found: &Scan) -> Option<Value> {
+    let echo = !found.refs.is_empty()
+        && !found.with_text
+        && known_to_the_store(
+            output,
+            record.input.as_ref().map(JsonText::to_value).as_ref(),
+            &found.refs,
+        );
+    echo.then(|| {
+        let mut skeleton = output.clone();
+        for r in &found.refs {
+            if let Some(leaf) = r["path"].as_str().and_then(|p| skeleton.pointer_mut(p)) {
+                *leaf = Value::String(REDACTED.to_owned());
+            }
+        }
+        skeleton
+    })
 }
 
 /// Whether every key and every scalar leaf of `output` outside `refs` already appears in
@@ -449,19 +476,33 @@ pub(crate) fn display(record: &mut StepExecution) {
     if is_secret_derived(record) {
         return;
     }
-    let Some(Value::Array(refs)) = record.extra.get(SECRET_REFS) else {
-        return;
+    let refs = match record.extra.get(SECRET_REFS) {
+        Some(Value::Array(refs)) => Some(refs.clone()),
+        _ => None,
     };
+    let tainted: Vec<String> = super::taint::output_taint(record)
+        .map(str::to_owned)
+        .collect();
+    if refs.is_none() && tainted.is_empty() {
+        return;
+    }
     let Some(text) = &mut record.output else {
         return;
     };
-    if refs.is_empty() {
+    if refs.as_ref().is_some_and(Vec::is_empty) {
         *text = JsonText::new(&Value::String(REDACTED.to_owned()));
         return;
     }
-    let refs = Value::Array(refs.clone());
     let mut output = text.to_value();
-    redact_at(&mut output, &refs);
+    if let Some(refs) = refs {
+        redact_at(&mut output, &Value::Array(refs));
+    }
+    // D-274: the tainted leaves, wholly.
+    for p in &tainted {
+        if let Some(leaf) = output.pointer_mut(p) {
+            *leaf = Value::String(REDACTED.to_owned());
+        }
+    }
     *text = JsonText::new(&output);
 }
 
@@ -503,10 +544,6 @@ pub(crate) fn unseal(
         .get(SEALED_OUTPUT)
         .filter(|_| is_secret_derived(record));
     if sealed.is_none()
-        && record
-            .output
-            .as_ref()
-            .is_some_and(|t| *t == JsonText::new(&Value::String(REDACTED.into())))
         && let Some(Value::String(envelope)) = record.extra.get(ENCRYPTED_OUTPUT)
         && let Some(output) = sealer().and_then(|s| s.open(record, envelope))
     {
@@ -611,19 +648,29 @@ fn materialise(value: &mut Value, refs: &Value, secret: &impl Fn(&str) -> Option
 pub(crate) fn is_lost(record: &StepExecution, published: &Value) -> bool {
     let wholly = is_secret_derived(record)
         || matches!(record.extra.get(SECRET_REFS), Some(Value::Array(r)) if r.is_empty());
-    wholly && !record.extra.contains_key(SEALED_OUTPUT) && published.as_str() == Some(REDACTED)
-}
-
-/// Whether a published `record` must taint its scope entry: secret-derived, or its output
-/// carried a secret.
-pub(crate) fn carries_secret(record: &StepExecution) -> bool {
-    is_secret_derived(record) || record.extra.contains_key(SECRET_REFS)
+    if wholly {
+        return !record.extra.contains_key(SEALED_OUTPUT) && published.as_str() == Some(REDACTED);
+    }
+    // D-274: a tainted leaf still reads "[redacted]" (no envelope, or one that did not open).
+    super::taint::output_taint(record)
+        .any(|p| published.pointer(p).and_then(Value::as_str) == Some(REDACTED))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::model::StepStatus;
+
+    /// [`seal`] as a step with no secret-derived params seals: the run's detector only.
+    fn seal_plain(
+        record: &mut StepExecution,
+        secrets: &Map<String, Value>,
+        sealer: impl FnOnce() -> Option<Sealer>,
+    ) {
+        let detector = crate::redact::leak::Detector::new(secrets.values());
+        let needles = super::super::taint::Needles::default();
+        seal(record, secrets, (&needles, &detector), sealer);
+    }
 
     fn secrets() -> Map<String, Value> {
         let v = json!({"K": "hunter2-long", "PIN": 4711, "S": "ab", "EMPTY": ""});
@@ -649,8 +696,8 @@ mod tests {
         let live = json!({"tok": "hunter2-long", "h": "Bearer hunter2-long!", "pin": 4711,
                           "n": 1, "list": ["x", "cab"]});
         let mut r = record(live.clone(), json!({}), false);
-        seal(&mut r, &secrets(), || None);
-        assert!(carries_secret(&r));
+        seal_plain(&mut r, &secrets(), || None);
+        assert!(!super::super::taint::places(&r).is_empty());
         let mut recorded = r.clone();
         display(&mut recorded);
         assert_eq!(
@@ -677,15 +724,15 @@ mod tests {
     #[test]
     fn an_output_without_secrets_is_left_alone() {
         let mut r = record(json!({"a": "plain", "n": 2}), json!({}), false);
-        seal(&mut r, &secrets(), || None);
-        assert!(!carries_secret(&r));
+        seal_plain(&mut r, &secrets(), || None);
+        assert!(super::super::taint::places(&r).is_empty());
         assert!(r.extra.is_empty());
     }
 
     #[test]
     fn a_secret_in_a_key_redacts_the_whole_output() {
         let mut r = record(json!({"hunter2-long": 1}), json!({}), false);
-        seal(&mut r, &secrets(), || None);
+        seal_plain(&mut r, &secrets(), || None);
         assert_eq!(r.extra[SECRET_REFS], json!([]));
         display(&mut r);
         assert_eq!(r.output, Some(json!(REDACTED).into()));
@@ -697,7 +744,7 @@ mod tests {
         let forged = json!({"path": "", "secret": "K"});
         let live = json!({"secretRefs": [forged], "sealedOutput": {"secret": "K"}});
         let mut r = record(live.clone(), json!({}), false);
-        seal(&mut r, &secrets(), || None);
+        seal_plain(&mut r, &secrets(), || None);
         assert!(r.extra.is_empty());
         assert_eq!(unseal(&r, lookup, || None), live);
     }
@@ -708,7 +755,7 @@ mod tests {
         let input = json!({"i": 0, "sec": REDACTED});
         let live = json!({"i": 0, "sec": "hunter2-long"});
         let mut r = record(live.clone(), input.clone(), true);
-        seal(&mut r, &secrets(), || None);
+        seal_plain(&mut r, &secrets(), || None);
         assert_eq!(r.extra[SEALED_OUTPUT], json!({"i": 0, "sec": REDACTED}));
         let mut recorded = r.clone();
         recorded.output = Some(json!(REDACTED).into()); // the whole-output redaction (journal)
@@ -721,9 +768,9 @@ mod tests {
             json!({"i": 0, "b64": "aHVudGVyMi1sb25n", "sec": "hunter2-long"}),
         ] {
             let mut r = record(computed, input.clone(), true);
-            seal(&mut r, &secrets(), || None);
+            seal_plain(&mut r, &secrets(), || None);
             assert!(!r.extra.contains_key(SEALED_OUTPUT), "{:?}", r.output);
-            assert!(carries_secret(&r));
+            assert!(!super::super::taint::places(&r).is_empty());
             r.output = Some(json!(REDACTED).into());
             assert_eq!(unseal(&r, lookup, || None), json!(REDACTED));
         }
@@ -732,7 +779,7 @@ mod tests {
     #[test]
     fn a_secret_the_run_no_longer_has_stays_redacted() {
         let mut r = record(json!({"tok": "hunter2-long"}), json!({}), false);
-        seal(&mut r, &secrets(), || None);
+        seal_plain(&mut r, &secrets(), || None);
         display(&mut r);
         assert_eq!(unseal(&r, |_| None, || None), json!({"tok": REDACTED}));
     }
@@ -760,7 +807,7 @@ mod tests {
             json!(12),
         ] {
             let mut r = record(live.clone(), input.clone(), true);
-            seal(&mut r, &secrets(), key);
+            seal_plain(&mut r, &secrets(), key);
             assert!(r.extra.contains_key(ENCRYPTED_OUTPUT), "{live}");
             let stored = recorded(&r);
             assert_eq!(stored.output, Some(json!(REDACTED).into()));
@@ -793,8 +840,8 @@ mod tests {
             record(json!({"len": 12}), input.clone(), true),
             record(json!({"len": 12}), input, true),
         );
-        seal(&mut a, &secrets(), key);
-        seal(&mut b, &secrets(), key);
+        seal_plain(&mut a, &secrets(), key);
+        seal_plain(&mut b, &secrets(), key);
         assert_eq!(a.extra[ENCRYPTED_OUTPUT], b.extra[ENCRYPTED_OUTPUT]);
     }
 
@@ -802,7 +849,7 @@ mod tests {
     fn a_secret_in_a_key_comes_back_whole_with_a_key() {
         let live = json!({"hunter2-long": 1});
         let mut r = record(live.clone(), json!({}), false);
-        seal(&mut r, &secrets(), key);
+        seal_plain(&mut r, &secrets(), key);
         let stored = recorded(&r);
         assert_eq!(stored.output, Some(json!(REDACTED).into()));
         assert_eq!(unseal(&stored, lookup, key), live);
@@ -811,7 +858,7 @@ mod tests {
     #[test]
     fn without_a_key_a_computed_output_stays_redacted() {
         let mut r = record(json!({"len": 12}), json!({}), true);
-        seal(&mut r, &secrets(), || None);
+        seal_plain(&mut r, &secrets(), || None);
         assert!(!r.extra.contains_key(ENCRYPTED_OUTPUT));
         assert_eq!(unseal(&recorded(&r), lookup, key), json!(REDACTED));
     }
@@ -819,7 +866,7 @@ mod tests {
     #[test]
     fn a_damaged_or_forged_envelope_stays_redacted() {
         let mut r = record(json!({"len": 12}), json!({}), true);
-        seal(&mut r, &secrets(), key);
+        seal_plain(&mut r, &secrets(), key);
         let mut stored = recorded(&r);
         let Some(Value::String(env)) = stored.extra.get(ENCRYPTED_OUTPUT).cloned() else {
             panic!("sealed");
@@ -846,13 +893,13 @@ mod tests {
             .map(|i| char::from(b'a' + (i % 26) as u8))
             .collect();
         let mut r = record(json!({"v": big}), json!({}), true);
-        seal(&mut r, &few, k);
+        seal_plain(&mut r, &few, k);
         assert_eq!(r.extra.get(ENCRYPTED_OUTPUT), None, "{:?}", r.extra);
         assert_eq!(unseal(&recorded(&r), lookup, k), json!(REDACTED));
         // Across many outputs, every envelope kept is free of every secret.
         for i in 0..64 {
             let mut r = record(json!({"i": i}), json!({}), true);
-            seal(&mut r, &few, k);
+            seal_plain(&mut r, &few, k);
             if let Some(Value::String(env)) = r.extra.get(ENCRYPTED_OUTPUT) {
                 assert!(Scrubber::new(few.values()).text(env).is_none(), "{env}");
                 assert_eq!(unseal(&recorded(&r), |_| None, k), json!({"i": i}));
@@ -866,7 +913,7 @@ mod tests {
     fn a_transplanted_envelope_never_opens() {
         let live = json!({"branch": "pay", "len": 12});
         let mut r = record(live.clone(), json!({}), true);
-        seal(&mut r, &secrets(), key);
+        seal_plain(&mut r, &secrets(), key);
         let stored = recorded(&r);
         assert_eq!(unseal(&stored, lookup, key), live, "its own run opens it");
         let k = host_key();
@@ -888,7 +935,7 @@ mod tests {
         // Two runs sealing the same output at the same step and attempt write different
         // envelopes (their seal ids differ).
         let mut other_run = record(live, json!({}), true);
-        seal(&mut other_run, &secrets(), || {
+        seal_plain(&mut other_run, &secrets(), || {
             Sealer::new(&k, "run_1", Some("c2VhbC1pZC0y"), "")
         });
         assert_ne!(r.extra[ENCRYPTED_OUTPUT], other_run.extra[ENCRYPTED_OUTPUT]);
@@ -904,7 +951,7 @@ mod tests {
             json!({"pin": REDACTED}),
             true,
         );
-        seal(&mut r, &secrets(), || None);
+        seal_plain(&mut r, &secrets(), || None);
         let stored = recorded(&r);
         let text = serde_json::to_string(&stored).unwrap_or_default();
         assert!(

@@ -48,6 +48,10 @@ impl<C: WorkflowContext> WorkflowContext for Sunk<'_, C> {
         self.host.action_idempotent(step_id, app, action)
     }
 
+    fn action_sensitive_output(&self, step_id: &str, app: &str, action: &str) -> bool {
+        self.host.action_sensitive_output(step_id, app, action)
+    }
+
     fn log(&self, level: LogLevel, message: &str, data: Option<&Value>) {
         let scrubbed = self.scrub.text(message);
         let data = data.map(|d| match self.scrub.touches(d) {

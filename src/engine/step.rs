@@ -12,6 +12,7 @@ use serde_json::Value;
 use super::journal::{Extras, Frame, Journal};
 use super::meta::normalize_meta;
 use super::retry::{retry_allowed_by, wait_before_attempt_ms};
+use super::taint::Needles;
 use super::walk::{StepEnd, Walk};
 use super::{EngineCode, EngineError, StepKind};
 use crate::expr::{ResolveError, ResolveMode, Resolved, RunScope};
@@ -40,6 +41,9 @@ pub(crate) struct StepCtx<'a, C> {
     /// The output this step succeeded with, as the value its record's text was written
     /// from (D-193): settling publishes it into the scope instead of reading the text back.
     pub(crate) live: std::cell::Cell<Option<Value>>,
+    /// SEC-1 (D-274): what an app step was handed as secret-derived, looked for in its
+    /// output and error message when its record is sealed.
+    pub(crate) needles: std::cell::RefCell<Needles>,
 }
 
 impl<'a, C: WorkflowContext> StepCtx<'a, C> {
@@ -155,6 +159,34 @@ impl<'a, C: WorkflowContext> StepCtx<'a, C> {
         })
     }
 
+    /// An app step's `running` record for `attempt`, started now, with its recorded input.
+    fn started(&self, attempt: u32, resolved: Option<&Resolved>) -> StepExecution {
+        let mut record = StepExecution::new(&self.step.id, StepStatus::Running, attempt);
+        record.started_at = Some(iso8601_from_ms(self.host().now_ms()));
+        if let Some(r) = resolved {
+            // SEC-1: the recorded input is the redacted params. The output is secret-derived
+            // wholly only when the host declares it sensitive (D-275); else it is tainted
+            // where it holds what the step was handed (D-274).
+            record.input = Some(r.redacted_text());
+            self.needles.replace(Needles::of(r));
+            if self.sensitive_output() {
+                record
+                    .extra
+                    .insert(super::journal::SECRET_DERIVED.into(), Value::Bool(true));
+            }
+        }
+        record
+    }
+
+    /// D-275: whether the host declares this app step's action to return sensitive output
+    /// (a token-minting action): its output is then secret-derived wholly.
+    fn sensitive_output(&self) -> bool {
+        let step = self.step;
+        let app = step.app().unwrap_or_default();
+        let action = step.action().unwrap_or_default();
+        self.host().action_sensitive_output(&step.id, app, action)
+    }
+
     /// The last word on a terminal record before it is committed: limits and SEC-1.
     fn seal(&self, record: &mut StepExecution) {
         if record
@@ -174,18 +206,26 @@ impl<'a, C: WorkflowContext> StepCtx<'a, C> {
             e.retryable = false;
             record.error = Some(Box::new(e));
         }
-        if super::journal::is_secret_derived(record)
-            && let Some(e) = &mut record.error
-        {
-            // SEC-1: a secret-derived step's error message may quote what it was given;
-            // it is redacted before it can reach routing, the run error or stepErrors.
-            e.message = crate::expr::REDACTED.to_owned();
+        let host = self.host();
+        let secrets = host.secrets();
+        let needles = self.needles.take();
+        let detector = self.journal().detector(&secrets);
+        let sensitive = super::journal::is_secret_derived(record);
+        if let Some(e) = &mut record.error {
+            // SEC-1: an error message that may quote what the step was handed (a sensitive
+            // step: wholly) or does quote it (D-274: there) is redacted before it can reach
+            // routing, the run error or stepErrors.
+            if sensitive {
+                e.message = crate::expr::REDACTED.to_owned();
+            } else if let Some(m) = super::taint::redact_message(&e.message, &needles) {
+                e.message = m;
+            }
         }
         // SEC-1 (D-112): the secrets the output carries become references by name, so the
-        // recorded output has none and a resumed run can still read it; an output recorded
-        // "[redacted]" wholly is sealed with the host's key (D-170).
-        let host = self.host();
-        super::sealed::seal(record, &host.secrets(), || {
+        // recorded output has none and a resumed run can still read it; the leaves holding
+        // other secret material are tainted (D-274); an output recorded with any of those
+        // "[redacted]" is sealed with the host's key (D-170).
+        super::sealed::seal(record, &secrets, (&needles, detector), || {
             super::sealed::Sealer::of(host, self.journal(), self.frame())
         });
         if super::journal::is_secret_derived(record)
@@ -212,12 +252,13 @@ impl<'a, C: WorkflowContext> StepCtx<'a, C> {
 
 /// The record `extra` keys settling reads (routing, the scope, SEC-1 unsealing); a
 /// control's `iterations` / `branches` are not among them.
-const SETTLE_EXTRA: [&str; 5] = [
+const SETTLE_EXTRA: [&str; 6] = [
     "matched",
     super::journal::SECRET_DERIVED,
     super::sealed::SEALED_OUTPUT,
     super::sealed::ENCRYPTED_OUTPUT,
     super::sealed::SECRET_REFS,
+    super::taint::OUTPUT_TAINT,
 ];
 
 /// What [`super::walk::Walk::settle`] reads of a terminal record: its status, attempt,
@@ -307,13 +348,7 @@ impl<'a, C: WorkflowContext> StepCtx<'a, C> {
             Some(p) => self.finish_backoff(p).await,
             None => first_attempt.max(1),
         };
-        let mut record = StepExecution::new(&self.step.id, StepStatus::Running, attempt);
-        record.started_at = Some(iso8601_from_ms(host.now_ms()));
-        if let Ok(r) = &resolved {
-            // SEC-1: the recorded input is the redacted params.
-            record.input = Some(r.redacted_text());
-            super::journal::mark_secret_derived(&mut record, r);
-        }
+        let mut record = self.started(attempt, resolved.as_ref().ok());
         // RUN-2: step start (or, after a pending retry, the retry attempt).
         journal
             .commit_step(host, self.frame(), record.clone(), Extras::default())

@@ -265,7 +265,7 @@ impl<'a, C: WorkflowContext> Walk<'a, C> {
         self,
         i: usize,
         scope: &'s RunScope,
-        inbound: Vec<(String, Value)>,
+        (inbound, needles): (Vec<(String, Value)>, super::taint::Needles),
         existing: Option<std::sync::Arc<StepExecution>>,
     ) -> StepCtx<'s, C>
     where
@@ -281,6 +281,7 @@ impl<'a, C: WorkflowContext> Walk<'a, C> {
             existing,
             error_edge: has_error_edge(self.graph, i),
             live: std::cell::Cell::new(None),
+            needles: std::cell::RefCell::new(needles),
         }
     }
 
@@ -294,16 +295,23 @@ impl<'a, C: WorkflowContext> Walk<'a, C> {
     }
 
     /// CTRL-8: the outputs a join reads — inbound edges in declared order; an edge that is
-    /// skipped, or whose source did not succeed, contributes nothing.
-    fn join_inputs(&self, skips: &SkipSet, i: usize) -> Vec<(String, Value)> {
+    /// skipped, or whose source did not succeed, contributes nothing — and, SEC-1 (D-274),
+    /// the secret material they hold, which the join's output is tainted wherever it holds.
+    fn join_inputs(
+        &self,
+        skips: &SkipSet,
+        i: usize,
+    ) -> (Vec<(String, Value)>, super::taint::Needles) {
+        let mut needles = super::taint::Needles::default();
         let is_join = matches!(
             self.engine.plan.controls.control(i).map(|c| c.kind),
             Some(ControlKind::Aggregate | ControlKind::Merge)
         );
         if !is_join {
-            return Vec::new();
+            return (Vec::new(), needles);
         }
-        self.graph
+        let inbound = self
+            .graph
             .incoming(i)
             .filter(|e| !skips.is_skipped(e))
             .filter_map(|e| {
@@ -317,10 +325,12 @@ impl<'a, C: WorkflowContext> Walk<'a, C> {
                         |n| secrets.get(n).cloned(),
                         || super::sealed::Sealer::of(self.host, self.journal, self.frame),
                     );
+                    needles.add_places(&output, &super::taint::places(&r));
                     (String::from(id.as_str()), output)
                 })
             })
-            .collect()
+            .collect();
+        (inbound, needles)
     }
 
     /// Publish a terminal record and route its outgoing edges. `Some(error)` when the
@@ -416,9 +426,15 @@ impl<'a, C: WorkflowContext> Walk<'a, C> {
                 scope.publish_step(id, output, meta.map(|m| m.to_value()));
             }
         }
-        if super::sealed::carries_secret(record) {
-            // SEC-1: whatever reads this output is secret-derived too.
-            scope.taint(&["steps", id]);
+        // SEC-1: whatever reads this output where it holds secret material is secret-derived
+        // too (D-274: only there, unless the whole output is).
+        for place in super::taint::places(record) {
+            if place.is_empty() {
+                scope.taint(&["steps", id]);
+            } else {
+                let id = crate::model::pointer_token(id);
+                super::taint_pointers(scope, "steps", &[format!("/{id}/output{place}")]);
+            }
         }
     }
 

@@ -15,7 +15,7 @@ use serde_json::{Map, Value};
 use super::jsonlogic::{Dialect, ExprCode, ExprError, Logic, lookup_root};
 use super::limits::MAX_NESTING_DEPTH;
 use super::resolve::{ResolveCode, ResolveError, ResolveMode, ResolveOptions, Resolved};
-use super::scope::{DataRoot, RunScope, Secrets};
+use super::scope::{DataRoot, RunScope, Secrets, TaintAt};
 use super::template::{Mode, Part, TemplateTooLarge, parse, root_anchor};
 use super::value::{Val, template_string, write_template_string};
 
@@ -461,10 +461,27 @@ impl<'a> Ctx<'a, '_> {
             CNode::Literal(v) => Ok(v.clone()),
             CNode::Path(p) => {
                 self.read.check_test_binding(p, pointer)?;
+                let segments = p.segments();
+                let v = lookup_root(self.read.root, &segments).map_or(Value::Null, |v| v.to_json());
+                // D-274: a path read keeps where its value is tainted, so a param bound to
+                // a whole output is redacted only where that output holds secret material.
                 self.read.root.take_touched();
-                let v =
-                    lookup_root(self.read.root, &p.segments()).map_or(Value::Null, |v| v.to_json());
-                self.taint_if_touched(pointer);
+                match self.read.root.taint_at(&segments) {
+                    TaintAt::Clean => {}
+                    TaintAt::Whole => self.secret_paths.push(pointer.to_owned()),
+                    TaintAt::Below(places) => {
+                        for place in places {
+                            let mut at = pointer.to_owned();
+                            for segment in &place {
+                                at.push('/');
+                                at.push_str(&crate::model::pointer_token(segment));
+                            }
+                            if v.pointer(&at[pointer.len()..]).is_some() {
+                                self.secret_paths.push(at);
+                            }
+                        }
+                    }
+                }
                 Ok(v)
             }
             CNode::Logic(logic) => {

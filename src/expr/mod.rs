@@ -33,7 +33,7 @@ pub use resolve::{
     check_required, redact_params, resolve_with, resolve_with_mode, resolve_with_options,
     resolve_with_test,
 };
-pub use scope::{DataRoot, DataScope, ROOTS, RunScope, Secrets, is_root, step_into};
+pub use scope::{DataRoot, DataScope, ROOTS, RunScope, Secrets, TaintAt, is_root, step_into};
 pub use template::{
     ChainOp, Mode, Parsed, Part, TemplateTooLarge, coalesce_operand_refs, has_refused_chain_token,
     parse as parse_template, parse_coalesce_chain, parse_root_anchored, part_is_anchored,

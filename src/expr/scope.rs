@@ -210,6 +210,29 @@ impl DataScope {
         })
     }
 
+    /// SEC-1 (D-274): which parts of the value at dotted `path` are secret-derived — all of
+    /// it (a taint mark at the path or around it), some places inside it (marks below it,
+    /// as relative segment lists), or none. A `{"$": …}` read keeps the places, so a param
+    /// bound to a whole output is tainted only where that output is.
+    pub fn taint_at<S: AsRef<str>>(&self, path: &[S]) -> TaintAt {
+        let mut below = Vec::new();
+        for t in &self.tainted {
+            let shared = t.iter().zip(path).all(|(a, b)| a.as_str() == b.as_ref());
+            if !shared {
+                continue;
+            }
+            if t.len() <= path.len() {
+                return TaintAt::Whole;
+            }
+            below.push(t[path.len()..].to_vec());
+        }
+        if below.is_empty() {
+            TaintAt::Clean
+        } else {
+            TaintAt::Below(below)
+        }
+    }
+
     /// Whether any read since the last call touched a secret-derived value; resets.
     pub fn take_touched(&self) -> bool {
         self.touched.replace(false)
@@ -400,6 +423,17 @@ impl DerefMut for RunScope {
     }
 }
 
+/// Which parts of a value read from the scope are secret-derived ([`DataScope::taint_at`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TaintAt {
+    /// None of it.
+    Clean,
+    /// All of it.
+    Whole,
+    /// The values at these places inside it (segment lists relative to the value).
+    Below(Vec<Vec<String>>),
+}
+
 /// The generic data root: every root except `secrets` (EXPR-5). It holds a reference to a
 /// [`DataScope`] — which has no secrets to reach — and exposes its roots, its paths and its
 /// taint bookkeeping; `{"$": "secrets.X"}` is an unknown path.
@@ -417,6 +451,11 @@ impl<'a> DataRoot<'a> {
     /// SEC-1: whether a read since the last call touched a secret-derived value; resets.
     pub(crate) fn take_touched(&self) -> bool {
         self.data.take_touched()
+    }
+
+    /// SEC-1: which parts of the value at `segments` are secret-derived (D-274).
+    pub(crate) fn taint_at<S: AsRef<str>>(&self, segments: &[S]) -> TaintAt {
+        self.data.taint_at(segments)
     }
 
     /// The value of a top-level key of the data root, `None` when absent. For `steps` this

@@ -235,7 +235,7 @@ impl Detector {
 /// (`YYYY-MM-DDTHH:MM:SS.mmmZ`) is a clock reading, not data: a `wait` until a secret time
 /// finishes at that time (D-43), and the engine seam checks every such time was one the
 /// suite's clock showed (D-104).
-fn is_clock_reading(key: &str, v: &Value) -> bool {
+pub(crate) fn is_clock_reading(key: &str, v: &Value) -> bool {
     let Some(t) = v
         .as_str()
         .filter(|_| key == "startedAt" || key == "finishedAt")

@@ -124,7 +124,7 @@ fn scrub_refusal(request: &Value, mut response: Value) -> Value {
     if let (Some(secrets), Some(error)) = (secrets, response.get_mut("error"))
         && !secrets.is_empty()
     {
-        let sink = crate::redact::Scrubber::with_encoded_forms(secrets.values());
+        let sink = crate::redact::Scrubber::new(secrets.values());
         scrub_strings(&sink, error);
     }
     response

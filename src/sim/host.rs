@@ -198,6 +198,9 @@ impl WorkflowContext for SimHost<'_> {
         for r in &reports {
             req.on_executed.report(r.clone());
         }
+        // D-274: what the step was handed as secret-derived, to find in what it returns.
+        let needles = (!req.secret_paths.is_empty())
+            .then(|| crate::redact::taint::Needles::of_params(&req.params, &req.secret_paths));
         let result: Result<Value, InvokeError> = if req.app == DOCUMENT_APP {
             // D-126: a scripted error is the host's internal API failing; otherwise the
             // host serves the document (an `output` is refused when the run starts).
@@ -249,20 +252,31 @@ impl WorkflowContext for SimHost<'_> {
         if let Value::Object(m) = &mut fields {
             m.remove("atMs");
             m.insert("latencyMs".into(), json!(outcome.latency_ms));
-            // SEC-1: an invocation given a secret-derived param has a secret-derived result
-            // (the engine's rule, docs/decisions.md D-41): recorded redacted wholly.
-            let tainted = !req.secret_paths.is_empty();
+            // SEC-1: the result is recorded as the engine records it (D-274, D-275): redacted
+            // wholly when the action's output is declared sensitive, else where it holds
+            // what the step was handed; the sink removes every secret in every form.
+            let sensitive = script.sensitive_output;
+            let none = crate::redact::taint::Needles::default();
+            let needles = needles.as_ref().unwrap_or(&none);
+            let no_forms = crate::redact::leak::Detector::default();
             match &result {
-                Ok(_) if tainted => {
+                Ok(_) if sensitive => {
                     m.insert("output".into(), json!(crate::expr::REDACTED));
                 }
                 Ok(v) => {
-                    m.insert("output".into(), self.scrubbed(v.clone()));
+                    let mut v = v.clone();
+                    let places = crate::redact::taint::scan(&v, needles, &no_forms);
+                    crate::redact::taint::redact_places(&mut v, &places);
+                    m.insert("output".into(), self.scrubbed(v));
                 }
                 Err(e) => {
                     let mut e = e.clone();
-                    if tainted {
+                    if sensitive {
                         e.message = crate::expr::REDACTED.to_owned();
+                    } else if let Some(m) =
+                        crate::redact::taint::redact_message(&e.message, needles)
+                    {
+                        e.message = m;
                     }
                     self.scrub.error(&mut e);
                     m.insert("error".into(), serde_json::to_value(e).unwrap_or_default());
@@ -286,6 +300,13 @@ impl WorkflowContext for SimHost<'_> {
             .actions
             .get(step_id)
             .is_some_and(|a| a.idempotent)
+    }
+
+    fn action_sensitive_output(&self, step_id: &str, _app: &str, _action: &str) -> bool {
+        self.scenario
+            .actions
+            .get(step_id)
+            .is_some_and(|a| a.sensitive_output)
     }
 
     fn log(&self, level: LogLevel, message: &str, data: Option<&Value>) {

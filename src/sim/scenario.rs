@@ -8,7 +8,8 @@
 //! ```text
 //! { "runId": "run_1", "variables": {…}, "trigger": {"type": "manual", "event": …},
 //!   "secrets": {…}, "documents": {…},
-//!   "actions": { "<stepId>": { "idempotent": false, "outcomes": [OUTCOME, …], "meta": {…} } },
+//!   "actions": { "<stepId>": { "idempotent": false, "sensitiveOutput": false,
+//!                               "outcomes": [OUTCOME, …], "meta": {…} } },
 //!   "faults": { "crashAfterCheckpoint": [3, 7], "crashInInvoke": [{"step": "s", "attempt": 1}] },
 //!   "cancelAfterCheckpoint": 5, "workflows": { "<workflowId>": WORKFLOW }, "seed": 0 }
 //! OUTCOME := {"output": V} | {"echo": true} | {"error": {"code", "message", "phase", "retryable"}}
@@ -66,6 +67,9 @@ impl Outcome {
 #[derive(Debug, Clone, PartialEq)]
 pub struct ActionScript {
     pub idempotent: bool,
+    /// SEC-1 (D-275): the action's output is sensitive (a minted token): the engine treats
+    /// it as secret-derived wholly.
+    pub sensitive_output: bool,
     /// One per invocation, in order; the last repeats. Never empty.
     pub outcomes: Vec<Outcome>,
     /// Raw reports passed to `onExecuted` on every invocation (empty: never called).
@@ -76,6 +80,7 @@ impl Default for ActionScript {
     fn default() -> Self {
         ActionScript {
             idempotent: false,
+            sensitive_output: false,
             outcomes: vec![Outcome::echo()],
             meta: Vec::new(),
         }
@@ -552,12 +557,21 @@ fn parse_meta(c: &mut Checker, v: &Value, path: &str) -> Vec<Value> {
 
 fn parse_action(c: &mut Checker, v: &Value, path: &str) -> Option<ActionScript> {
     let o = c.object(v, path)?;
-    c.known_keys(o, path, &["idempotent", "outcomes", "meta"]);
+    c.known_keys(
+        o,
+        path,
+        &["idempotent", "sensitiveOutput", "outcomes", "meta"],
+    );
     let mut script = ActionScript::default();
-    if let Some(i) = o.get("idempotent") {
-        match i.as_bool() {
-            Some(b) => script.idempotent = b,
-            None => c.err(&format!("{path}/idempotent"), "must be a boolean"),
+    for (key, flag) in [
+        ("idempotent", &mut script.idempotent),
+        ("sensitiveOutput", &mut script.sensitive_output),
+    ] {
+        if let Some(i) = o.get(key) {
+            match i.as_bool() {
+                Some(b) => *flag = b,
+                None => c.err(&format!("{path}/{key}"), "must be a boolean"),
+            }
         }
     }
     if let Some(m) = o.get("meta") {

@@ -33,6 +33,7 @@ mod limits;
 mod matrix_cli;
 mod model_roundtrip;
 mod package;
+mod redaction;
 mod reference_snapshots;
 mod rust_seams;
 mod schemas;

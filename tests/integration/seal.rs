@@ -16,7 +16,8 @@ const KEY: &str = "Kq93vLx0Zt7mWb2Nc8Rd5Yp1Hs6Jf4Ge";
 /// Another operator's.
 const OTHER_KEY: &str = "uT5nB8vC2xZ9mQ4wE7rY1pL6kJ3hG0fD";
 
-/// a (secret-derived: its params read the PIN) returns a branch computed from it; the
+/// a is handed the PIN and returns a branch computed from it; its action is declared to
+/// return sensitive output (D-275), so the output is secret-derived wholly and sealed; the
 /// gate routes on it; `pay` runs only on "pay!".
 fn workflow() -> Value {
     json!({"manifestVersion": "2", "id": "wf_pay", "name": "pay", "steps": [
@@ -29,7 +30,8 @@ fn workflow() -> Value {
 
 fn scenario(branch: &str) -> Value {
     json!({"runId": "run_1", "secrets": {"PIN": "4711"},
-           "actions": {"a": {"outcomes": [{"output": {"branch": branch, "n": 4}}]}}})
+           "actions": {"a": {"sensitiveOutput": true,
+                             "outcomes": [{"output": {"branch": branch, "n": 4}}]}}})
 }
 
 struct Files {

@@ -329,7 +329,17 @@ mod tests {
             a.input.as_ref().map(JsonText::to_value),
             Some(json!({"t": "[redacted]", "plain": "x"}))
         );
-        assert_eq!(a.extra.get("secretDerived"), Some(&json!(true)));
+        // D-274: the output is secret-derived only where it holds what the step was handed.
+        assert_eq!(a.extra.get("secretDerived"), None);
+        let recorded = a
+            .output
+            .as_ref()
+            .map(JsonText::to_value)
+            .unwrap_or_default();
+        assert!(
+            !recorded.to_string().contains("derived-value"),
+            "{recorded}"
+        );
         assert_eq!(r.state.extra["secretVariables"], json!(["/token"]));
     }
 

@@ -22,12 +22,19 @@ use crate::plan::PlanValue;
 /// everything: one record per iteration is kept in the run state).
 pub const FOREACH_ITEMS_MAX: usize = 100_000;
 
-/// CTRL-4/5: run the foreach whose start `record` is committed, with resolved `params`.
+/// A foreach's plan: its body block and its parallelism.
+pub(super) struct Shape {
+    pub(super) body: usize,
+    pub(super) parallelism: PlanValue<u64>,
+}
+
+/// CTRL-4/5: run the foreach whose start `record` is committed, with resolved `params`
+/// (`secret_paths`: where they are secret-derived).
 pub(super) async fn foreach<C: WorkflowContext>(
     cx: &StepCtx<'_, C>,
     params: &Map<String, Value>,
-    body: usize,
-    parallelism: PlanValue<u64>,
+    secret_paths: &[String],
+    Shape { body, parallelism }: Shape,
     mut record: StepExecution,
 ) -> Result<(StepEnd, Vec<StepError>), EngineError> {
     let failed = |record, e| Ok((StepEnd::Done(cx.fail(record, e)), Vec::new()));
@@ -52,7 +59,7 @@ pub(super) async fn foreach<C: WorkflowContext>(
         items: &items,
         width,
         fail_fast,
-        tainted: crate::engine::journal::is_secret_derived(&record),
+        tainted: &item_taint(secret_paths, items.len()),
     };
     let (outcomes, canceled) = run.all(cx, &graph, &frames).await?;
     if let Some(end) = stopped(&outcomes) {
@@ -141,6 +148,11 @@ fn checked(
     Ok((items, width))
 }
 
+/// `places` inside an item as pointers into the `foreach` root.
+fn item_pointers(places: &[String]) -> Vec<String> {
+    places.iter().map(|p| format!("/item{p}")).collect()
+}
+
 /// How one foreach runs its iterations.
 struct Iterations<'v> {
     items: &'v [Value],
@@ -148,8 +160,29 @@ struct Iterations<'v> {
     width: usize,
     /// The first failure cancels the in-flight iterations and starts no more.
     fail_fast: bool,
-    /// SEC-1: the items are secret-derived.
-    tainted: bool,
+    /// SEC-1 (D-274): where each item is secret-derived (pointers into the item, `""`:
+    /// all of it; empty: nowhere).
+    tainted: &'v [Vec<String>],
+}
+
+/// D-274: where each of `n` items is secret-derived, from the params' secret paths: all of
+/// every item when `items` itself is (or the params are), else per element.
+fn item_taint(secret_paths: &[String], n: usize) -> Vec<Vec<String>> {
+    let mut out = vec![Vec::new(); n];
+    for p in secret_paths {
+        if p.is_empty() || p == "/items" {
+            out.iter_mut().for_each(|places| places.push(String::new()));
+            continue;
+        }
+        let Some(rest) = p.strip_prefix("/items/") else {
+            continue;
+        };
+        let (index, inside) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+        if let Some(places) = index.parse::<usize>().ok().and_then(|i| out.get_mut(i)) {
+            places.push(inside.to_owned());
+        }
+    }
+    out
 }
 
 impl Iterations<'_> {
@@ -185,9 +218,9 @@ impl Iterations<'_> {
                     }
                 }
                 child.foreach = Some(Value::Object(foreach));
-                if self.tainted {
-                    // SEC-1: items drawn from a secret-derived value are secret-derived.
-                    child.taint(&["foreach"]);
+                // SEC-1: an item drawn from a secret-derived value is secret-derived, where it is.
+                if let Some(places) = self.tainted.get(next) {
+                    crate::engine::taint_pointers(&mut child, "foreach", &item_pointers(places));
                 }
                 inflight.push(next, cx.walk.sub(graph, &frames[next]).walk(child));
                 next += 1;

@@ -59,7 +59,14 @@ pub(crate) async fn run<C: WorkflowContext>(
         .filter(|r| r.status == StepStatus::Running)
         .and_then(|r| r.started_at.clone());
     // RUN-2: control start (a resumed control re-runs; its frames are reused).
-    let (record, params) = match start_resolved(cx, resolved, carried_start).await? {
+    let started = start_with(cx, resolved, carried_start, Map::new(), Extras::default()).await?;
+    let (
+        record,
+        Resolved {
+            params,
+            secret_paths,
+        },
+    ) = match started {
         Ok(started) => started,
         Err(failed) => return Ok((StepEnd::Done(failed), Vec::new())),
     };
@@ -78,7 +85,11 @@ pub(crate) async fn run<C: WorkflowContext>(
             Vec::new(),
         ),
         ControlParams::Foreach { body, parallelism } => {
-            foreach::foreach(cx, &params, *body, *parallelism, record).await?
+            let shape = foreach::Shape {
+                body: *body,
+                parallelism: *parallelism,
+            };
+            foreach::foreach(cx, &params, &secret_paths, shape, record).await?
         }
         ControlParams::Parallel { branches, strategy } => (
             parallel::parallel(cx, &params, branches, *strategy, record).await?,
@@ -89,19 +100,10 @@ pub(crate) async fn run<C: WorkflowContext>(
 }
 
 /// RUN-2 start of a control or call step: the start checkpoint (recorded input is the
-/// redacted params, SEC-1), then the params — or, when resolution failed, the step's
-/// terminal failed record (phase `resolution`, never retried: RETRY-6).
-async fn start_resolved<C: WorkflowContext>(
-    cx: &StepCtx<'_, C>,
-    resolved: Result<Resolved, ResolveError>,
-    carried_start: Option<String>,
-) -> Result<Result<(StepExecution, Map<String, Value>), StepExecution>, EngineError> {
-    let started = start_with(cx, resolved, carried_start, Map::new(), Extras::default()).await?;
-    Ok(started.map(|(record, r)| (record, r.params)))
-}
-
-/// [`start_resolved`] with record and run-level `extra` keys in the same start checkpoint
-/// (a call's dispatch key, D-120), answering the whole [`Resolved`] (its secret paths).
+/// redacted params, SEC-1; record and run-level `extra` keys in the same checkpoint, e.g. a
+/// call's dispatch key, D-120), then the whole [`Resolved`] (its secret paths) — or, when
+/// resolution failed, the step's terminal failed record (phase `resolution`, never
+/// retried: RETRY-6).
 async fn start_with<C: WorkflowContext>(
     cx: &StepCtx<'_, C>,
     resolved: Result<Resolved, ResolveError>,
