@@ -130,6 +130,13 @@ pub const GENERATED_TEXT_CLIP_BYTES: usize = 600;
 /// Bytes of one value shown in a field-level diff entry.
 pub const DIFF_VALUE_CLIP_BYTES: usize = 200;
 
+// The picture of a run (`--html`, issue 41 item 4): a page someone can open and scroll.
+
+/// Lanes (steps and strands) drawn on a run's timeline; the rest are counted, not drawn.
+pub const HTML_LANES_MAX: usize = 2_000;
+/// Events listed under "what happened"; the rest are counted, not listed.
+pub const HTML_EVENTS_MAX: usize = 5_000;
+
 /// Whether `v` nests deeper than `max` levels (a scalar is depth 0, `[]` depth 1).
 /// Its stack depth is bounded whatever the input: up to [`RECURSION_DEPTH_MAX`] levels it
 /// recurses (no allocation: it runs on every step's output), beyond that it walks with a

@@ -31,6 +31,10 @@ pub(crate) struct InspectArgs {
     /// anything here.
     #[arg(long, value_name = "PATH")]
     key_file: Option<PathBuf>,
+    /// Also write a picture of what the file holds to FILE: one self-contained HTML page,
+    /// redacted as the JSON is.
+    #[arg(long, value_name = "FILE")]
+    html: Option<PathBuf>,
 }
 
 struct Fail(String, u8);
@@ -74,7 +78,31 @@ fn run(a: InspectArgs) -> Result<(), Fail> {
     let mut out = std::io::stdout().lock();
     out.write_all(text.as_bytes())
         .and_then(|()| out.flush())
-        .map_err(|e| Fail(format!("cannot write the output: {e}"), 2))
+        .map_err(|e| Fail(format!("cannot write the output: {e}"), 2))?;
+    match &a.html {
+        // Read-only (D-270): the picture never replaces the file it shows.
+        Some(path) if same_file(path, &a.file) => Err(Fail(
+            format!(
+                "--html {}: that is the inspected file; inspect never writes it",
+                path.display()
+            ),
+            2,
+        )),
+        Some(path) => std::fs::write(path, inspection.to_html()).map_err(|e| {
+            Fail(
+                format!("cannot write the HTML file {}: {e}", path.display()),
+                2,
+            )
+        }),
+        None => Ok(()),
+    }
+}
+
+fn same_file(a: &std::path::Path, b: &std::path::Path) -> bool {
+    match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => false,
+    }
 }
 
 /// Run `inspect`.

@@ -93,6 +93,11 @@ pub(crate) struct RunArgs {
     /// the run was written with.
     #[arg(long, value_name = "PATH")]
     key_file: Option<PathBuf>,
+    /// Also write a picture of the run to FILE: one self-contained HTML page (a timeline on
+    /// the virtual clock, each step's record on click), redacted as the report is. It keeps
+    /// the trace in memory, so the trace budget applies as with --trace.
+    #[arg(long, value_name = "FILE")]
+    html: Option<PathBuf>,
     #[command(flatten)]
     limits: LimitArgs,
 }
@@ -125,6 +130,11 @@ pub(crate) struct ReplayArgs {
     /// the run was written with.
     #[arg(long, value_name = "PATH")]
     key_file: Option<PathBuf>,
+    /// Also write a picture of the run to FILE: one self-contained HTML page (a timeline on
+    /// the virtual clock, each step's record on click), redacted as the report is. It keeps
+    /// the trace in memory, so the trace budget applies as with --trace.
+    #[arg(long, value_name = "FILE")]
+    html: Option<PathBuf>,
     #[command(flatten)]
     limits: LimitArgs,
 }
@@ -163,6 +173,11 @@ pub(crate) struct ResumeArgs {
     /// the run was written with.
     #[arg(long, value_name = "PATH")]
     key_file: Option<PathBuf>,
+    /// Also write a picture of the run to FILE: one self-contained HTML page (a timeline on
+    /// the virtual clock, each step's record on click), redacted as the report is. It keeps
+    /// the trace in memory, so the trace budget applies as with --trace.
+    #[arg(long, value_name = "FILE")]
+    html: Option<PathBuf>,
     #[command(flatten)]
     limits: LimitArgs,
 }
@@ -390,15 +405,6 @@ fn trace_sink(path: Option<&Path>) -> Result<(Option<Box<dyn Write>>, Trace), Fa
     Ok((Some(Box::new(sink)), trace))
 }
 
-fn print(report: &Report) -> Result<(), Fail> {
-    let text = serde_json::to_string_pretty(&report.to_json())
-        .map_err(|e| Fail(format!("cannot serialize the report: {e}"), 2))?;
-    let mut out = std::io::stdout().lock();
-    writeln!(out, "{text}")
-        .and_then(|()| out.flush())
-        .map_err(|e| Fail(format!("cannot write the report: {e}"), 2))
-}
-
 /// A RunState from a file holding a RunState, a report (`run`) or a store file (`state`).
 fn run_state(doc: Value) -> Result<RunState, Fail> {
     let inner = match &doc {
@@ -507,19 +513,40 @@ fn load(
 
 /// Print a report; a dialect run's gets the dialect's additions (`dialect`, WOML-13's
 /// `result`, WOML-15's attempt bindings, YML-5's `bindings`) — after a resume or a replay
-/// exactly as after a run (D-261).
-fn print_loaded(loaded: &Loaded, report: Report) -> Result<(), Fail> {
-    let Some(imported) = &loaded.imported else {
-        return print(&report);
-    };
+/// exactly as after a run (D-261). With `--html FILE`, the page is drawn from that same
+/// printed JSON and the run's scrubbed trace, and written after the report (D-291).
+fn print_loaded(
+    loaded: &Loaded,
+    mut report: Report,
+    html: Option<(&Path, &str)>,
+) -> Result<(), Fail> {
+    let trace = std::mem::take(&mut report.trace);
     let mut out = report.into_json();
-    crate::dialect::decorate_report(imported, &mut out);
+    if let Some(imported) = &loaded.imported {
+        crate::dialect::decorate_report(imported, &mut out);
+    }
     let text = serde_json::to_string_pretty(&out)
         .map_err(|e| Fail(format!("cannot serialize the report: {e}"), 2))?;
     let mut stdout = std::io::stdout().lock();
     writeln!(stdout, "{text}")
         .and_then(|()| stdout.flush())
-        .map_err(|e| Fail(format!("cannot write the report: {e}"), 2))
+        .map_err(|e| Fail(format!("cannot write the report: {e}"), 2))?;
+    let Some((path, command)) = html else {
+        return Ok(());
+    };
+    let page = sim::html::run_page(&sim::html::RunSources {
+        command,
+        report: &out,
+        trace: &trace,
+        error_edges: sim::html::error_edges(&loaded.workflow),
+        ..sim::html::RunSources::default()
+    });
+    std::fs::write(path, page).map_err(|e| {
+        Fail(
+            format!("cannot write the HTML file {}: {e}", path.display()),
+            2,
+        )
+    })
 }
 
 fn run_cmd(a: RunArgs) -> Result<(), Fail> {
@@ -527,7 +554,7 @@ fn run_cmd(a: RunArgs) -> Result<(), Fail> {
     let options = SimOptions {
         store: store_choice(&a.store),
         abort_after_checkpoint: abort_hook(a.abort_after_checkpoint)?,
-        keep_trace: false,
+        keep_trace: a.html.is_some(),
         stop_at_suspend: a.stop_at_suspend,
         limits: a.limits.limits(),
         judge_secrets: false,
@@ -536,7 +563,7 @@ fn run_cmd(a: RunArgs) -> Result<(), Fail> {
     let (sink, trace) = trace_sink(a.trace.as_deref())?;
     let report = sim::run(&loaded.workflow, &loaded.scenario, &options, sink)
         .map_err(sim_fail(&loaded.scenario))?;
-    print_loaded(&loaded, report)?;
+    print_loaded(&loaded, report, a.html.as_deref().map(|p| (p, "run")))?;
     trace.finish()
 }
 
@@ -561,7 +588,7 @@ fn replay_cmd(a: ReplayArgs) -> Result<(), Fail> {
     let options = SimOptions {
         store: store_choice(&a.store),
         abort_after_checkpoint: None,
-        keep_trace: false,
+        keep_trace: a.html.is_some(),
         stop_at_suspend: false,
         limits: a.limits.limits(),
         judge_secrets: false,
@@ -577,7 +604,7 @@ fn replay_cmd(a: ReplayArgs) -> Result<(), Fail> {
         sink,
     )
     .map_err(sim_fail(scenario))?;
-    print_loaded(&loaded, report)?;
+    print_loaded(&loaded, report, a.html.as_deref().map(|p| (p, "replay")))?;
     trace.finish()
 }
 
@@ -586,7 +613,7 @@ fn resume_cmd(a: ResumeArgs) -> Result<(), Fail> {
     let options = SimOptions {
         store: StoreChoice::Dir(a.store.clone()),
         abort_after_checkpoint: abort_hook(a.abort_after_checkpoint)?,
-        keep_trace: false,
+        keep_trace: a.html.is_some(),
         stop_at_suspend: a.stop_at_suspend,
         limits: a.limits.limits(),
         judge_secrets: false,
@@ -602,7 +629,7 @@ fn resume_cmd(a: ResumeArgs) -> Result<(), Fail> {
         sink,
     )
     .map_err(sim_fail(&loaded.scenario))?;
-    print_loaded(&loaded, report)?;
+    print_loaded(&loaded, report, a.html.as_deref().map(|p| (p, "resume")))?;
     trace.finish()
 }
 

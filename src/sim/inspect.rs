@@ -105,6 +105,9 @@ pub struct Inspection {
     pub clock_ms: Option<u64>,
     pub checkpoints: Option<u64>,
     pub journal: Option<JournalView>,
+    /// What a report held besides its run (`invocations`, `waits`, `canceled`, `crashes`,
+    /// …), as the report printed it — already redacted; for the `--html` picture (D-294).
+    pub report: Option<Map<String, Value>>,
 }
 
 /// Read `path` and say what it holds. With `key`, a journal is verified (D-251); without
@@ -137,6 +140,7 @@ pub fn inspect(path: &Path, key: Option<&SealingKey>) -> Result<Inspection, Insp
                 torn_bytes: folded.torn,
             }),
             state: folded.state,
+            report: None,
         });
     }
     let text = std::str::from_utf8(&bytes).map_err(|_| InspectError::Unrecognized {
@@ -162,17 +166,17 @@ fn from_json(path: &Path, doc: Value) -> Result<Inspection, InspectError> {
         return Err(not_a_run("not a JSON object".into()));
     };
     let num = |m: &Map<String, Value>, k: &str| m.get(k).and_then(Value::as_u64);
-    let (kind, state, clock_ms, checkpoints) = if m.contains_key("runId") {
-        (FileKind::RunState, Value::Object(m), None, None)
+    let (kind, state, clock_ms, checkpoints, report) = if m.contains_key("runId") {
+        (FileKind::RunState, Value::Object(m), None, None, None)
     } else if let Some(run) = m.remove("run") {
         let (c, n) = (num(&m, "clockMs"), num(&m, "checkpoints"));
-        (FileKind::Report, run, c, n)
+        (FileKind::Report, run, c, n, Some(m))
     } else if let Some(state) = m.remove("state") {
         // D-63: `w6w-sim/run-1`, a store's whole-file run (`{format, state, world}`).
         let world = m.get("world").and_then(Value::as_object);
         let c = world.and_then(|w| num(w, "clockMs"));
         let n = world.and_then(|w| num(w, "checkpoints"));
-        (FileKind::LegacyRunFile, state, c, n)
+        (FileKind::LegacyRunFile, state, c, n, None)
     } else {
         return Err(not_a_run(
             "it has no `runId` (a RunState), `run` (a report) or `state` (a run file)".into(),
@@ -187,6 +191,7 @@ fn from_json(path: &Path, doc: Value) -> Result<Inspection, InspectError> {
         clock_ms,
         checkpoints,
         journal: None,
+        report,
     })
 }
 
@@ -317,6 +322,56 @@ impl Inspection {
             },
             "journal": journal,
             "run": s.clone().into_json(),
+        })
+    }
+}
+
+impl Inspection {
+    /// The picture of what the file holds (`inspect --html`, D-294): the run page drawn
+    /// from [`Inspection::to_json`] — the same redacted values the JSON shows — plus, for a
+    /// report, the entries it printed beside its run. A journal keeps no trace, so its
+    /// checkpoints are listed with their times instead of attempts and crashes.
+    pub fn to_html(&self) -> String {
+        let j = self.to_json();
+        let mut report = self.report.clone().unwrap_or_default();
+        report.insert("run".into(), j["run"].clone());
+        for (k, v) in [
+            ("clockMs", self.clock_ms),
+            ("checkpoints", self.checkpoints),
+        ] {
+            if let Some(v) = v {
+                report.entry(k).or_insert(json!(v));
+            }
+        }
+        let report = Value::Object(report);
+        let checkpoints = j["journal"]["checkpoints"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        let mut notes = vec![match self.kind {
+            FileKind::Journal => "Drawn from a journal: the lanes are the folded run's records; a journal keeps no trace, so attempts, backoffs and crashes are not drawn — its checkpoints are listed with their virtual times.".to_owned(),
+            FileKind::Report => "Drawn from a report: attempts are placed at their start (a report keeps no trace: their ends, backoffs and crashes are not drawn; run with --html for those).".to_owned(),
+            _ => format!("Drawn from a {}: only its records' own times.", self.kind.as_str()),
+        }];
+        if let Some(jv) = &self.journal {
+            if jv.authentication == Authentication::Unverified {
+                notes.push("NOT VERIFIED: the journal is authenticated, but no key was given (--key-file or W6W_SEALING_KEY), so its records may have been changed.".into());
+            }
+            if jv.torn_bytes > 0 {
+                notes.push(format!(
+                    "Torn tail: {} bytes at offset {} (an append that never finished); not shown.",
+                    jv.torn_bytes, jv.whole_bytes
+                ));
+            }
+        }
+        let file = self.file.display().to_string();
+        super::html::run_page(&super::html::RunSources {
+            command: "inspect",
+            report: &report,
+            checkpoints: &checkpoints,
+            notes,
+            file: Some(&file),
+            ..super::html::RunSources::default()
         })
     }
 }

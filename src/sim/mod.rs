@@ -20,6 +20,7 @@ mod engine_seam;
 pub(crate) mod exec;
 pub(crate) mod host;
 mod hosted;
+pub mod html;
 pub mod inspect;
 pub mod journal;
 pub mod scenario;
