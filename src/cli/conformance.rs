@@ -46,6 +46,10 @@ pub(crate) struct ConformanceArgs {
     /// Also write a JUnit XML report to FILE.
     #[arg(long, value_name = "FILE")]
     junit: Option<PathBuf>,
+    /// Also write the per-clause table to FILE as one self-contained HTML page, with each
+    /// failure's messages and the command that runs it again.
+    #[arg(long, value_name = "FILE")]
+    html: Option<PathBuf>,
     /// Check a candidate host: spawn 'CMD ARGS' (split like a simple shell, no shell runs)
     /// and speak the adapter protocol over its stdin/stdout.
     #[arg(long, value_name = "'CMD ARGS'")]
@@ -349,6 +353,15 @@ fn conformance(args: &ConformanceArgs) -> ExitCode {
         );
         status = ExitCode::from(2);
     }
+    if let Some(path) = &args.html
+        && let Err(e) = std::fs::write(path, conformance::html::suite_page(&report))
+    {
+        eprintln!(
+            "w6w-sim conformance: cannot write the HTML report {}: {e}",
+            path.display()
+        );
+        status = ExitCode::from(2);
+    }
     let text = if args.json {
         serde_json::to_string_pretty(&report.to_json()).map(|mut s| {
             s.push('\n');
@@ -367,7 +380,7 @@ fn conformance(args: &ConformanceArgs) -> ExitCode {
 }
 
 /// Quote a word for a POSIX shell (and for `--adapter`'s own splitter): bare when safe.
-fn shell_quote(word: &str) -> String {
+pub(crate) fn shell_quote(word: &str) -> String {
     let safe = !word.is_empty()
         && word
             .chars()

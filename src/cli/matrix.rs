@@ -57,6 +57,10 @@ pub(crate) struct MatrixArgs {
     /// Also write the matrix as JSON to FILE.
     #[arg(long, value_name = "FILE")]
     json: Option<PathBuf>,
+    /// Also write the matrix to FILE as one self-contained HTML page, with each failure's
+    /// messages and the command that runs it again.
+    #[arg(long, value_name = "FILE")]
+    html: Option<PathBuf>,
     /// Per-request timeout for adapter candidates, in milliseconds.
     #[arg(long, value_name = "MS", default_value_t = 10_000)]
     timeout_ms: u64,
@@ -165,7 +169,36 @@ pub(crate) fn main(command: MatrixCommand) -> ExitCode {
             status = ExitCode::from(2);
         }
     }
+    if let Some(path) = &args.html {
+        let reruns: Vec<_> = specs.iter().map(|s| rerun(&args, &s.name)).collect();
+        let page = conformance::html::matrix_page("w6w conformance matrix", &matrix, &reruns);
+        if let Err(e) = std::fs::write(path, page) {
+            eprintln!("w6w-sim matrix: cannot write {}: {e}", path.display());
+            status = ExitCode::from(2);
+        }
+    }
     status
+}
+
+/// The command that runs one column's cases again: `w6w-sim matrix` with that candidate
+/// alone (its profile and the case directory too); generated seeds have no such command.
+fn rerun(args: &MatrixArgs, name: &str) -> conformance::html::Rerun {
+    use super::conformance::shell_quote;
+    let named = |text: &&String| text.split_once('=').is_some_and(|(n, _)| n.trim() == name);
+    let mut case = String::from("w6w-sim matrix");
+    for text in args.candidates.iter().filter(named) {
+        case.push_str(&format!(" --candidate {}", shell_quote(text)));
+    }
+    for text in args.capabilities.iter().filter(named) {
+        case.push_str(&format!(" --capabilities {}", shell_quote(text)));
+    }
+    if let Some(dir) = &args.cases {
+        case.push_str(&format!(
+            " --cases {}",
+            shell_quote(&dir.display().to_string())
+        ));
+    }
+    conformance::html::Rerun { case, seed: None }
 }
 
 /// A candidate as an adapter the suite can run: the in-process kinds, or a process behind

@@ -51,6 +51,7 @@ mod diff;
 mod engine_seam;
 pub mod generate;
 mod host;
+pub mod html;
 mod load;
 pub mod matrix;
 pub mod merge;
@@ -76,8 +77,8 @@ pub use load::{
 pub use matrix::{CandidateKind, CandidateSpec, Matrix};
 pub use process::{DEFAULT_DEADLINE, ProcessAdapter, ProcessOptions, split_command};
 pub use report::{
-    CaseResult, ClauseRow, RunOptions, SelectionSummary, SuiteReport, check_with, run, run_suite,
-    xml_escape,
+    CaseResult, ClauseRow, RunOptions, SelectionSummary, SuiteReport, check_with, regenerate,
+    rerun_case, run, run_suite, xml_escape,
 };
 
 use std::collections::BTreeMap;

@@ -692,6 +692,22 @@ impl SuiteReport {
         out
     }
 
+    /// `w6w-sim conformance` with the flags that name the candidate that was tested.
+    pub fn command(&self) -> String {
+        format!("w6w-sim conformance{}", self.candidate_args)
+    }
+
+    /// The command that runs one case again against the candidate that was tested.
+    pub fn rerun_command(&self, case_id: &str) -> String {
+        rerun_case(&self.command(), case_id)
+    }
+
+    /// The command that checks one generated workflow again (its seed) against the
+    /// candidate that was tested.
+    pub fn regenerate_command(&self, seed: u64) -> String {
+        regenerate(&self.command(), seed)
+    }
+
     /// The file names a generated failure is written to by `w6w-sim conformance`.
     pub fn failure_files(seed: u64) -> (String, String) {
         (
@@ -725,11 +741,7 @@ impl SuiteReport {
                 "  seed {} [{}] {} (shrunk from {} to {} steps)",
                 f.seed, v.property, v.message, f.steps_before, f.steps_after
             );
-            let _ = writeln!(
-                out,
-                "    regenerate: w6w-sim conformance{} --generate 1 --seed {}",
-                self.candidate_args, f.seed
-            );
+            let _ = writeln!(out, "    regenerate: {}", self.regenerate_command(f.seed));
             if inline {
                 let _ = writeln!(
                     out,
@@ -770,12 +782,7 @@ impl SuiteReport {
             for f in &c.outcome.failures {
                 let _ = writeln!(out, "    - {f}");
             }
-            let _ = writeln!(
-                out,
-                "    rerun: w6w-sim conformance{} --case '{}'",
-                self.candidate_args,
-                c.outcome.id.replace('\'', "'\\''")
-            );
+            let _ = writeln!(out, "    rerun: {}", self.rerun_command(&c.outcome.id));
             match &c.reference_diff {
                 Some(d) if d.is_empty() => {
                     let _ = writeln!(
@@ -1008,8 +1015,11 @@ impl SuiteReport {
                 );
             } else if let Some(f) = g.failures.iter().find(|f| f.seed == seed) {
                 let body = format!(
-                    "{}\nregenerate: w6w-sim conformance{} --generate 1 --seed {seed}\nworkflow: {}\nscenario: {}",
-                    f.violation.message, self.candidate_args, f.workflow, f.scenario
+                    "{}\nregenerate: {}\nworkflow: {}\nscenario: {}",
+                    f.violation.message,
+                    self.regenerate_command(seed),
+                    f.workflow,
+                    f.scenario
                 );
                 let _ = write!(
                     out,
@@ -1023,6 +1033,16 @@ impl SuiteReport {
         }
         out.push_str("  </testsuite>\n");
     }
+}
+
+/// `command --case 'ID'`: one case again, its id quoted for a POSIX shell.
+pub fn rerun_case(command: &str, case_id: &str) -> String {
+    format!("{command} --case '{}'", case_id.replace('\'', "'\\''"))
+}
+
+/// `command --generate 1 --seed S`: one generated workflow again.
+pub fn regenerate(command: &str, seed: u64) -> String {
+    format!("{command} --generate 1 --seed {seed}")
 }
 
 /// Escape text for an XML 1.0 attribute or element. Characters XML 1.0 cannot carry at
