@@ -3,8 +3,8 @@
 //! cases passed, failed and not applicable, and each failure's messages and the command
 //! that runs it again.
 //!
-//! Owns: the table page's model ([`matrix_model`]). The clause rows are
-//! [`Matrix::rows`]'s, the totals [`Matrix::totals`]'s, the commands
+//! Owns: the table page's model ([`matrix_model`]). The candidates and clause rows are
+//! [`Matrix::to_json`]'s (so [`Matrix::rows`] and [`Matrix::totals`]), the commands
 //! [`super::rerun_case`] and [`super::regenerate`], as the text report's: nothing here counts or
 //! judges a case again. The page shell is the run page's (`sim::html::page`: data as
 //! escaped JSON, drawn with `textContent`, a CSP that lets only its own script run).
@@ -41,35 +41,10 @@ impl Rerun {
     }
 }
 
-/// The page's model: candidates with their totals, clause rows with one cell per
-/// candidate, and every failure with its messages and rerun command.
+/// The page's model: [`Matrix::to_json`] (candidates with their totals, clause rows with
+/// each candidate's counts) plus every failure with its messages and rerun command.
 pub fn matrix_model(title: &str, matrix: &Matrix, reruns: &[Rerun]) -> Value {
-    let candidates: Vec<Value> = matrix
-        .columns
-        .iter()
-        .zip(matrix.totals())
-        .map(|((name, r), t)| {
-            json!({"name": name, "implementation": r.implementation,
-                   "capabilities": r.capabilities.to_string(),
-                   "cases": r.cases.len(), "passed": t.passed, "failed": t.failed,
-                   "notApplicable": t.not_applicable,
-                   "generated": r.generated.as_ref().map(|g| json!({
-                       "passed": g.passed(), "failed": g.failed(),
-                       "notApplicable": g.not_applicable})),
-                   "elapsedMs": r.elapsed.as_secs_f64() * 1000.0})
-        })
-        .collect();
-    let clauses: Vec<Value> = matrix
-        .rows()
-        .into_iter()
-        .map(|(clause, text, cells)| {
-            let cells: Vec<Value> = cells
-                .iter()
-                .map(|c| json!({"passed": c.passed, "failed": c.failed, "notApplicable": c.not_applicable}))
-                .collect();
-            json!({"clause": clause, "text": text, "cells": cells})
-        })
-        .collect();
+    let mut model = matrix.to_json();
     let mut failures = Vec::new();
     let mut generated = Vec::new();
     for (i, (_, r)) in matrix.columns.iter().enumerate() {
@@ -91,19 +66,18 @@ pub fn matrix_model(title: &str, matrix: &Matrix, reruns: &[Rerun]) -> Value {
             }));
         }
     }
-    json!({
-        "page": "matrix",
-        "title": title,
-        "candidates": candidates,
-        "clauses": clauses,
-        "failures": failures,
-        "generatedFailures": generated,
-    })
+    if let Some(m) = model.as_object_mut() {
+        m.insert("page".into(), json!("matrix"));
+        m.insert("title".into(), json!(title));
+        m.insert("failures".into(), Value::Array(failures));
+        m.insert("generatedFailures".into(), Value::Array(generated));
+    }
+    model
 }
 
 /// The page of `matrix` (one column per candidate; `reruns` in column order).
 pub fn matrix_page(title: &str, matrix: &Matrix, reruns: &[Rerun]) -> String {
-    page(title, &matrix_model(title, matrix, reruns), MATRIX_JS)
+    page(&matrix_model(title, matrix, reruns), MATRIX_JS)
 }
 
 /// The page of one `conformance` run: its report as a one-column matrix.

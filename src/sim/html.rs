@@ -31,22 +31,6 @@ const COMMON_JS: &str = include_str!("html/common.js");
 /// The run page's script.
 const RUN_JS: &str = include_str!("html/run.js");
 
-/// `s` as HTML text (element content or a quoted attribute value).
-pub fn escape_text(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
-}
-
 /// `v` as JSON that may stand inside a `<script>` element: `<`, `>` and `&` (and the two
 /// line separators JavaScript once refused in strings) as `\uXXXX` escapes. They occur only
 /// inside JSON strings, where the escape means the same character, so `JSON.parse` reads
@@ -78,24 +62,24 @@ fn csp_hash(text: &str) -> String {
     )
 }
 
-/// One self-contained page: `title`, the data (read by the script from the element
-/// `#w6w-data`), the shared helpers and `script`. The Content-Security-Policy allows
-/// nothing but this style and this script — no network, no other script, no image — so
-/// even a tag that reached the page some other way could neither run nor load (D-292).
-pub fn page(title: &str, data: &Value, script: &str) -> String {
+/// One self-contained page: the data (read by the script from the element `#w6w-data`;
+/// its `title` becomes the document's), the shared helpers and `script`. Not one byte of
+/// data is written as markup. The Content-Security-Policy allows nothing but this style and
+/// this script — no network, no other script, no image — so even a tag that reached the
+/// page some other way could neither run nor load (D-292).
+pub fn page(data: &Value, script: &str) -> String {
     let script = format!("{COMMON_JS}\n{script}");
     format!(
         "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
          <meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src {style}; script-src {js}; base-uri 'none'; form-action 'none'\">\n\
          <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
-         <title>{title}</title>\n<style>{CSS}</style>\n</head>\n<body>\n\
+         <title>w6w-sim</title>\n<style>{CSS}</style>\n</head>\n<body>\n\
          <noscript>This page draws its content with an inline script; the data is in the element #w6w-data.</noscript>\n\
          <main id=\"app\"></main>\n\
          <script type=\"application/json\" id=\"w6w-data\">{data}</script>\n\
          <script>{script}</script>\n</body>\n</html>\n",
         style = csp_hash(CSS),
         js = csp_hash(&script),
-        title = escape_text(title),
         data = script_json(data),
     )
 }
@@ -384,36 +368,36 @@ fn attempts(report: &Value, trace: &[Value], lanes: &mut Vec<Lane>) {
     if !any {
         // No trace: the report's invocations, each at its start (its end is not recorded).
         for v in report["invocations"].as_array().into_iter().flatten() {
-            let Some(at) = ms(v, "atMs") else { continue };
-            let run_id = v.get("runId").and_then(Value::as_str);
-            let i = lane_or_child(lanes, run_id, str_of(v.get("stepId")), v.get("params"), at);
-            let attempt = ms(v, "attempt");
-            lanes[i].segments.push(Segment {
-                kind: "attempt",
-                from: at,
-                to: at,
-                attempt,
-                outcome: "unknown".into(),
-                label: format!("attempt {} (started; no trace)", attempt.unwrap_or(0)),
-                detail: detail_of(v),
-            });
+            entry_attempt(lanes, v, None, "unknown", "started; no trace");
         }
     }
     for v in report["canceled"].as_array().into_iter().flatten() {
-        let Some(at) = ms(v, "atMs") else { continue };
-        let run_id = v.get("runId").and_then(Value::as_str);
-        let i = lane_or_child(lanes, run_id, str_of(v.get("stepId")), v.get("params"), at);
-        let attempt = ms(v, "attempt");
-        lanes[i].segments.push(Segment {
-            kind: "attempt",
-            from: at,
-            to: ms(v, "canceledAtMs").unwrap_or(at),
-            attempt,
-            outcome: "canceled".into(),
-            label: format!("attempt {} · canceled by the engine", attempt.unwrap_or(0)),
-            detail: detail_of(v),
-        });
+        entry_attempt(
+            lanes,
+            v,
+            Some("canceledAtMs"),
+            "canceled",
+            "canceled by the engine",
+        );
     }
+}
+
+/// A report entry (`invocations`, `canceled`) as an attempt on its lane, from its `atMs`
+/// to its field `end` (or the same instant).
+fn entry_attempt(lanes: &mut Vec<Lane>, v: &Value, end: Option<&str>, outcome: &str, what: &str) {
+    let Some(at) = ms(v, "atMs") else { return };
+    let run_id = v.get("runId").and_then(Value::as_str);
+    let i = lane_or_child(lanes, run_id, str_of(v.get("stepId")), v.get("params"), at);
+    let attempt = ms(v, "attempt");
+    lanes[i].segments.push(Segment {
+        kind: "attempt",
+        from: at,
+        to: end.and_then(|k| ms(v, k)).unwrap_or(at),
+        attempt,
+        outcome: outcome.into(),
+        label: format!("attempt {} · {what}", attempt.unwrap_or(0)),
+        detail: detail_of(v),
+    });
 }
 
 /// Backoff waits (`wait` events): before attempt N of a step, on the lane whose attempt N
@@ -925,9 +909,7 @@ pub fn run_model(src: &RunSources) -> Value {
 
 /// The run page: [`run_model`] drawn by the run script.
 pub fn run_page(src: &RunSources) -> String {
-    let model = run_model(src);
-    let title = str_of(model.get("title")).to_owned();
-    page(&title, &model, RUN_JS)
+    page(&run_model(src), RUN_JS)
 }
 
 /// A workflow's error edges (`from`, `to`), for [`RunSources::error_edges`].
@@ -959,11 +941,8 @@ mod tests {
     #[test]
     fn the_page_has_one_data_element_and_hashes_its_own_script() {
         let v = json!({"title": "</title><script>alert(1)</script>"});
-        let html = page("</title><b>x", &v, "document.title;");
-        assert!(
-            html.contains("<title>&lt;/title&gt;&lt;b&gt;x</title>"),
-            "{html}"
-        );
+        let html = page(&v, "document.title;");
+        assert!(html.contains("<title>w6w-sim</title>"), "{html}");
         assert_eq!(html.matches("<script").count(), 2, "data + script only");
         assert_eq!(html.matches("</script>").count(), 2);
         let script = format!("{COMMON_JS}\ndocument.title;");

@@ -33,6 +33,11 @@ fn browser() -> bool {
     true
 }
 
+/// A scratch directory for a browser test, or `None` to skip it (`W6W_SKIP_BROWSER=1`).
+fn browser_dir() -> Option<tempfile::TempDir> {
+    browser().then(|| tempfile::tempdir().expect("tempdir"))
+}
+
 /// What Chromium made of a page: the DOM after its scripts ran, and every console line.
 struct Loaded {
     dom: String,
@@ -111,6 +116,17 @@ fn clean(page: &Path) -> Loaded {
     l
 }
 
+/// [`clean`] for each page, side by side: the wall time is about one browser start.
+fn clean_all(pages: &[&Path]) -> Vec<Loaded> {
+    std::thread::scope(|s| {
+        let handles: Vec<_> = pages.iter().map(|p| s.spawn(|| clean(p))).collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("load"))
+            .collect()
+    })
+}
+
 /// The attributes of every opening tag in `dom` that holds `marker`, in document order.
 fn tags(dom: &str, marker: &str) -> Vec<BTreeMap<String, String>> {
     let mut found = Vec::new();
@@ -140,35 +156,54 @@ fn tags(dom: &str, marker: &str) -> Vec<BTreeMap<String, String>> {
     found
 }
 
-/// The DOM of each lane (from its opening tag to the next lane's), by `data-key`.
-fn lane_chunks(dom: &str) -> Vec<(String, String)> {
-    let parts: Vec<&str> = dom.split("<div class=\"lane ").skip(1).collect();
-    parts
-        .iter()
-        .map(|p| {
-            let key = p
-                .split("data-key=\"")
-                .nth(1)
-                .and_then(|r| r.split('"').next())
-                .unwrap_or("")
-                .to_owned();
-            (key, (*p).to_owned())
-        })
-        .collect()
+/// The DOM of the lane whose `data-key` is `key`, from its opening tag to the next lane's.
+fn lane(dom: &str, key: &str) -> String {
+    let attr = format!("data-key=\"{key}\"");
+    dom.split("<div class=\"lane ")
+        .skip(1)
+        .find(|p| p.split('>').next().is_some_and(|tag| tag.contains(&attr)))
+        .unwrap_or_else(|| panic!("no lane {key}"))
+        .to_owned()
 }
 
-fn run_html(dir: &Path, name: &str) -> (Value, PathBuf) {
-    let page = dir.join(format!("{name}.html"));
+/// `w6w-sim run WF --scenario SC --html PAGE` (and `extra`): the report it printed.
+fn run_to(wf: &Path, sc: &Path, page: &Path, extra: &[&std::ffi::OsStr]) -> Value {
     let out = bin()
         .arg("run")
-        .arg(example(&format!("{name}.workflow.json")))
+        .arg(wf)
         .arg("--scenario")
-        .arg(example(&format!("{name}.scenario.json")))
+        .arg(sc)
+        .args(extra)
         .arg("--html")
-        .arg(&page)
+        .arg(page)
+        .env_remove("W6W_SEALING_KEY")
         .output()
         .expect("spawn");
-    (report(&out), page)
+    report(&out)
+}
+
+/// The example NAME run with `--html DIR/NAME.html`: its report and the page.
+fn run_html(dir: &Path, name: &str) -> (Value, PathBuf) {
+    let page = dir.join(format!("{name}.html"));
+    let wf = example(&format!("{name}.workflow.json"));
+    let r = run_to(&wf, &example(&format!("{name}.scenario.json")), &page, &[]);
+    (r, page)
+}
+
+/// `w6w-sim ARGS --html PAGE`, which must succeed.
+fn write_page<S: AsRef<std::ffi::OsStr>>(args: &[S], page: &Path) {
+    let out = bin()
+        .args(args)
+        .arg("--html")
+        .arg(page)
+        .env_remove("W6W_SEALING_KEY")
+        .output()
+        .expect("spawn");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 /// Step ids of the report's run, in its records' order.
@@ -183,19 +218,12 @@ fn step_order(report: &Value) -> Vec<String> {
 
 #[test]
 fn a_run_page_shows_every_step_in_order_with_its_attempts_and_crashes() {
-    if !browser() {
-        return;
-    }
-    let dir = tempfile::tempdir().expect("tempdir");
+    let Some(dir) = browser_dir() else { return };
     let (retry, retry_page) = run_html(dir.path(), "retry");
     let (crash, crash_page) = run_html(dir.path(), "crash-recovery");
-    // The two pages load side by side: the test's wall time is one browser start.
-    let (a, b) = std::thread::scope(|s| {
-        let a = s.spawn(|| clean(&retry_page));
-        let b = s.spawn(|| clean(&crash_page));
-        (a.join().expect("retry"), b.join().expect("crash"))
-    });
-    for (report, loaded) in [(&retry, &a), (&crash, &b)] {
+    let loaded = clean_all(&[&retry_page, &crash_page]);
+    let (a, b) = (&loaded[0], &loaded[1]);
+    for (report, loaded) in [(&retry, a), (&crash, b)] {
         let lanes = tags(&loaded.dom, "class=\"lane ");
         let steps: Vec<String> = lanes
             .iter()
@@ -212,28 +240,22 @@ fn a_run_page_shows_every_step_in_order_with_its_attempts_and_crashes() {
         assert_eq!(root[0]["data-rendered"], lanes.len().to_string());
     }
     // retry: fetch took three attempts, two failed, with a backoff before each retry.
-    let chunks = lane_chunks(&a.dom);
-    let fetch = &chunks.iter().find(|(k, _)| k == "/fetch").expect("fetch").1;
+    let fetch = lane(&a.dom, "/fetch");
     assert_eq!(fetch.matches("data-kind=\"attempt\"").count(), 3, "{fetch}");
     assert_eq!(fetch.matches("data-outcome=\"failed\"").count(), 2);
     assert_eq!(fetch.matches("data-kind=\"backoff\"").count(), 2);
-    let notify = &chunks
-        .iter()
-        .find(|(k, _)| k == "/notify")
-        .expect("notify")
-        .1;
+    let notify = lane(&a.dom, "/notify");
     assert!(notify.contains("the run went on (onError)"), "{notify}");
     assert!(a.dom.contains("retrying as attempt 2 of 5 after 1000 ms"));
     // crash-recovery: ship's first attempt was cut by the crash; two crashes, two restarts.
-    let chunks = lane_chunks(&b.dom);
-    let ship = &chunks.iter().find(|(k, _)| k == "/ship").expect("ship").1;
+    let ship = lane(&b.dom, "/ship");
     assert_eq!(
         ship.matches("data-outcome=\"crashed\"").count(),
         1,
         "{ship}"
     );
     assert_eq!(ship.matches("data-outcome=\"succeeded\"").count(), 1);
-    let run = &chunks[0].1;
+    let run = lane(&b.dom, "run");
     assert_eq!(run.matches("class=\"mark m-crash\"").count(), 2, "{run}");
     assert_eq!(run.matches("class=\"mark m-restart\"").count(), 2);
     assert!(b.dom.contains("crashed 2 times"));
@@ -241,32 +263,13 @@ fn a_run_page_shows_every_step_in_order_with_its_attempts_and_crashes() {
 
 #[test]
 fn strands_waits_error_routes_and_the_table_pages_draw_in_a_real_browser() {
-    if !browser() {
-        return;
-    }
-    let dir = tempfile::tempdir().expect("tempdir");
+    let Some(dir) = browser_dir() else { return };
     let (foreach, foreach_page) = run_html(dir.path(), "foreach-failing");
     let (_, wait_page) = run_html(dir.path(), "wait");
     let (_, edges_page) = run_html(dir.path(), "error-edges");
     let table = dir.path().join("conformance.html");
-    let out = bin()
-        .args(["conformance", "--clause", "RETRY", "--html"])
-        .arg(&table)
-        .output()
-        .expect("spawn");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let pages = [&foreach_page, &wait_page, &edges_page, &table];
-    let loaded: Vec<Loaded> = std::thread::scope(|s| {
-        let handles: Vec<_> = pages.iter().map(|p| s.spawn(|| clean(p))).collect();
-        handles
-            .into_iter()
-            .map(|h| h.join().expect("load"))
-            .collect()
-    });
+    write_page(&["conformance", "--clause", "RETRY"], &table);
+    let loaded = clean_all(&[&foreach_page, &wait_page, &edges_page, &table]);
     // foreach: one lane per started iteration, one per iteration never started, in order.
     let keys: Vec<String> = tags(&loaded[0].dom, "class=\"lane ")
         .iter()
@@ -291,23 +294,13 @@ fn strands_waits_error_routes_and_the_table_pages_draw_in_a_real_browser() {
             .contains("iteration 1, step fetch: item b broke")
     );
     // wait: the run lane is suspended until the wake-up; so is the wait step.
-    let chunks = lane_chunks(&loaded[1].dom);
-    let pause = &chunks.iter().find(|(k, _)| k == "/pause").expect("pause").1;
+    let pause = lane(&loaded[1].dom, "/pause");
     assert!(pause.contains("data-kind=\"waiting\""), "{pause}");
     assert!(pause.contains("class=\"mark m-wake\""));
     // error-edges: charge failed down its error edge; receipt was skipped.
-    let chunks = lane_chunks(&loaded[2].dom);
-    let charge = &chunks
-        .iter()
-        .find(|(k, _)| k == "/charge")
-        .expect("charge")
-        .1;
+    let charge = lane(&loaded[2].dom, "/charge");
     assert!(charge.contains("error-routed → alert"), "{charge}");
-    let receipt = &chunks
-        .iter()
-        .find(|(k, _)| k == "/receipt")
-        .expect("receipt")
-        .1;
+    let receipt = lane(&loaded[2].dom, "/receipt");
     assert!(receipt.contains("data-status=\"skipped\""), "{receipt}");
     // The table: one row per clause the run covered, every cell passed.
     let rows = tags(&loaded[3].dom, "data-clause=");
@@ -318,14 +311,13 @@ fn strands_waits_error_routes_and_the_table_pages_draw_in_a_real_browser() {
 
 #[test]
 fn a_failed_case_in_the_matrix_page_shows_its_message_and_rerun_command() {
-    if !browser() {
-        return;
-    }
-    let dir = tempfile::tempdir().expect("tempdir");
+    let Some(dir) = browser_dir() else { return };
     let page = dir.path().join("matrix.html");
     // A candidate that echoes every request back answers none: it fails every case.
-    let out = bin()
-        .args([
+    let md = dir.path().join("m.md");
+    let md = md.to_str().expect("a UTF-8 temp path");
+    write_page(
+        &[
             "matrix",
             "--candidate",
             "ref=reference",
@@ -334,16 +326,9 @@ fn a_failed_case_in_the_matrix_page_shows_its_message_and_rerun_command() {
             "--clause",
             "PLAN-1",
             "--markdown",
-        ])
-        .arg(dir.path().join("m.md"))
-        .arg("--html")
-        .arg(&page)
-        .output()
-        .expect("spawn");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+            md,
+        ],
+        &page,
     );
     let l = clean(&page);
     let failures = tags(&l.dom, "class=\"failure");
@@ -372,14 +357,11 @@ fn a_failed_case_in_the_matrix_page_shows_its_message_and_rerun_command() {
 
 #[test]
 fn a_script_error_on_a_page_fails_the_check() {
-    if !browser() {
-        return;
-    }
+    let Some(dir) = browser_dir() else { return };
     // The same shell, CSP and data as every page, with a script that throws: the checker
     // must see it (so a broken run.js or matrix.js cannot pass as a blank page).
-    let dir = tempfile::tempdir().expect("tempdir");
     let page = dir.path().join("broken.html");
-    let html = w6w_sim::sim::html::page("broken", &json!({"lanes": []}), "DATA.lanes.x.y;");
+    let html = w6w_sim::sim::html::page(&json!({"lanes": []}), "DATA.lanes.x.y;");
     std::fs::write(&page, html).expect("write");
     let l = load(&page);
     assert!(
@@ -392,10 +374,7 @@ fn a_script_error_on_a_page_fails_the_check() {
 
 #[test]
 fn markup_in_ids_and_messages_is_shown_as_text_and_never_runs() {
-    if !browser() {
-        return;
-    }
-    let dir = tempfile::tempdir().expect("tempdir");
+    let Some(dir) = browser_dir() else { return };
     let hostile = "</script><img src=x onerror=\"document.title='pwned'\"><b>bold</b><!--";
     let wf = dir.path().join("wf.json");
     std::fs::write(
@@ -414,16 +393,7 @@ fn markup_in_ids_and_messages_is_shown_as_text_and_never_runs() {
     )
     .expect("write");
     let page = dir.path().join("hostile.html");
-    let out = bin()
-        .arg("run")
-        .arg(&wf)
-        .arg("--scenario")
-        .arg(&sc)
-        .arg("--html")
-        .arg(&page)
-        .output()
-        .expect("spawn");
-    let r = report(&out);
+    let r = run_to(&wf, &sc, &page, &[]);
     assert_eq!(r["run"]["status"], "failed");
     let html = std::fs::read_to_string(&page).expect("read");
     assert_eq!(
@@ -499,19 +469,12 @@ fn no_view_of_a_secret_bearing_run_holds_a_secret() {
     .expect("write");
     let store = d.join("store");
     let run_page = d.join("run.html");
-    let out = bin()
-        .arg("run")
-        .arg(&wf)
-        .arg("--scenario")
-        .arg(&sc)
-        .arg("--store")
-        .arg(&store)
-        .arg("--html")
-        .arg(&run_page)
-        .env_remove("W6W_SEALING_KEY")
-        .output()
-        .expect("spawn");
-    let r = report(&out);
+    let r = run_to(
+        &wf,
+        &sc,
+        &run_page,
+        &["--store".as_ref(), store.as_os_str()],
+    );
     let report_file = d.join("report.json");
     std::fs::write(&report_file, r.to_string()).expect("write");
     let mut pages = vec![run_page.clone()];
@@ -540,18 +503,7 @@ fn no_view_of_a_secret_bearing_run_holds_a_secret() {
         ),
     ] {
         let page = d.join(format!("{name}.html"));
-        let out = bin()
-            .args(&args)
-            .arg("--html")
-            .arg(&page)
-            .env_remove("W6W_SEALING_KEY")
-            .output()
-            .expect("spawn");
-        assert!(
-            out.status.success(),
-            "{name}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        write_page(&args, &page);
         pages.push(page);
     }
     for page in &pages {
@@ -577,15 +529,9 @@ fn no_view_of_a_secret_bearing_run_holds_a_secret() {
 #[test]
 fn inspect_never_writes_its_picture_over_the_file_it_inspects() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let out = bin()
-        .arg("run")
-        .arg(example("retry.workflow.json"))
-        .arg("--scenario")
-        .arg(example("retry.scenario.json"))
-        .output()
-        .expect("spawn");
+    let (r, _) = run_html(dir.path(), "retry");
     let file = dir.path().join("report.json");
-    std::fs::write(&file, &out.stdout).expect("write");
+    std::fs::write(&file, r.to_string()).expect("write");
     let out = bin()
         .arg("inspect")
         .arg(&file)
@@ -595,16 +541,7 @@ fn inspect_never_writes_its_picture_over_the_file_it_inspects() {
         .expect("spawn");
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("inspect never writes it"));
-    let after = std::fs::read(&file).expect("read");
-    let report = report(
-        &bin()
-            .arg("run")
-            .arg(example("retry.workflow.json"))
-            .arg("--scenario")
-            .arg(example("retry.scenario.json"))
-            .output()
-            .expect("spawn"),
-    );
-    let kept: Value = serde_json::from_slice(&after).expect("still the report");
-    assert_eq!(kept, report, "the inspected file is unchanged");
+    let kept: Value =
+        serde_json::from_slice(&std::fs::read(&file).expect("read")).expect("still the report");
+    assert_eq!(kept, r, "the inspected file is unchanged");
 }

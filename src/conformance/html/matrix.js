@@ -4,7 +4,7 @@
 (function () {
   const D = DATA;
   const app = document.getElementById('app');
-  const failedAny = D.candidates.some(function (c) { return c.failed > 0; })
+  const failedAny = D.candidates.some(function (c) { return c.totals.failed > 0; })
     || D.generatedFailures.length > 0;
 
   app.append(el('h1', {},
@@ -12,9 +12,9 @@
     el('span', { text: D.title })));
   const facts = el('ul', { class: 'facts', 'data-role': 'candidates' });
   for (const c of D.candidates) {
-    let text = c.passed + ' passed, ' + c.failed + ' failed, ' + c.notApplicable + ' n/a of ' + c.cases + ' cases';
-    if (c.generated) text += '; generated: ' + c.generated.passed + ' passed, ' + c.generated.failed + ' failed';
-    facts.append(el('li', { 'data-candidate': c.name, title: c.implementation + ' — capabilities: ' + c.capabilities },
+    const t = c.totals;
+    const text = t.passed + ' passed, ' + t.failed + ' failed, ' + t.notApplicable + ' n/a of ' + t.cases + ' cases';
+    facts.append(el('li', { 'data-candidate': c.name, title: c.implementation + ' — capabilities: ' + c.capabilities.join(',') },
       c.name + ': ', el('b', { text: text })));
   }
   app.append(facts);
@@ -77,10 +77,11 @@
   const body = el('tbody', {});
   const rows = [];
   for (const r of D.clauses) {
-    const failed = r.cells.some(function (c) { return c.failed > 0; });
+    const cells = D.candidates.map(function (c) { return r.results[c.name]; });
+    const failed = cells.some(function (c) { return c.failed > 0; });
     const tr = el('tr', { 'data-clause': r.clause, 'data-failed': failed ? 'yes' : 'no' },
       el('td', {}, el('b', { text: r.clause }), ' ', el('span', { class: 'text', text: r.text })));
-    r.cells.forEach(function (c, i) {
+    cells.forEach(function (c, i) {
       const parts = [];
       if (c.failed) parts.push('✗ ' + c.failed);
       if (c.passed) parts.push('✓ ' + c.passed);

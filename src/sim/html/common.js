@@ -2,6 +2,7 @@
 // Shared by every w6w-sim page. The data is JSON in #w6w-data; every value reaches the
 // page through textContent, a property or setAttribute, never as markup (D-292).
 const DATA = JSON.parse(document.getElementById('w6w-data').textContent);
+document.title = String(DATA.title || 'w6w-sim');
 
 function el(tag, props) {
   const e = document.createElement(tag);
