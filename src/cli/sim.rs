@@ -539,6 +539,7 @@ fn print_loaded(
         report: &out,
         trace: &trace,
         error_edges: sim::html::error_edges(&loaded.workflow),
+        notes: sim::html::command_notes(command),
         ..sim::html::RunSources::default()
     });
     std::fs::write(path, page).map_err(|e| {

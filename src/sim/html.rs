@@ -191,7 +191,11 @@ impl Lane {
             .collect();
         json!({
             "key": self.key, "kind": self.kind, "step": self.step,
-            "strand": strand_label(&self.strand), "runId": self.run_id, "depth": self.depth,
+            "strand": match &self.run_id {
+                Some(r) => format!("child run {r}"),
+                None => strand_label(&self.strand),
+            },
+            "runId": self.run_id, "depth": self.depth,
             "status": self.status, "note": self.note, "from": self.from, "to": self.to,
             "segments": segments, "marks": self.marks, "record": self.record,
         })
@@ -322,10 +326,15 @@ fn lane_or_child(
     if let Some(i) = lane_for(lanes, run_id, step, params, at) {
         return i;
     }
-    let strand = run_id.map_or_else(String::new, |r| format!("(child run {r})"));
-    let mut lane = Lane::new("step", step, &strand, 1);
-    lane.run_id = run_id.map(str::to_owned);
-    lane.note = "no record in this run's state".into();
+    let mut lane = Lane::new("step", step, "", 1);
+    if let Some(r) = run_id {
+        // A child run's step (a `call` target): its records are in the child's state.
+        lane.key = format!("{r}/{step}");
+        lane.run_id = Some(r.to_owned());
+        lane.note = format!("in child run {r}");
+    } else {
+        lane.note = "no record in this run's state".into();
+    }
     lanes.push(lane);
     lanes.len() - 1
 }
@@ -408,7 +417,22 @@ fn backoffs(trace: &[Value], lanes: &mut Vec<Lane>) {
             continue;
         };
         let end = at.saturating_add(wait);
-        let step = str_of(e.get("stepId"));
+        let Some(step) = e.get("stepId").and_then(Value::as_str) else {
+            // A run-level retry (RUNERR): the whole run waits before its next attempt.
+            lanes[0].segments.push(Segment {
+                kind: "backoff",
+                from: at,
+                to: end,
+                attempt: ms(e, "attempt"),
+                outcome: String::new(),
+                label: format!(
+                    "run-level retry: backoff {wait} ms before run attempt {}",
+                    ms(e, "attempt").unwrap_or_default()
+                ),
+                detail: detail_of(e),
+            });
+            continue;
+        };
         let run_id = e.get("runId").and_then(Value::as_str);
         let attempt = ms(e, "attempt");
         let next = lanes
@@ -660,7 +684,15 @@ fn event_text(e: &Value) -> Option<(&'static str, String)> {
         ),
         "checkpoint_failed" => ("error", format!("checkpoint failed: {}", s("message"))),
         "schedule_failed" => ("error", format!("schedule failed: {}", s("message"))),
-        "call" => ("info", format!("call dispatched: {}", detail_of(e))),
+        "call" => (
+            "info",
+            format!(
+                "dispatched {} as child run {}: {}",
+                e.get("target").map(Value::to_string).unwrap_or_default(),
+                s("childRunId"),
+                s("status")
+            ),
+        ),
         _ => return None,
     };
     Some((level, format!("{child}{text}")))
@@ -718,7 +750,10 @@ fn failure_notes(run: &Value, error_edges: &[(String, String)], lanes: &mut [Lan
         .filter(|l| l.kind == "step" && l.strand.is_empty() && l.status != "skipped")
         .map(|l| l.step.clone())
         .collect();
-    for lane in lanes.iter_mut().filter(|l| l.status == "failed") {
+    for lane in lanes
+        .iter_mut()
+        .filter(|l| l.status == "failed" && l.run_id.is_none())
+    {
         let targets: Vec<&str> = error_edges
             .iter()
             .filter(|(from, to)| lane.strand.is_empty() && *from == lane.step && ran.contains(to))
@@ -729,7 +764,7 @@ fn failure_notes(run: &Value, error_edges: &[(String, String)], lanes: &mut [Lan
         } else if lane.strand.is_empty() && run_error_step == Some(lane.step.as_str()) {
             "failed the run".to_owned()
         } else if lane.strand.is_empty() && recorded.contains(&lane.step.as_str()) {
-            "failed; the run went on (onError)".to_owned()
+            "failed; the run went on (its stepErrors record it)".to_owned()
         } else {
             continue;
         };
@@ -910,6 +945,17 @@ pub fn run_model(src: &RunSources) -> Value {
 /// The run page: [`run_model`] drawn by the run script.
 pub fn run_page(src: &RunSources) -> String {
     page(&run_model(src), RUN_JS)
+}
+
+/// What a command's page cannot show, for [`RunSources::notes`]: a resumed run's trace
+/// starts at the resume.
+pub fn command_notes(command: &str) -> Vec<String> {
+    match command {
+        "resume" => vec![
+            "Resumed: the trace covers this command only — attempts, backoffs and crashes before it are not drawn; those steps show their records' times.".into(),
+        ],
+        _ => Vec::new(),
+    }
 }
 
 /// A workflow's error edges (`from`, `to`), for [`RunSources::error_edges`].

@@ -71,7 +71,7 @@
     aside.append(dl);
     const r = lane.record || {};
     json('error', r.error);
-    json(lane.kind === 'run' ? 'output' : 'output', r.output);
+    json('output', r.output);
     json('input', r.input);
     json('record', r);
   }
