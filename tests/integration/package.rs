@@ -29,6 +29,8 @@ const ALLOWED_EXTENSIONS: &[&str] = &[
     "snap",
     "sh",
     "js",
+    // The --html pages' one stylesheet, inlined into each page (src/sim/html/page.css).
+    "css",
     "py",
     "proptest-regressions",
 ];
