@@ -450,8 +450,8 @@ fn session(
             .get("schedule")
             .and_then(Value::as_bool)
             .unwrap_or(false),
-        idempotent: step_list(&host, "idempotentSteps"),
-        sensitive: step_list(&host, "sensitiveSteps"),
+        idempotent: crate::conformance::merge::strings(&host, "idempotentSteps"),
+        sensitive: crate::conformance::merge::strings(&host, "sensitiveSteps"),
     };
     let run_id = info.id.clone();
     let result = {
@@ -575,17 +575,4 @@ fn drive<T>(
             }
         }
     }
-}
-
-/// A list of step ids the host data names under `key` (missing or malformed: none).
-fn step_list(host: &Value, key: &str) -> Vec<String> {
-    host.get(key)
-        .and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(Value::as_str)
-                .map(str::to_owned)
-                .collect()
-        })
-        .unwrap_or_default()
 }
