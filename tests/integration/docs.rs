@@ -1,7 +1,8 @@
 //! The documents a host author copies from must work as written (issue 9 item 7): every
 //! `w6w-sim` command in docs/ci.md runs against the built binary, with `$ENGINE` standing
 //! for the reference engine behind the context protocol and `$ADAPTER` for the reference
-//! behind the adapter protocol, and every capability name is documented.
+//! behind the adapter protocol, and every capability name is documented. docs/decisions.md's
+//! index agrees with its entries (issue 43 item 5).
 
 use std::path::Path;
 use std::process::Command;
@@ -120,4 +121,136 @@ fn every_capability_is_documented() {
             "{name} is not in docs/capabilities.md"
         );
     }
+}
+
+/// `### D-n — Title (clauses; issue n)`: the number and the title, for a decision heading.
+fn decision_heading(line: &str) -> Option<(u32, &str)> {
+    let rest = line.strip_prefix("### D-")?;
+    let (n, title) = rest.split_once(" — ")?;
+    Some((n.parse().ok()?, title))
+}
+
+/// The title without its closing `(clauses; issue n)` group, as the index shows it.
+fn short_title(title: &str) -> &str {
+    if !title.ends_with(')') {
+        return title;
+    }
+    let mut depth = 0;
+    for (i, c) in title.char_indices().rev() {
+        match c {
+            ')' => depth += 1,
+            '(' => {
+                depth -= 1;
+                if depth == 0 {
+                    let head = title[..i].trim_end();
+                    return if head.is_empty() { title } else { head };
+                }
+            }
+            _ => {}
+        }
+    }
+    title
+}
+
+/// The index's status for a `**Status:**` text (scripts/decisions-index.py `status_of`).
+fn decision_status(text: &str) -> String {
+    let lower = text.to_lowercase();
+    for lead in ["superseded in part by", "superseded by"] {
+        if lower.starts_with(lead) {
+            let rest = &text[lead.len()..];
+            let end = [" — ", "(", ";", ". "]
+                .iter()
+                .filter_map(|s| rest.find(s))
+                .min()
+                .unwrap_or(rest.len());
+            let refs: Vec<&str> = rest[..end]
+                .split(|c: char| !(c.is_ascii_alphanumeric() || c == '-'))
+                .filter(|w| {
+                    w.strip_prefix("D-")
+                        .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+                })
+                .collect();
+            if !refs.is_empty() {
+                return format!("{lead} {}", refs.join(" and "));
+            }
+        }
+    }
+    if lower.starts_with("measured, not kept") {
+        return "measured, not kept".to_owned();
+    }
+    "current".to_owned()
+}
+
+/// docs/decisions.md's index (between its markers) lists every entry, in number order, with
+/// the title of its heading and the status its `**Status:**` line gives; every entry's heading
+/// is written the one way.
+#[test]
+fn the_decisions_index_matches_the_entries() {
+    let text = doc("docs/decisions.md");
+    let lines: Vec<&str> = text.lines().collect();
+    let mut problems = Vec::new();
+    let mut entries = Vec::new();
+    for (i, line) in lines.iter().enumerate() {
+        let looks_like_entry = line.starts_with('#')
+            && line.trim_start_matches('#').trim_start().starts_with("D-")
+            && line.trim_start_matches('#').trim_start()[2..]
+                .starts_with(|c: char| c.is_ascii_digit());
+        let Some((n, title)) = decision_heading(line) else {
+            if looks_like_entry {
+                problems.push(format!("line {}: not `### D-n — Title`: {line}", i + 1));
+            }
+            continue;
+        };
+        let status = lines[i + 1..]
+            .iter()
+            .take_while(|l| !l.starts_with('#'))
+            .find_map(|l| {
+                l.strip_prefix("- ")
+                    .unwrap_or(l)
+                    .strip_prefix("**Status:**")
+                    .map(|s| decision_status(&s.trim().replace("**", "")))
+            })
+            .unwrap_or_else(|| "current".to_owned());
+        entries.push((n, short_title(title).replace('|', "\\|"), status));
+    }
+    entries.sort();
+    let start = lines.iter().position(|l| *l == "<!-- index:start -->");
+    let end = lines.iter().position(|l| *l == "<!-- index:end -->");
+    let (Some(start), Some(end)) = (start, end) else {
+        panic!("docs/decisions.md has no index markers; run scripts/decisions-index.py");
+    };
+    let rows: Vec<(u32, String, String)> = lines[start + 1..end]
+        .iter()
+        .filter_map(|row| {
+            let cells: Vec<&str> = row.trim_matches('|').split(" | ").collect();
+            let [entry, title, status] = cells[..] else {
+                return None;
+            };
+            let n = entry
+                .trim()
+                .strip_prefix("[D-")?
+                .split(']')
+                .next()?
+                .parse()
+                .ok()?;
+            Some((n, title.trim().to_owned(), status.trim().to_owned()))
+        })
+        .collect();
+    for (want, got) in entries.iter().zip(&rows) {
+        if want != got {
+            problems.push(format!("index row {got:?}, entry {want:?}"));
+        }
+    }
+    if entries.len() != rows.len() {
+        problems.push(format!(
+            "{} entries, {} index rows",
+            entries.len(),
+            rows.len()
+        ));
+    }
+    assert!(
+        problems.is_empty(),
+        "docs/decisions.md: the index and the headings disagree; run scripts/decisions-index.py\n{}",
+        problems.join("\n")
+    );
 }
