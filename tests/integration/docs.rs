@@ -2,7 +2,8 @@
 //! `w6w-sim` command in docs/ci.md runs against the built binary, with `$ENGINE` standing
 //! for the reference engine behind the context protocol and `$ADAPTER` for the reference
 //! behind the adapter protocol, and every capability name is documented. docs/decisions.md's
-//! index agrees with its entries (issue 43 item 5).
+//! index agrees with its entries, and every repository path the docs name exists (issue 43
+//! item 5).
 
 use std::path::Path;
 use std::process::Command;
@@ -252,5 +253,122 @@ fn the_decisions_index_matches_the_entries() {
         problems.is_empty(),
         "docs/decisions.md: the index and the headings disagree; run scripts/decisions-index.py\n{}",
         problems.join("\n")
+    );
+}
+
+/// Where a backticked word of a document names a file or directory of the repository.
+const REPO_PREFIXES: &[&str] = &[
+    "src/",
+    "tests/",
+    "examples/",
+    "docs/",
+    "scripts/",
+    "conformance/",
+    "benches/",
+    "fuzz/",
+    "snapshots/",
+    ".ci/",
+];
+
+/// The repository paths a document names: every word of a backticked span (outside fenced
+/// blocks) that starts with a top-level directory, cut at `::`, a `:line`, a `#anchor` or a
+/// `<placeholder>`, with `{a,b}` expanded; and every relative Markdown link target, resolved
+/// against the document's directory.
+fn named_paths(doc_dir: &str, text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut fenced = false;
+    for line in text.lines() {
+        if line.trim_start().starts_with("```") {
+            fenced = !fenced;
+            continue;
+        }
+        if fenced {
+            continue;
+        }
+        for (i, span) in line.split('`').enumerate() {
+            if i % 2 == 0 {
+                continue;
+            }
+            for word in span.split_whitespace() {
+                let word = word.trim_matches(|c: char| "'\"(),;.".contains(c));
+                if !REPO_PREFIXES.iter().any(|p| word.starts_with(p)) {
+                    continue;
+                }
+                let word = word.split("::").next().unwrap_or(word);
+                let word = word.split(['<', '#', '$', '[']).next().unwrap_or(word);
+                let word = match word.find(".rs:") {
+                    Some(at) => &word[..at + 3],
+                    None => word.trim_end_matches(':'),
+                };
+                match (word.find('{'), word.find('}')) {
+                    (Some(a), Some(b)) if a < b => {
+                        for alt in word[a + 1..b].split(',') {
+                            out.push(format!("{}{alt}{}", &word[..a], &word[b + 1..]));
+                        }
+                    }
+                    _ => out.push(word.to_owned()),
+                }
+            }
+        }
+        let mut rest = line;
+        while let Some(at) = rest.find("](") {
+            rest = &rest[at + 2..];
+            let Some(end) = rest.find(')') else { break };
+            let target = rest[..end].split('#').next().unwrap_or("");
+            if !target.is_empty() && !target.contains("://") && !target.starts_with("mailto:") {
+                out.push(format!("{doc_dir}{target}"));
+            }
+        }
+    }
+    out
+}
+
+/// A path exists; a `*` (or `**`) in its last component matches any run of characters.
+fn path_exists(root: &Path, path: &str) -> bool {
+    let (dir, name) = path.rsplit_once('/').unwrap_or(("", path));
+    let Some((head, tail)) = name.split_once('*') else {
+        return root.join(path).exists();
+    };
+    let tail = tail.trim_start_matches('*');
+    let Ok(entries) = std::fs::read_dir(root.join(dir)) else {
+        return false;
+    };
+    entries.flatten().any(|e| {
+        let n = e.file_name().to_string_lossy().into_owned();
+        n.len() >= head.len() + tail.len() && n.starts_with(head) && n.ends_with(tail)
+    })
+}
+
+/// Every repository path README.md and docs/*.md name, in backticks or as a relative link,
+/// exists (issue 43 item 5).
+#[test]
+fn every_path_in_the_docs_exists() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut docs = vec![("README.md".to_owned(), String::new())];
+    for entry in std::fs::read_dir(root.join("docs")).expect("docs/") {
+        let name = entry
+            .expect("docs/ entry")
+            .file_name()
+            .to_string_lossy()
+            .into_owned();
+        if name.ends_with(".md") {
+            docs.push((format!("docs/{name}"), "docs/".to_owned()));
+        }
+    }
+    let mut dead = Vec::new();
+    for (name, dir) in &docs {
+        for path in named_paths(dir, &doc(name)) {
+            let normal = path.replace("docs/../", "");
+            if !path_exists(root, &normal) {
+                dead.push(format!("{name}: `{path}`"));
+            }
+        }
+    }
+    dead.sort();
+    dead.dedup();
+    assert!(
+        dead.is_empty(),
+        "paths that do not exist:\n{}",
+        dead.join("\n")
     );
 }
