@@ -107,6 +107,7 @@ pub mod model;
 pub mod mutants;
 #[doc(hidden)]
 pub mod plan;
+pub(crate) mod process;
 #[doc(hidden)]
 pub mod redact;
 #[doc(hidden)]

@@ -97,6 +97,16 @@ pub const SEALING_KEY_MAX_BYTES: usize = 4096;
 
 /// Longest line read from an adapter, engine or host process: 16 MiB.
 pub const PEER_LINE_BYTES_MAX: usize = 16 * 1024 * 1024;
+/// Lines of a peer's stdout queued before its reader stops reading (back-pressure).
+pub const PEER_READER_QUEUE_LINES: usize = 16;
+/// Longest line of a peer's stderr read for its tail (a longer one is "(an overlong line)").
+pub const STDERR_LINE_BYTES_MAX: usize = 64 * 1024;
+/// Lines of a peer's stderr kept for error messages.
+pub const STDERR_TAIL_LINES: usize = 5;
+/// How long an exited peer's stderr reader gets to drain the pipe before a message quotes it.
+pub const STDERR_DRAIN: std::time::Duration = std::time::Duration::from_millis(500);
+/// How long a peer gets to exit after its stdin closes before its group is killed.
+pub const PEER_EXIT_GRACE: std::time::Duration = std::time::Duration::from_millis(1000);
 /// Messages in one context-protocol turn before the candidate must say `idle`.
 pub const MAX_MESSAGES_PER_TURN: usize = 100_000;
 /// Longest `w6w-sim eval` request line: 64 MiB.

@@ -77,26 +77,22 @@ pub fn main() -> ExitCode {
 fn eval() -> ExitCode {
     let stdin = std::io::stdin();
     let mut stdout = std::io::stdout().lock();
-    let mut lines = crate::conformance::child::BoundedLines::new(
-        stdin.lock(),
-        crate::service::MAX_REQUEST_LINE_BYTES,
-    );
+    let mut stdin = stdin.lock();
     loop {
-        let line = match lines.next_line() {
-            Ok(Some(line)) => line,
-            Ok(None) => break,
-            Err(e) => {
-                eprintln!("w6w-sim eval: cannot read stdin: {e}");
-                return ExitCode::from(2);
-            }
-        };
+        let line =
+            match crate::process::read_line(&mut stdin, crate::service::MAX_REQUEST_LINE_BYTES) {
+                Ok(Some(line)) => line,
+                Ok(None) => break,
+                Err(e) => {
+                    eprintln!("w6w-sim eval: cannot read stdin: {e}");
+                    return ExitCode::from(2);
+                }
+            };
         let response = match line {
             // D-214: every line is answered, a blank one too (`bad_request`), so a client
             // that counts its lines never waits for an answer that does not come.
-            crate::conformance::child::Line::Complete(bytes) => {
-                crate::service::handle_bytes(&bytes)
-            }
-            crate::conformance::child::Line::TooLong { bytes } => {
+            crate::process::Line::Complete(bytes) => crate::service::handle_bytes(&bytes),
+            crate::process::Line::TooLong { bytes } => {
                 serde_json::to_string(&crate::service::bad_request(format!(
                     "request line of {bytes} bytes exceeds the {}-byte limit",
                     crate::service::MAX_REQUEST_LINE_BYTES

@@ -46,7 +46,6 @@
 
 pub(crate) mod adapter;
 pub mod capability;
-pub mod child;
 mod diff;
 mod engine_seam;
 pub mod generate;

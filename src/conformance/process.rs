@@ -5,36 +5,21 @@
 //! misbehave (exit, silence, garbage, wrong ids) into an [`AdapterError`] — never a hang
 //! or a panic. Refuses to know what the requests mean.
 //!
-//! Threads: one writer (so a peer that never reads its stdin cannot block us), one stdout
-//! reader (so a silent peer is a timeout, not a hang) and one stderr reader (whose last
-//! lines go into error messages). They are detached: each ends when its pipe closes.
-//!
-//! Bounds (issue 12 item 7, plumbing in [`super::child`]): the adapter runs in its own
-//! process group, killed whole when the suite is done with it (nothing it forked outlives
-//! the suite); its stdout reader holds at most [`READER_QUEUE`] lines of at most
-//! `MAX_LINE_BYTES` each (back-pressure: a flooding adapter blocks on its own pipe); an
-//! overall deadline (`ProcessOptions::deadline`, default [`DEFAULT_DEADLINE`]) ends the
-//! run: every case after it fails at once, naming the deadline.
+//! The process itself — its process group, threads, bounded lines, stderr tail, handshake
+//! and kill — is [`crate::process::Peer`] (issue 12 item 7, issue 43 item 4). An overall
+//! deadline (`ProcessOptions::deadline`, default [`DEFAULT_DEADLINE`]) ends the run: every
+//! case after it fails at once, naming the deadline.
 
-use std::collections::VecDeque;
-use std::io::{self, BufReader, Write};
-use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::Value;
 
-use super::child::{self, Deadline};
-use super::protocol::{self, Line, MAX_LINE_BYTES, clip};
+use super::protocol;
 use super::{Adapter, AdapterError};
+use crate::process::{Deadline, HandshakeError, Peer, ProcessError, clip};
 
-/// How many lines of the adapter's stderr are kept for error messages.
-const STDERR_TAIL_LINES: usize = 5;
-/// How long an adapter gets to exit after its stdin closes before it is killed.
-const EXIT_GRACE: Duration = Duration::from_millis(1000);
-/// How many stdout lines the reader may queue before it stops reading (back-pressure).
-pub(crate) const READER_QUEUE: usize = 16;
+/// How the adapter is named in messages.
+const NOUN: &str = "the adapter";
 /// The default overall deadline of a suite run against an adapter process: ample for
 /// the whole suite (the reference answers it in about a second), short enough that an
 /// adapter that alternates answering and hanging cannot keep CI busy for an hour.
@@ -134,200 +119,14 @@ pub fn split_command(line: &str) -> Result<Vec<String>, String> {
     Ok(words)
 }
 
-type StderrTail = Arc<Mutex<VecDeque<String>>>;
-
-/// One live child process.
-struct Running {
-    child: Child,
-    /// Dropping this closes the child's stdin (the writer thread ends).
-    to_child: Option<Sender<String>>,
-    from_child: Receiver<io::Result<Option<child::Line>>>,
-    stderr_tail: StderrTail,
-    /// Disconnected once the stderr reader has seen EOF (it holds the only sender).
-    stderr_done: Receiver<()>,
-}
-
-/// How long an exited adapter's stderr reader gets to drain the pipe before the message is
-/// composed: stdout's EOF can be seen before the last stderr line has been read.
-const STDERR_DRAIN: Duration = Duration::from_millis(500);
-
-impl Running {
-    fn spawn(argv: &[String]) -> Result<Running, AdapterError> {
-        let Some((program, args)) = argv.split_first() else {
-            return Err(AdapterError::Spawn(
-                "the adapter command is empty".to_owned(),
-            ));
-        };
-        let mut command = Command::new(program);
-        command
-            .args(args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        let mut child = child::spawn_in_group(&mut command)
-            .map_err(|e| AdapterError::Spawn(format!("cannot start {program:?}: {e}")))?;
-        let (Some(mut stdin), Some(stdout), Some(stderr)) =
-            (child.stdin.take(), child.stdout.take(), child.stderr.take())
-        else {
-            // Unreachable with Stdio::piped(), but a missing pipe is reported, not unwrapped.
-            child::kill_group(&mut child);
-            return Err(AdapterError::Spawn(
-                "the child's pipes are missing".to_owned(),
-            ));
-        };
-        let (to_child, outbox) = mpsc::channel::<String>();
-        std::thread::spawn(move || {
-            for line in outbox {
-                if stdin
-                    .write_all(line.as_bytes())
-                    .and_then(|()| stdin.flush())
-                    .is_err()
-                {
-                    break;
-                }
-            }
-        });
-        let from_child = child::spawn_line_reader(stdout, MAX_LINE_BYTES, READER_QUEUE);
-        let stderr_tail: StderrTail = Arc::default();
-        let tail = Arc::clone(&stderr_tail);
-        let (stderr_eof, stderr_done) = mpsc::channel::<()>();
-        std::thread::spawn(move || {
-            let _eof = stderr_eof; // dropped when this reader ends
-            let mut reader = BufReader::new(stderr);
-            loop {
-                let line = match protocol::read_line(&mut reader) {
-                    Ok(Line::Text(t)) => clip(&t),
-                    Ok(Line::NotUtf8) => "(a line that is not UTF-8)".to_owned(),
-                    Ok(Line::TooLong) => "(an overlong line)".to_owned(),
-                    Ok(Line::Eof) | Err(_) => break,
-                };
-                if let Ok(mut tail) = tail.lock() {
-                    if tail.len() == STDERR_TAIL_LINES {
-                        tail.pop_front();
-                    }
-                    tail.push_back(line);
-                }
-            }
-        });
-        Ok(Running {
-            child,
-            to_child: Some(to_child),
-            from_child,
-            stderr_tail,
-            stderr_done,
-        })
-    }
-
-    fn send(&self, message: &Value) -> bool {
-        let line = format!("{message}\n");
-        self.to_child
-            .as_ref()
-            .is_some_and(|tx| tx.send(line).is_ok())
-    }
-
-    /// The next non-blank line, or why there is none.
-    fn recv(&mut self, timeout: Duration, waiting_for: &str) -> Result<String, AdapterError> {
-        #[allow(clippy::disallowed_methods)] // real time: a timeout on a real process
-        let deadline = Instant::now() + timeout;
-        loop {
-            #[allow(clippy::disallowed_methods)] // real time: a timeout on a real process
-            let left = deadline.saturating_duration_since(Instant::now());
-            let next = self.from_child.recv_timeout(left).map(|r| {
-                r.map(|line| match line {
-                    None => Line::Eof,
-                    Some(child::Line::TooLong { .. }) => Line::TooLong,
-                    Some(child::Line::Complete(bytes)) => {
-                        String::from_utf8(bytes).map_or(Line::NotUtf8, Line::Text)
-                    }
-                })
-            });
-            match next {
-                Ok(Ok(Line::Text(t))) if t.trim().is_empty() => {}
-                Ok(Ok(Line::Text(t))) => return Ok(t),
-                Ok(Ok(Line::TooLong)) => {
-                    return Err(AdapterError::Protocol(format!(
-                        "wrote a line longer than {MAX_LINE_BYTES} bytes while {waiting_for}"
-                    )));
-                }
-                Ok(Ok(Line::NotUtf8)) => {
-                    return Err(AdapterError::Protocol(format!(
-                        "wrote a line that is not UTF-8 while {waiting_for}"
-                    )));
-                }
-                Ok(Ok(Line::Eof)) | Err(RecvTimeoutError::Disconnected) => {
-                    let status = self.exit_status();
-                    let how = match status {
-                        Some(s) => format!("exited ({s})"),
-                        None => "closed its stdout".to_owned(),
-                    };
-                    if status.is_some() {
-                        // The process is gone: its stderr ends soon; read it to the end.
-                        let _ = self.stderr_done.recv_timeout(STDERR_DRAIN);
-                    }
-                    return Err(AdapterError::Exited(format!(
-                        "the adapter {how} while {waiting_for}{}",
-                        self.stderr_note()
-                    )));
-                }
-                Ok(Err(e)) => {
-                    return Err(AdapterError::Exited(format!(
-                        "cannot read the adapter's stdout while {waiting_for}: {e}{}",
-                        self.stderr_note()
-                    )));
-                }
-                Err(RecvTimeoutError::Timeout) => {
-                    return Err(AdapterError::Timeout(format!(
-                        "no answer within {} ms while {waiting_for}{}",
-                        timeout.as_millis(),
-                        self.stderr_note()
-                    )));
-                }
-            }
+impl From<ProcessError> for AdapterError {
+    fn from(e: ProcessError) -> Self {
+        match e {
+            ProcessError::Spawn(m) => AdapterError::Spawn(m),
+            ProcessError::Timeout(m) => AdapterError::Timeout(m),
+            ProcessError::Exited(m) => AdapterError::Exited(m),
+            ProcessError::Garbage(m) => AdapterError::Protocol(m),
         }
-    }
-
-    /// The exit status, waiting briefly: stdout can close a moment before the exit.
-    fn exit_status(&mut self) -> Option<ExitStatus> {
-        for _ in 0..20 {
-            if let Ok(Some(s)) = self.child.try_wait() {
-                return Some(s);
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        None
-    }
-
-    fn stderr_note(&self) -> String {
-        let tail = self
-            .stderr_tail
-            .lock()
-            .map(|t| t.iter().cloned().collect::<Vec<_>>())
-            .unwrap_or_default();
-        if tail.is_empty() {
-            String::new()
-        } else {
-            format!("; its stderr ended with: {}", tail.join(" | "))
-        }
-    }
-
-    /// Close stdin, give the adapter [`EXIT_GRACE`] to exit, then kill it.
-    fn stop(mut self) {
-        self.to_child = None;
-        let mut waited = Duration::ZERO;
-        while waited < EXIT_GRACE {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                // It exited; anything it forked into its group goes with it.
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(5));
-            waited += Duration::from_millis(5);
-        }
-        self.kill();
-    }
-
-    /// Kill the adapter's whole process group (whatever it forked too) and reap it.
-    fn kill(mut self) {
-        child::kill_group(&mut self.child);
     }
 }
 
@@ -336,7 +135,7 @@ pub struct ProcessAdapter {
     command: String,
     argv: Vec<String>,
     options: ProcessOptions,
-    running: Option<Running>,
+    running: Option<Peer>,
     name: Option<String>,
     /// Set once the adapter is given up on; every later request fails with it.
     broken: Option<AdapterError>,
@@ -366,30 +165,23 @@ impl ProcessAdapter {
             next_id: 0,
             declared: None,
         };
-        let running = Running::spawn(&adapter.argv)?;
+        let running = Peer::spawn(&adapter.argv, NOUN)?;
         adapter.handshake(running);
         Ok(adapter)
     }
 
-    fn handshake(&mut self, mut running: Running) {
-        let result = if running.send(&protocol::hello()) {
-            running
-                .recv(
-                    self.deadline.clamp(self.options.startup_timeout),
-                    "waiting for the ack to the hello",
-                )
-                .and_then(|line| {
-                    let name = protocol::parse_ack(&line).map_err(AdapterError::Handshake)?;
-                    let profile =
-                        protocol::ack_capabilities(&line).map_err(AdapterError::Handshake)?;
-                    Ok((name, profile))
-                })
-        } else {
-            Err(AdapterError::Exited(format!(
-                "the adapter closed its stdin before the hello{}",
-                running.stderr_note()
-            )))
-        };
+    fn handshake(&mut self, mut running: Peer) {
+        let result = running.handshake(
+            &protocol::hello(),
+            self.deadline.clamp(self.options.startup_timeout),
+            "waiting for the ack to the hello",
+            |line| {
+                Ok((
+                    protocol::parse_ack(line)?,
+                    protocol::ack_capabilities(line)?,
+                ))
+            },
+        );
         match result {
             Ok((name, profile)) => {
                 self.name = Some(name);
@@ -401,7 +193,11 @@ impl ProcessAdapter {
             }
             Err(e) => {
                 running.kill();
-                self.broken = Some(AdapterError::Handshake(e.message().to_owned()));
+                let why = match e {
+                    HandshakeError::Process(e) => e.to_string(),
+                    HandshakeError::Refused(why) => why,
+                };
+                self.broken = Some(AdapterError::Handshake(why));
             }
         }
     }
@@ -411,7 +207,7 @@ impl ProcessAdapter {
             return Err(e.clone());
         }
         if self.deadline.passed() {
-            if let Some(r) = self.running.take() {
+            if let Some(mut r) = self.running.take() {
                 r.kill();
             }
             let e = AdapterError::Unavailable(format!(
@@ -423,9 +219,9 @@ impl ProcessAdapter {
         }
         if self.running.is_none() {
             // The previous process failed; start a fresh one so one crash costs one case.
-            match Running::spawn(&self.argv) {
+            match Peer::spawn(&self.argv, NOUN) {
                 Ok(r) => self.handshake(r),
-                Err(e) => self.broken = Some(e),
+                Err(e) => self.broken = Some(e.into()),
             }
             if let Some(e) = &self.broken {
                 return Err(e.clone());
@@ -491,7 +287,7 @@ impl Adapter for ProcessAdapter {
             Err(_) if self.broken.is_some() => {}
             Err(e) => {
                 // The process's state is unknown after any transport failure: replace it.
-                if let Some(r) = self.running.take() {
+                if let Some(mut r) = self.running.take() {
                     r.kill();
                 }
                 self.consecutive_failures += 1;

@@ -10,6 +10,7 @@ use std::io::{self, BufRead, Write};
 use serde_json::{Value, json};
 
 use super::Adapter;
+use crate::process::{clip, read_line};
 
 /// The `protocol` field of the hello and the ack.
 pub const PROTOCOL: &str = "w6w-adapter";
@@ -92,75 +93,6 @@ pub fn ack_capabilities(line: &str) -> Result<Option<super::Capabilities>, Strin
     }
 }
 
-/// Shorten a peer's line for an error message.
-pub(crate) fn clip(line: &str) -> String {
-    use crate::limits::PEER_LINE_CLIP_BYTES as MAX;
-    let line = line.trim_end();
-    if line.len() <= MAX {
-        return format!("{line:?}");
-    }
-    let mut end = MAX;
-    while !line.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{:?}… ({} bytes)", &line[..end], line.len())
-}
-
-/// What [`read_line`] found.
-#[derive(Debug, PartialEq, Eq)]
-pub(crate) enum Line {
-    Text(String),
-    Eof,
-    TooLong,
-    NotUtf8,
-}
-
-/// Read one `\n`-terminated line of at most [`MAX_LINE_BYTES`] (the newline and a `\r`
-/// before it are dropped). A too-long line is consumed up to its end.
-pub(crate) fn read_line(reader: &mut impl BufRead) -> io::Result<Line> {
-    let mut buf = Vec::new();
-    let mut too_long = false;
-    loop {
-        let chunk = match reader.fill_buf() {
-            Ok(c) => c,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(e),
-        };
-        if chunk.is_empty() {
-            if buf.is_empty() && !too_long {
-                return Ok(Line::Eof);
-            }
-            break;
-        }
-        let (take, done) = match chunk.iter().position(|&b| b == b'\n') {
-            Some(i) => (i + 1, true),
-            None => (chunk.len(), false),
-        };
-        if !too_long {
-            if buf.len() + take > MAX_LINE_BYTES + 1 {
-                too_long = true;
-                buf.clear();
-            } else {
-                buf.extend_from_slice(&chunk[..take]);
-            }
-        }
-        reader.consume(take);
-        if done {
-            break;
-        }
-    }
-    if too_long {
-        return Ok(Line::TooLong);
-    }
-    if buf.last() == Some(&b'\n') {
-        buf.pop();
-    }
-    if buf.last() == Some(&b'\r') {
-        buf.pop();
-    }
-    Ok(String::from_utf8(buf).map_or(Line::NotUtf8, Line::Text))
-}
-
 /// Serve `adapter` over the protocol: read the hello from `input`, ack it (naming
 /// `adapter.name()`), then answer one response line per request line until `input` ends. Never aborts on a bad line: a
 /// malformed envelope gets `{"id": …, "protocolError": "…"}`. Returns `Err` only when
@@ -177,12 +109,12 @@ pub fn serve(
     };
     let mut greeted = false;
     loop {
-        let line = match read_line(input)? {
-            Line::Eof => return Ok(()),
-            Line::Text(t) if t.trim().is_empty() => continue,
-            Line::Text(t) => Ok(t),
-            Line::TooLong => Err(format!("line longer than {MAX_LINE_BYTES} bytes")),
-            Line::NotUtf8 => Err("line is not UTF-8".to_owned()),
+        let Some(line) = read_line(input, MAX_LINE_BYTES)? else {
+            return Ok(());
+        };
+        let line = match line.into_text() {
+            Ok(t) if t.trim().is_empty() => continue,
+            other => other,
         };
         if !greeted {
             match line.and_then(|l| check_hello(&l)) {
@@ -322,20 +254,5 @@ mod tests {
         ] {
             assert!(parse_ack(bad).is_err(), "{bad}");
         }
-    }
-
-    #[test]
-    fn lines_are_bounded_and_utf8_checked() {
-        let mut r = io::Cursor::new(b"a\r\nb\n\xff\nlast".to_vec());
-        assert_eq!(read_line(&mut r).expect("io"), Line::Text("a".into()));
-        assert_eq!(read_line(&mut r).expect("io"), Line::Text("b".into()));
-        assert_eq!(read_line(&mut r).expect("io"), Line::NotUtf8);
-        assert_eq!(read_line(&mut r).expect("io"), Line::Text("last".into()));
-        assert_eq!(read_line(&mut r).expect("io"), Line::Eof);
-        let mut long = vec![b'x'; MAX_LINE_BYTES + 10];
-        long.extend_from_slice(b"\nnext\n");
-        let mut r = io::BufReader::with_capacity(4096, io::Cursor::new(long));
-        assert_eq!(read_line(&mut r).expect("io"), Line::TooLong);
-        assert_eq!(read_line(&mut r).expect("io"), Line::Text("next".into()));
     }
 }

@@ -21,12 +21,11 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use super::wire::{Peer, clip};
 use crate::conformance::HostAdapter;
-use crate::conformance::child::Deadline;
 use crate::host::{RunStore, ScheduleEntry, StoreError as HostStoreError, StoreFactory};
 use crate::json::json_eq;
 use crate::model::{PatchField, RunState, RunStatePatch};
+use crate::process::{Deadline, Peer, clip};
 use crate::sim::StoreError;
 
 /// The live host process, shared by the stores of one suite run.
@@ -54,19 +53,15 @@ impl Conn {
             )));
         }
         if self.peer.is_none() {
-            let mut peer = Peer::spawn(&self.argv).map_err(|e| StoreError(e.to_string()))?;
-            if !peer.send(&super::hello("host")) {
-                return Err(StoreError(
-                    "the host closed its stdin before the hello".into(),
-                ));
-            }
-            let line = peer
-                .recv(
+            let mut peer =
+                Peer::spawn(&self.argv, "the host").map_err(|e| StoreError(e.to_string()))?;
+            let ready = peer
+                .handshake(
+                    &super::hello("host"),
                     self.deadline.clamp(self.timeout),
                     "waiting for the host's ready message",
+                    super::parse_ready,
                 )
-                .map_err(|e| StoreError(format!("host handshake: {e}")))?;
-            let ready = super::parse_ready(&line)
                 .map_err(|e| StoreError(format!("host handshake: {e}")))?;
             self.name = Some(ready.name);
             self.capabilities = ready.capabilities;
@@ -83,14 +78,18 @@ impl Conn {
         let id = self.next_id;
         let timeout = self.deadline.clamp(self.timeout);
         let peer = self.peer()?;
-        let sent = peer.send(&json!({"type": "call", "id": id, "member": member, "args": args}));
-        let line = if sent {
+        let line = if peer.send(&json!({"type": "call", "id": id, "member": member, "args": args}))
+        {
             peer.recv(
                 timeout,
                 &format!("waiting for the host's answer to {member} (call {id})"),
             )
+            .map_err(|e| e.to_string())
         } else {
-            Err(super::WireError::Exited("sending a call".into()))
+            Err(format!(
+                "the host closed its stdin before call {id}{}",
+                peer.stderr_note()
+            ))
         };
         let line = match line {
             Ok(l) => l,

@@ -17,7 +17,7 @@
 //! sends one message; the candidate settles everything that message made runnable and says
 //! `idle`, listing the calls it still waits on. Virtual time moves only while the candidate
 //! is idle, so the same scenario gives the same report byte for byte. Everything at the
-//! boundary is bounded ([`wire`]): line length, per-line and per-session deadlines, and a
+//! boundary is bounded ([`crate::process`]): line length, per-line and per-session deadlines, and a
 //! kill that reaches the candidate's whole process group.
 
 pub mod host_seam;
@@ -25,12 +25,14 @@ pub(crate) mod salt;
 pub mod serve;
 pub(crate) mod shift;
 pub mod suite;
-pub(crate) mod wire;
 
 use serde_json::{Value, json};
 
+use crate::process::clip;
+
+/// The longest line either side reads, in bytes.
+pub use crate::limits::PEER_LINE_BYTES_MAX as MAX_LINE_BYTES;
 pub use suite::{EngineOptions, EngineProcess};
-pub use wire::{MAX_LINE_BYTES, WireError};
 
 /// The `protocol` field of the hello and the ready message.
 pub const PROTOCOL: &str = "w6w-context";
@@ -79,13 +81,13 @@ pub struct Ready {
 /// Check a `ready` line.
 pub fn parse_ready(line: &str) -> Result<Ready, String> {
     let v: Value = serde_json::from_str(line)
-        .map_err(|e| format!("the first line is not JSON ({e}): {}", wire::clip(line)))?;
+        .map_err(|e| format!("the first line is not JSON ({e}): {}", clip(line)))?;
     if v.get("protocol").and_then(Value::as_str) != Some(PROTOCOL)
         || v.get("type").and_then(Value::as_str) != Some("ready")
     {
         return Err(format!(
             "expected {{\"type\": \"ready\", \"protocol\": \"{PROTOCOL}\", …}}, got {}",
-            wire::clip(line)
+            clip(line)
         ));
     }
     if let Some(e) = v.get("error") {

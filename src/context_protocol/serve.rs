@@ -19,13 +19,14 @@ use std::task::{Context, Poll, Wake, Waker};
 
 use serde_json::{Map, Value, json};
 
-use super::wire::{Line, MAX_LINE_BYTES, read_bounded_line};
+use super::MAX_LINE_BYTES;
 use crate::engine::{Engine, EngineError, RunResult, RunSeed};
 use crate::host::{
     CallableRequest, HostError, InvokeError, InvokeRequest, LogLevel, RunInfo, RunTrigger,
     ScheduleDirective, WorkflowContext,
 };
 use crate::model::{Phase, RunState, RunStatePatch, StepError};
+use crate::process::read_line;
 use crate::sim::SimError;
 use crate::validate::{ValidateOptions, validate_workflow};
 
@@ -314,23 +315,17 @@ impl Wake for Flag {
 }
 
 fn read_message(input: &mut dyn BufRead) -> io::Result<Option<Value>> {
-    loop {
-        match read_bounded_line(&mut *input, MAX_LINE_BYTES)? {
-            Line::Eof => return Ok(None),
-            Line::Text(t) if t.trim().is_empty() => {}
-            Line::Text(t) => {
-                return serde_json::from_str(&t)
-                    .map(Some)
-                    .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e));
-            }
-            Line::TooLong | Line::NotUtf8 => {
-                return Err(io::Error::new(
-                    io::ErrorKind::InvalidData,
-                    "an overlong or non-UTF-8 line",
-                ));
-            }
+    while let Some(line) = read_line(&mut *input, MAX_LINE_BYTES)? {
+        let text = line
+            .into_text()
+            .map_err(|what| io::Error::new(io::ErrorKind::InvalidData, what))?;
+        if !text.trim().is_empty() {
+            return serde_json::from_str(&text)
+                .map(Some)
+                .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e));
         }
     }
+    Ok(None)
 }
 
 /// Serve our engine over the protocol on `input` / `output` until `input` ends. `Err` when

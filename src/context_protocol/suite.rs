@@ -25,14 +25,12 @@ use std::collections::{BTreeMap, VecDeque};
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::{Map, Value, json};
 
 use super::salt::OutputSalt;
 use super::shift::ClockShift;
-use super::wire::{Peer, WireError, clip};
-use crate::conformance::child::Deadline;
 use crate::conformance::generate::{SplitMix64, fresh_seed};
 use crate::conformance::{Adapter, AdapterError};
 use crate::engine::{EngineError, RunResult, RunSeed};
@@ -40,6 +38,7 @@ use crate::host::{
     HostError, InvokeRequest, LogLevel, OnExecuted, ScheduleDirective, WorkflowContext,
 };
 use crate::model::{RunState, RunStatePatch};
+use crate::process::{Deadline, Peer, ProcessError, clip};
 use crate::redact::leak::{Detector, Leak};
 use crate::sim::exec::{Exec, block_on};
 use crate::sim::host::SimHost;
@@ -158,18 +157,16 @@ impl Candidate {
     }
 
     fn start(&mut self) -> Result<Peer, String> {
-        let mut peer = Peer::spawn(&self.argv).map_err(|e| e.to_string())?;
+        let mut peer = Peer::spawn(&self.argv, "the candidate").map_err(|e| e.to_string())?;
         self.traffic.spawns += 1;
-        if !peer.send(&super::hello("engine")) {
-            return Err("the candidate closed its stdin before the hello".into());
-        }
-        let line = peer
-            .recv(
+        let ready = peer
+            .handshake(
+                &super::hello("engine"),
                 self.deadline.clamp(self.options.startup_timeout),
                 "waiting for the ready message",
+                super::parse_ready,
             )
             .map_err(|e| format!("handshake: {e}"))?;
-        let ready = super::parse_ready(&line).map_err(|e| format!("handshake: {e}"))?;
         self.name = Some(ready.name);
         self.capabilities = ready.capabilities;
         Ok(peer)
@@ -226,7 +223,8 @@ pub(crate) struct Session<'s, C: WorkflowContext> {
     awaiting: bool,
     last_id: u64,
     enqueued: u64,
-    deadline: Instant,
+    /// This process life's real-time bound (`EngineOptions::session_timeout`).
+    deadline: Deadline,
     /// This run's session clock (D-104), shared by all its process lives.
     shift: &'s ClockShift,
     /// This run's output salt (D-215), shared by all its process lives.
@@ -238,26 +236,23 @@ pub(crate) struct Session<'s, C: WorkflowContext> {
 impl<'s, C: WorkflowContext> Session<'s, C> {
     fn recv(&self) -> Result<String, String> {
         let mut cand = self.cand.borrow_mut();
-        let line_timeout = cand.deadline.clamp(cand.options.line_timeout);
-        #[allow(clippy::disallowed_methods)] // real time: a deadline on a real process
-        let left = self.deadline.saturating_duration_since(Instant::now());
+        let line_timeout = self
+            .deadline
+            .clamp(cand.deadline.clamp(cand.options.line_timeout));
         let peer = cand.running()?;
-        peer.recv(
-            line_timeout.min(left),
-            "the candidate was running (before its idle)",
-        )
-        .map_err(|e: WireError| {
-            let said = format!("{}: {e}", e.code());
-            // The report keeps the stderr tail a failure quotes: judged like any line the
-            // candidate wrote (D-207), before the report's sink scrubs it.
-            match self.secrets.in_text(&said) {
-                Some(form) => format!(
-                    "{said}; SEC-1: the candidate's stderr holds a secret of this session {}",
-                    form.describe()
-                ),
-                None => said,
-            }
-        })
+        peer.recv(line_timeout, "the candidate was running (before its idle)")
+            .map_err(|e: ProcessError| {
+                let said = format!("{}: {e}", e.code());
+                // The report keeps the stderr tail a failure quotes: judged like any line the
+                // candidate wrote (D-207), before the report's sink scrubs it.
+                match self.secrets.in_text(&said) {
+                    Some(form) => format!(
+                        "{said}; SEC-1: the candidate's stderr holds a secret of this session {}",
+                        form.describe()
+                    ),
+                    None => said,
+                }
+            })
     }
 
     fn send(&self, message: &Value) -> Result<(), String> {
@@ -893,8 +888,7 @@ impl<'s, C: WorkflowContext> Session<'s, C> {
                 .map_err(|why| format!("the candidate engine: {why}"))?;
             cand.deadline.clamp(cand.options.session_timeout)
         };
-        #[allow(clippy::disallowed_methods)] // real time: a deadline on a real process
-        let deadline = Instant::now() + session_timeout;
+        let deadline = Deadline::after(Some(session_timeout));
         let mut session = Session {
             cand,
             host: ctx,
@@ -1092,11 +1086,7 @@ impl EngineProcess {
             Ok(line) => line,
             Err(e) => {
                 cand.kill();
-                return Err(match e {
-                    WireError::Timeout(..) => AdapterError::Timeout(e.to_string()),
-                    WireError::Garbage(..) => AdapterError::Protocol(e.to_string()),
-                    _ => AdapterError::Exited(e.to_string()),
-                });
+                return Err(e.into());
             }
         };
         let msg: Value = serde_json::from_str(&line).unwrap_or(Value::Null);

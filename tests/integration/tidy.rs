@@ -96,6 +96,7 @@ const LAYERS: &[&str] = &[
     "sim",
     "dialect",
     "service",
+    "process",
     "conformance",
     "context_protocol",
     "cli",
@@ -626,13 +627,10 @@ fn the_pure_layers_do_no_io_and_read_no_clock() {
 /// `SystemTime::now` everywhere else): suite timing, and deadlines on real processes.
 const WALL_CLOCK: &[&str] = &[
     "src/cli/conformance.rs",
-    "src/conformance/child.rs",
     "src/conformance/generate.rs",
     "src/conformance/pool.rs",
-    "src/conformance/process.rs",
     "src/conformance/report.rs",
-    "src/context_protocol/suite.rs",
-    "src/context_protocol/wire.rs",
+    "src/process.rs",
 ];
 
 #[test]
