@@ -18,7 +18,7 @@ use std::cell::Cell;
 
 /// One deliberate violation of one clause. Names are stable: the kill table and
 /// `w6w-sim conformance --mutant NAME` use [`Mutant::name`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, strum::VariantArray)]
 pub enum Mutant {
     /// RETRY-1: auth errors are retried like execute errors.
     RetryAuth,
@@ -57,26 +57,8 @@ pub enum Mutant {
 }
 
 impl Mutant {
-    /// Every engine/expression/model mutant, in a stable order.
-    pub const ALL: [Mutant; 17] = [
-        Mutant::RetryAuth,
-        Mutant::RetryUnsafeExecute,
-        Mutant::MaxAttemptsOffByOne,
-        Mutant::UncappedBackoff,
-        Mutant::SecretsOnDataRoot,
-        Mutant::PartialTemplate,
-        Mutant::EmptyVarRefExposesScope,
-        Mutant::RenderUnresolvedAsEmpty,
-        Mutant::ReplayReinvokesSucceeded,
-        Mutant::ReplayReusesFailed,
-        Mutant::ContinueRecordNotRecorded,
-        Mutant::SkipErrorEdges,
-        Mutant::SkipOnAnyInbound,
-        Mutant::MetaFromResult,
-        Mutant::RerouteFailureAsSuccess,
-        Mutant::KeyRevalidated,
-        Mutant::TiesByReverseDeclaredOrder,
-    ];
+    /// Every engine/expression/model mutant, in declaration order (derived from the enum).
+    pub const ALL: &'static [Mutant] = <Self as strum::VariantArray>::VARIANTS;
 
     /// The stable kebab-case name.
     pub fn name(self) -> &'static str {

@@ -33,7 +33,7 @@ pub fn with_mutant<T>(m: Mutant, f: impl FnOnce() -> T) -> T {
 }
 
 /// A host mutant: a broken implementation of the host contract.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, strum::VariantArray)]
 pub enum HostMutant {
     /// RUN-3: `checkpoint` returns before the write is durable (a write-back cache); a
     /// crash loses the last checkpoint that "returned".
@@ -46,11 +46,8 @@ pub enum HostMutant {
 }
 
 impl HostMutant {
-    pub const ALL: [HostMutant; 3] = [
-        HostMutant::CheckpointBeforeDurable,
-        HostMutant::CheckpointsDroppedOnCrash,
-        HostMutant::KeyNeverChecked,
-    ];
+    /// Every host mutant, in declaration order (derived from the enum).
+    pub const ALL: &'static [HostMutant] = <Self as strum::VariantArray>::VARIANTS;
 
     pub fn name(self) -> &'static str {
         match self {
@@ -80,9 +77,10 @@ impl AnyMutant {
     /// Every mutant, engine mutants first, in a stable order.
     pub fn all() -> Vec<AnyMutant> {
         Mutant::ALL
-            .into_iter()
+            .iter()
+            .copied()
             .map(AnyMutant::Engine)
-            .chain(HostMutant::ALL.into_iter().map(AnyMutant::Host))
+            .chain(HostMutant::ALL.iter().copied().map(AnyMutant::Host))
             .collect()
     }
 

@@ -4,7 +4,19 @@ use serde::{Deserialize, Serialize};
 
 /// Stable machine codes for validation problems. Codes are never renamed; new ones are
 /// appended. `as_str` is the wire spelling.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    Serialize,
+    Deserialize,
+    strum::VariantArray,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum ValidationCode {
     /// PLAN-1
@@ -44,6 +56,10 @@ pub enum ValidationCode {
 }
 
 impl ValidationCode {
+    /// Every code, in declaration order: derived from the enum, so a code added later is
+    /// in it (and in every check that walks it).
+    pub const ALL: &'static [ValidationCode] = <Self as strum::VariantArray>::VARIANTS;
+
     pub fn as_str(self) -> &'static str {
         match self {
             ValidationCode::DuplicateStepId => "duplicate_step_id",
@@ -157,31 +173,22 @@ mod tests {
 
     #[test]
     fn wire_codes_match_serde_spelling() {
-        use ValidationCode::*;
-        for code in [
-            DuplicateStepId,
-            DanglingEdge,
-            Cycle,
-            InvalidEdgeWhen,
-            DottedStepId,
-            InvalidRetryPolicy,
-            InvalidKey,
-            NoSteps,
-            InvalidType,
-            MissingField,
-            InvalidValue,
-            SubBlockEdge,
-            UnknownControl,
-            UnsupportedWait,
-            UnsupportedStrategy,
-            ParamInvalid,
-            NestingTooDeep,
-        ] {
+        for &code in ValidationCode::ALL {
             let serde = serde_json::to_value(code).expect("serializes");
             assert_eq!(serde, code.as_str(), "{code:?}");
+            let back: ValidationCode = serde_json::from_value(serde).expect("deserializes");
+            assert_eq!(back, code);
             let e = ValidationError::new(code, "/a~1b", "m");
             assert_eq!(e.to_json(), serde_json::to_value(&e).expect("serializes"));
         }
+        let mut spellings: Vec<&str> = ValidationCode::ALL.iter().map(|c| c.as_str()).collect();
+        spellings.sort_unstable();
+        spellings.dedup();
+        assert_eq!(
+            spellings.len(),
+            ValidationCode::ALL.len(),
+            "two codes, one spelling"
+        );
     }
 
     #[test]

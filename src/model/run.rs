@@ -230,7 +230,7 @@ impl Serialize for StepExecution {
 
 /// Which sub-block instances a control's [`Blocks`] are: the record-level key they are
 /// written under.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::VariantArray)]
 pub enum BlockKind {
     /// A foreach's, one per item.
     Iterations,
@@ -239,7 +239,8 @@ pub enum BlockKind {
 }
 
 impl BlockKind {
-    pub const ALL: [BlockKind; 2] = [BlockKind::Iterations, BlockKind::Branches];
+    /// Both kinds, in declaration order (derived from the enum).
+    pub const ALL: &'static [BlockKind] = <Self as strum::VariantArray>::VARIANTS;
 
     /// The record-level key: `iterations` / `branches`.
     pub fn key(self) -> &'static str {
@@ -278,7 +279,7 @@ impl Blocks {
 /// The typed blocks among a record's unknown keys: the first kind whose value is an array
 /// of frames typed records give back equal.
 fn typed_blocks(all: &Map<String, Value>) -> Option<Blocks> {
-    BlockKind::ALL.into_iter().find_map(|kind| {
+    BlockKind::ALL.iter().copied().find_map(|kind| {
         let Some(Value::Array(items)) = all.get(kind.key()) else {
             return None;
         };
@@ -1100,7 +1101,7 @@ mod tests {
         let nested_frame: FrameRecords = [("inner".to_owned(), Arc::new(nested.clone()))]
             .into_iter()
             .collect();
-        for kind in BlockKind::ALL {
+        for &kind in BlockKind::ALL {
             let mut typed = StepExecution::new("loop", StepStatus::Succeeded, 1);
             typed.extra.insert("secretDerived".into(), json!(true));
             typed.blocks = Some(Box::new(Blocks {

@@ -88,7 +88,7 @@ fn foreach_doc() -> Value {
 
 #[test]
 fn ctrl_1_every_canonical_control_is_recognised() {
-    for kind in ControlKind::ALL {
+    for &kind in ControlKind::ALL {
         assert_eq!(ControlKind::from_action(kind.as_str()), Some(kind));
     }
     assert_eq!(ControlKind::from_action("switch"), None);

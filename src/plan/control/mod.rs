@@ -35,7 +35,7 @@ pub const CONTROL_APP: &str = "@w6w/control";
 pub use crate::limits::MAX_CONTROL_NESTING;
 
 /// CTRL-1: the canonical control identities (`uses.action` of a `@w6w/control` step).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, strum::VariantArray)]
 pub enum ControlKind {
     If,
     Foreach,
@@ -47,18 +47,14 @@ pub enum ControlKind {
 
 impl ControlKind {
     /// The canonical set, in the order engine.md lists it (companion notes §1.4).
-    pub const ALL: [ControlKind; 6] = [
-        ControlKind::If,
-        ControlKind::Foreach,
-        ControlKind::Parallel,
-        ControlKind::Wait,
-        ControlKind::Aggregate,
-        ControlKind::Merge,
-    ];
+    pub const ALL: &'static [ControlKind] = <Self as strum::VariantArray>::VARIANTS;
 
     /// The identity for a `uses.action`, `None` outside the canonical set.
     pub fn from_action(action: &str) -> Option<ControlKind> {
-        ControlKind::ALL.into_iter().find(|k| k.as_str() == action)
+        ControlKind::ALL
+            .iter()
+            .copied()
+            .find(|k| k.as_str() == action)
     }
 
     pub fn as_str(self) -> &'static str {
