@@ -21,6 +21,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
+use super::message::FromHost;
 use crate::conformance::HostAdapter;
 use crate::host::{RunStore, ScheduleEntry, StoreError as HostStoreError, StoreFactory};
 use crate::json::json_eq;
@@ -98,20 +99,19 @@ impl Conn {
                 return Err(StoreError(format!("the host process: {e}")));
             }
         };
-        let msg: Value = serde_json::from_str(&line).unwrap_or(Value::Null);
-        if msg.get("type").and_then(Value::as_str) != Some("answer")
-            || msg.get("id").and_then(Value::as_u64) != Some(id)
-        {
-            self.kill();
-            return Err(StoreError(format!(
-                "the host answered call {id} with {}",
-                clip(&line)
-            )));
+        match serde_json::from_str::<FromHost>(&line) {
+            Ok(FromHost::Answer { id: got, ok, error }) if got == id => match error {
+                Some(e) => Err(StoreError(format!("the host refused {member}: {e}"))),
+                None => Ok(ok),
+            },
+            _ => {
+                self.kill();
+                Err(StoreError(format!(
+                    "the host answered call {id} with {}",
+                    clip(&line)
+                )))
+            }
         }
-        if let Some(e) = msg.get("error") {
-            return Err(StoreError(format!("the host refused {member}: {e}")));
-        }
-        Ok(msg.get("ok").cloned().unwrap_or(Value::Null))
     }
 
     fn kill(&mut self) {

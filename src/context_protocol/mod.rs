@@ -21,6 +21,7 @@
 //! kill that reaches the candidate's whole process group.
 
 pub mod host_seam;
+pub(crate) mod message;
 pub(crate) mod salt;
 pub mod serve;
 pub(crate) mod shift;

@@ -27,16 +27,19 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use serde_json::{Map, Value, json};
+use serde::Deserialize;
+use serde_json::{Value, json};
 
+use super::message::{
+    CallableArgs, CheckpointArgs, EnqueueArgs, FromEngine, InvokeArgs, LoadArgs, ScheduleArgs,
+    SleepArgs, Turn, WaitArgs, decode_args, invalid_call,
+};
 use super::salt::OutputSalt;
 use super::shift::ClockShift;
 use crate::conformance::generate::{SplitMix64, fresh_seed};
 use crate::conformance::{Adapter, AdapterError};
 use crate::engine::{EngineError, RunResult, RunSeed};
-use crate::host::{
-    HostError, InvokeRequest, LogLevel, OnExecuted, ScheduleDirective, WorkflowContext,
-};
+use crate::host::{HostError, InvokeRequest, LogLevel, OnExecuted, WorkflowContext};
 use crate::model::{RunState, RunStatePatch};
 use crate::process::{Deadline, Peer, ProcessError, clip};
 use crate::redact::leak::{Detector, Leak};
@@ -196,6 +199,23 @@ struct Answer {
     crash_after: bool,
 }
 
+impl Answer {
+    fn of(message: Value) -> Self {
+        Answer {
+            message,
+            crash_after: false,
+        }
+    }
+
+    fn ok_null() -> Self {
+        Answer::of(json!({"ok": null}))
+    }
+
+    fn error(code: &str, e: &dyn std::fmt::Display) -> Self {
+        Answer::of(json!({"error": {"code": code, "message": e.to_string()}}))
+    }
+}
+
 type CallFuture<'s> = Pin<Box<dyn Future<Output = Answer> + 's>>;
 
 /// How a session ended, besides a result.
@@ -298,41 +318,29 @@ impl<'s, C: WorkflowContext> Session<'s, C> {
             }
             self.shift.inbound(&mut msg);
             self.salt.unsalt(&mut msg)?;
-            let kind = msg.get("type").and_then(Value::as_str).unwrap_or_default();
-            match kind {
-                "call" => self.accept_call(&msg)?,
-                "log" => self.log(&msg)?,
-                "cancel" => {
-                    let id = msg.get("id").and_then(Value::as_u64);
-                    let id = id.ok_or_else(|| format!("cancel needs an id: {}", clip(&line)))?;
+            let turn = Turn::deserialize(msg).map_err(|e| {
+                format!(
+                    "a message the suite cannot read during a session ({e}): {}",
+                    clip(&line)
+                )
+            })?;
+            match turn {
+                Turn::Call { id, member, args } => self.accept_call(id, &member, &args)?,
+                Turn::Log {
+                    level,
+                    message,
+                    data,
+                } => self.host.log(level, &message, data.as_ref()),
+                Turn::Cancel { id } => {
                     // Dropping the call's future is the cancellation (the trace says so).
                     self.outstanding.remove(&id);
                     self.ready.retain(|(r, _)| *r != id);
                 }
-                "idle" => {
-                    let mut expected: Vec<u64> = self.outstanding.keys().copied().collect();
-                    expected.extend(self.ready.iter().map(|(id, _)| *id));
-                    expected.sort_unstable();
-                    let mut said: Vec<u64> = msg
-                        .get("waiting")
-                        .and_then(Value::as_array)
-                        .map(|a| a.iter().filter_map(Value::as_u64).collect())
-                        .ok_or_else(|| format!("idle needs \"waiting\": [ids]: {}", clip(&line)))?;
-                    said.sort_unstable();
-                    if said != expected {
-                        return Err(format!(
-                            "idle lists {said:?} as waiting, but the calls without an answer are {expected:?}"
-                        ));
-                    }
+                Turn::Idle { waiting } => {
+                    self.check_idle(waiting)?;
                     return Ok(None);
                 }
-                "done" => return Ok(Some(self.finish(&msg))),
-                other => {
-                    return Err(format!(
-                        "a message of type {other:?} during a session: {}",
-                        clip(&line)
-                    ));
-                }
+                Turn::Done { error } => return Ok(Some(self.finish(error))),
             }
         }
         Err(format!(
@@ -403,28 +411,28 @@ impl<'s, C: WorkflowContext> Session<'s, C> {
         Ok(())
     }
 
-    fn log(&self, msg: &Value) -> Result<(), String> {
-        let level: LogLevel = msg
-            .get("level")
-            .cloned()
-            .and_then(|l| serde_json::from_value(l).ok())
-            .ok_or_else(|| format!("log needs a level debug|info|warn|error: {msg}"))?;
-        let message = msg
-            .get("message")
-            .and_then(Value::as_str)
-            .unwrap_or_default();
-        self.host.log(level, message, msg.get("data"));
+    /// `idle` must list exactly the calls without an answer.
+    fn check_idle(&self, mut said: Vec<u64>) -> Result<(), String> {
+        let mut expected: Vec<u64> = self.outstanding.keys().copied().collect();
+        expected.extend(self.ready.iter().map(|(id, _)| *id));
+        expected.sort_unstable();
+        said.sort_unstable();
+        if said != expected {
+            return Err(format!(
+                "idle lists {said:?} as waiting, but the calls without an answer are {expected:?}"
+            ));
+        }
         Ok(())
     }
 
-    fn finish(&mut self, msg: &Value) -> Result<(), Ending> {
+    fn finish(&mut self, error: Option<Value>) -> Result<(), Ending> {
         // Anything still outstanding is abandoned by the engine that returned.
         self.outstanding.clear();
         self.ready.clear();
-        match msg.get("error") {
+        match error {
             None => Ok(()),
             Some(error) if error.get("code").and_then(Value::as_str).is_some() => {
-                Err(Ending::Refused(error.clone()))
+                Err(Ending::Refused(error))
             }
             Some(error) => Err(Ending::Broken(format!(
                 "done's error needs a code: {error}"
@@ -432,11 +440,7 @@ impl<'s, C: WorkflowContext> Session<'s, C> {
         }
     }
 
-    fn accept_call(&mut self, msg: &Value) -> Result<(), String> {
-        let id = msg
-            .get("id")
-            .and_then(Value::as_u64)
-            .ok_or_else(|| format!("a call needs a numeric id: {}", clip(&msg.to_string())))?;
+    fn accept_call(&mut self, id: u64, member: &str, args: &Value) -> Result<(), String> {
         if id <= self.last_id {
             return Err(format!(
                 "call ids must increase within a session: {id} after {}",
@@ -445,289 +449,180 @@ impl<'s, C: WorkflowContext> Session<'s, C> {
         }
         self.last_id = id;
         self.cand.borrow_mut().traffic.calls += 1;
-        let member = msg
-            .get("member")
-            .and_then(Value::as_str)
-            .unwrap_or_default();
-        let empty = Value::Object(Map::new());
-        let args = msg.get("args").unwrap_or(&empty);
         let fut = self.call_future(member, args)?;
         self.outstanding.insert(id, fut);
         Ok(())
     }
 
+    /// The suite's host serving one call: `args` decoded as `member`'s arguments
+    /// ([`super::message`]); a member this suite's context does not have is answered
+    /// `unsupported_member`.
     fn call_future(&mut self, member: &str, args: &Value) -> Result<CallFuture<'s>, String> {
         let host = self.host;
-        let str_arg = |k: &str| args.get(k).and_then(Value::as_str).map(str::to_owned);
-        let u64_arg = |k: &str| args.get(k).and_then(Value::as_u64);
-        // `what` starts with the field's name: the message names the protocol, the message,
-        // the JSON Pointer of the field and where its shape is written down.
-        let bad = |what: &str| invalid_call(member, what, args);
         Ok(match member {
             "invoke" => {
-                let params = match args.get("params") {
-                    Some(Value::Object(p)) => p.clone(),
-                    _ => return Err(bad("params (an object)")),
-                };
-                let attempt = u64_arg("attempt")
-                    .and_then(|a| u32::try_from(a).ok())
-                    .filter(|a| *a >= 1)
-                    .ok_or_else(|| bad("attempt (an integer ≥ 1)"))?;
-                let secret_paths = match args.get("secretPaths") {
-                    None | Some(Value::Null) => Vec::new(),
-                    Some(Value::Array(a)) => a
-                        .iter()
-                        .map(|p| p.as_str().map(str::to_owned))
-                        .collect::<Option<Vec<_>>>()
-                        .ok_or_else(|| bad("secretPaths (strings)"))?,
-                    Some(_) => return Err(bad("secretPaths (an array)")),
-                };
-                let on_executed = OnExecuted::new();
-                let req = InvokeRequest {
-                    app: str_arg("app").ok_or_else(|| bad("app"))?,
-                    action: str_arg("action").ok_or_else(|| bad("action"))?,
-                    connection: str_arg("connection"),
-                    params,
-                    step_id: str_arg("stepId").ok_or_else(|| bad("stepId"))?,
-                    attempt,
-                    on_executed: on_executed.clone(),
-                    secret_paths,
-                };
-                // A secret-derived invocation's output is sealed whole by the engine (D-170):
-                // ciphertext the suite could not unsalt, so it goes unsalted.
-                let salted = req.secret_paths.is_empty();
-                let (salt, step_id) = (self.salt, req.step_id.clone());
-                Box::pin(async move {
-                    let result = host.invoke(req).await;
-                    let mut message = match result {
-                        Ok(mut v) => {
-                            salt.step_output(&step_id, &mut v, salted);
-                            json!({"ok": v})
-                        }
-                        Err(e) => {
-                            let mut e = serde_json::to_value(e).unwrap_or(Value::Null);
-                            salt.step_error(&step_id, &mut e, salted);
-                            json!({"error": e})
-                        }
-                    };
-                    let reports = on_executed.reports();
-                    if let (false, Value::Object(m)) = (reports.is_empty(), &mut message) {
-                        m.insert("onExecuted".into(), Value::Array(reports));
-                    }
-                    Answer {
-                        message,
-                        crash_after: false,
-                    }
-                })
+                let invoke: InvokeArgs = decode_args(member, args, "")?;
+                if invoke.attempt == 0 {
+                    return Err(invalid_call(member, "attempt (an integer ≥ 1)", args));
+                }
+                self.invoke(invoke)
             }
             "state.checkpoint" => {
-                let patch: RunStatePatch = match args.get("patch") {
-                    None => return Err(bad("patch (a RunStatePatch)")),
-                    Some(p) => serde_path_to_error::deserialize(p).map_err(|e| {
-                        let at = pointer_of(e.path());
-                        invalid_call(
-                            member,
-                            &format!("patch{at} ({}; a RunStatePatch)", e.inner()),
-                            args,
-                        )
-                    })?,
-                };
-                if patch.run_id != self.run_id {
-                    return Err(format!(
-                        "a checkpoint for run {:?}, but this session runs {:?} (is a recorded transcript being replayed?)",
-                        patch.run_id, self.run_id
-                    ));
-                }
-                Box::pin(async move {
-                    match host.checkpoint(&patch).await {
-                        Ok(()) => Answer {
-                            message: json!({"ok": null}),
-                            crash_after: false,
-                        },
-                        Err(HostError::Crashed) => Answer {
-                            message: json!({"ok": null}),
-                            crash_after: true,
-                        },
-                        Err(e) => Answer {
-                            message: json!({"error": {"code": e.code(), "message": e.to_string()}}),
-                            crash_after: false,
-                        },
-                    }
-                })
+                let CheckpointArgs { patch } = decode_args(member, args, "; a RunStatePatch")?;
+                self.checkpoint(patch)?
             }
-            "state.load" => {
-                let run_id = str_arg("runId").ok_or_else(|| bad("runId"))?;
-                let salt = self.salt;
-                Box::pin(async move {
-                    let message = match host.load(&run_id).await {
-                        Ok(state) => {
-                            let mut state = serde_json::to_value(state).unwrap_or(Value::Null);
-                            salt.state(&mut state);
-                            json!({"ok": state})
-                        }
-                        Err(e) => json!({"error": {"code": e.code(), "message": e.to_string()}}),
-                    };
-                    Answer {
-                        message,
-                        crash_after: false,
-                    }
-                })
-            }
+            "state.load" => self.load(decode_args(member, args, "")?),
             "sleep" => {
-                let ms = u64_arg("ms").ok_or_else(|| bad("ms"))?;
+                let SleepArgs { ms } = decode_args(member, args, "")?;
                 Box::pin(async move {
                     host.sleep(ms).await;
-                    ok_null()
+                    Answer::ok_null()
                 })
             }
             "waitBeforeRetry" => {
-                let ms = u64_arg("ms").ok_or_else(|| bad("ms"))?;
-                let attempt = u64_arg("attempt")
-                    .and_then(|a| u32::try_from(a).ok())
-                    .ok_or_else(|| bad("attempt"))?;
-                let step = str_arg("stepId");
+                let wait: WaitArgs = decode_args(member, args, "")?;
                 Box::pin(async move {
-                    host.wait_before_retry(step.as_deref(), attempt, ms).await;
-                    ok_null()
+                    let step = wait.step_id.as_deref();
+                    host.wait_before_retry(step, wait.attempt, wait.ms).await;
+                    Answer::ok_null()
                 })
             }
             "schedule" => {
+                // Declared before anything else reads the args: an error quotes them.
                 declare_secret_derived(host, args);
-                let directive: ScheduleDirective = args
-                    .get("directive")
-                    .cloned()
-                    .and_then(|d| serde_json::from_value(d).ok())
-                    .ok_or_else(|| bad("directive ({at|afterMs, resumeToken})"))?;
+                let ScheduleArgs { directive } = decode_args(member, args, "")?;
                 Box::pin(async move {
                     match host.schedule(directive).await {
-                        Ok(()) => ok_null(),
-                        Err(e) => Answer {
-                            message: json!({"error": {"code": e.code(), "message": e.to_string()}}),
-                            crash_after: false,
-                        },
+                        Ok(()) => Answer::ok_null(),
+                        Err(e) => Answer::error(e.code(), &e),
                     }
                 })
             }
-            "queue.enqueue" => {
-                let job = args.get("job").cloned().ok_or_else(|| bad("job"))?;
-                self.enqueued += 1;
-                let job_id = format!("{}.job{}", self.run_id, self.enqueued);
-                host.log(
-                    LogLevel::Debug,
-                    "queue.enqueue",
-                    Some(&json!({"jobId": job_id, "job": job})),
-                );
-                Box::pin(async move {
-                    Answer {
-                        message: json!({"ok": {"jobId": job_id}}),
-                        crash_after: false,
-                    }
-                })
-            }
+            "queue.enqueue" => self.enqueue(decode_args(member, args, "")?),
             "invokeCallable" => {
                 declare_secret_derived(host, args);
-                let target = args.get("target").cloned().ok_or_else(|| bad("target"))?;
-                let input = args.get("input").cloned().unwrap_or(Value::Null);
-                let wait = args.get("wait").and_then(Value::as_bool).unwrap_or(true);
-                let depth = u64_arg("depth")
-                    .and_then(|d| u32::try_from(d).ok())
-                    .ok_or_else(|| bad("depth"))?;
-                // Optional (added with D-120): the dispatch key and secret-derived input paths.
-                let dispatch_id = args
-                    .get("dispatchId")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default()
-                    .to_owned();
-                let secret_paths = args
-                    .get("secretPaths")
-                    .and_then(|v| serde_json::from_value(v.clone()).ok())
-                    .unwrap_or_default();
-                let step_id = args
-                    .get("stepId")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default()
-                    .to_owned();
-                let req = crate::host::CallableRequest {
-                    target,
-                    input,
-                    wait,
-                    depth,
-                    step_id,
-                    dispatch_id,
-                    secret_paths,
-                };
-                let salted = req.secret_paths.is_empty();
-                let (salt, step_id) = (self.salt, req.step_id.clone());
-                Box::pin(async move {
-                    let message = match host.invoke_callable(req).await {
-                        Ok(mut v) => {
-                            salt.step_output(&step_id, &mut v, salted);
-                            json!({"ok": v})
-                        }
-                        Err(e) => json!({"error": e}),
-                    };
-                    Answer {
-                        message,
-                        crash_after: false,
-                    }
-                })
+                self.invoke_callable(decode_args(member, args, "")?)
             }
             other => {
                 let message = json!({"error": {"code": "unsupported_member",
                     "message": format!("this suite's context has no member {other:?}")}});
-                Box::pin(async move {
-                    Answer {
-                        message,
-                        crash_after: false,
-                    }
-                })
+                Box::pin(async move { Answer::of(message) })
             }
         })
     }
-}
 
-/// A `call` the suite cannot read: `what` begins with the field (a JSON Pointer below
-/// `/args`, e.g. `patch/steps/a/attempt`), then why in parentheses.
-fn invalid_call(member: &str, what: &str, args: &Value) -> String {
-    let (field, why) = what.split_once(' ').unwrap_or((what, ""));
-    let field = field.trim_start_matches('/');
-    format!(
-        "context protocol v1: a \"call\" message (member {member:?}) needs /args/{field} {why} \
-         (docs/context-protocol.md, \"call → answer\"; docs/schemas/context/call.json); its args \
-         were {}",
-        clip(&args.to_string())
-    )
-}
-
-/// A serde path as a JSON Pointer suffix (`/steps/a/attempt`), empty at the root.
-fn pointer_of(path: &serde_path_to_error::Path) -> String {
-    path.iter()
-        .filter_map(|seg| match seg {
-            serde_path_to_error::Segment::Seq { index } => Some(index.to_string()),
-            serde_path_to_error::Segment::Map { key } => {
-                Some(key.replace('~', "~0").replace('/', "~1"))
+    fn invoke(&self, args: InvokeArgs) -> CallFuture<'s> {
+        let (host, salt) = (self.host, self.salt);
+        let on_executed = OnExecuted::new();
+        let req = InvokeRequest {
+            app: args.app,
+            action: args.action,
+            connection: args.connection,
+            params: args.params,
+            step_id: args.step_id,
+            attempt: args.attempt,
+            on_executed: on_executed.clone(),
+            secret_paths: args.secret_paths.unwrap_or_default(),
+        };
+        // A secret-derived invocation's output is sealed whole by the engine (D-170):
+        // ciphertext the suite could not unsalt, so it goes unsalted.
+        let salted = req.secret_paths.is_empty();
+        let step_id = req.step_id.clone();
+        Box::pin(async move {
+            let mut message = match host.invoke(req).await {
+                Ok(mut v) => {
+                    salt.step_output(&step_id, &mut v, salted);
+                    json!({"ok": v})
+                }
+                Err(e) => {
+                    let mut e = serde_json::to_value(e).unwrap_or(Value::Null);
+                    salt.step_error(&step_id, &mut e, salted);
+                    json!({"error": e})
+                }
+            };
+            let reports = on_executed.reports();
+            if let (false, Value::Object(m)) = (reports.is_empty(), &mut message) {
+                m.insert("onExecuted".into(), Value::Array(reports));
             }
-            serde_path_to_error::Segment::Enum { variant } => Some(variant.clone()),
-            serde_path_to_error::Segment::Unknown => None,
+            Answer::of(message)
         })
-        .fold(String::new(), |mut out, seg| {
-            out.push('/');
-            out.push_str(&seg);
-            out
+    }
+
+    fn checkpoint(&self, patch: RunStatePatch) -> Result<CallFuture<'s>, String> {
+        if patch.run_id != self.run_id {
+            return Err(format!(
+                "a checkpoint for run {:?}, but this session runs {:?} (is a recorded transcript being replayed?)",
+                patch.run_id, self.run_id
+            ));
+        }
+        let host = self.host;
+        Ok(Box::pin(async move {
+            match host.checkpoint(&patch).await {
+                Ok(()) => Answer::ok_null(),
+                Err(HostError::Crashed) => Answer {
+                    message: json!({"ok": null}),
+                    crash_after: true,
+                },
+                Err(e) => Answer::error(e.code(), &e),
+            }
+        }))
+    }
+
+    fn load(&self, args: LoadArgs) -> CallFuture<'s> {
+        let (host, salt) = (self.host, self.salt);
+        Box::pin(async move {
+            match host.load(&args.run_id).await {
+                Ok(state) => {
+                    let mut state = serde_json::to_value(state).unwrap_or(Value::Null);
+                    salt.state(&mut state);
+                    Answer::of(json!({"ok": state}))
+                }
+                Err(e) => Answer::error(e.code(), &e),
+            }
         })
+    }
+
+    fn enqueue(&mut self, args: EnqueueArgs) -> CallFuture<'s> {
+        self.enqueued += 1;
+        let job_id = format!("{}.job{}", self.run_id, self.enqueued);
+        self.host.log(
+            LogLevel::Debug,
+            "queue.enqueue",
+            Some(&json!({"jobId": job_id, "job": args.job})),
+        );
+        Box::pin(async move { Answer::of(json!({"ok": {"jobId": job_id}})) })
+    }
+
+    fn invoke_callable(&self, args: CallableArgs) -> CallFuture<'s> {
+        let (host, salt) = (self.host, self.salt);
+        let req = crate::host::CallableRequest {
+            target: args.target.unwrap_or_default(),
+            input: args.input,
+            wait: args.wait,
+            depth: args.depth,
+            step_id: args.step_id,
+            dispatch_id: args.dispatch_id,
+            secret_paths: args.secret_paths,
+        };
+        let salted = req.secret_paths.is_empty();
+        let step_id = req.step_id.clone();
+        Box::pin(async move {
+            let message = match host.invoke_callable(req).await {
+                Ok(mut v) => {
+                    salt.step_output(&step_id, &mut v, salted);
+                    json!({"ok": v})
+                }
+                Err(e) => json!({"error": e}),
+            };
+            Answer::of(message)
+        })
+    }
 }
 
 /// D-215: the trigger a `run` hands the engine carries the session's salt.
 fn salted_trigger(mut trigger: Value, salt: &OutputSalt) -> Value {
     salt.output(&mut trigger);
     trigger
-}
-
-fn ok_null() -> Answer {
-    Answer {
-        message: json!({"ok": null}),
-        crash_after: false,
-    }
 }
 
 impl<C: WorkflowContext> Future for Session<'_, C> {
@@ -1089,14 +984,8 @@ impl EngineProcess {
                 return Err(e.into());
             }
         };
-        let msg: Value = serde_json::from_str(&line).unwrap_or(Value::Null);
-        match (
-            msg.get("type").and_then(Value::as_str),
-            msg.get("id").and_then(Value::as_u64),
-        ) {
-            (Some("opResult"), Some(got)) if got == id => {
-                Ok(msg.get("response").cloned().unwrap_or(Value::Null))
-            }
+        match serde_json::from_str::<FromEngine>(&line) {
+            Ok(FromEngine::OpResult { id: got, response }) if got == id => Ok(response),
             _ => {
                 cand.kill();
                 Err(AdapterError::Protocol(format!(

@@ -168,7 +168,10 @@ fn a_malformed_checkpoint_is_refused_naming_the_field() {
     let said = protocol_error(
         r#"{"type":"call","id":1,"member":"invoke","args":{"app":"a","action":"b","params":[],"stepId":"s","attempt":1}}"#,
     );
-    assert!(said.contains("needs /args/params (an object)"), "{said}");
+    assert!(
+        said.contains("needs /args/params (invalid type: sequence, expected a map)"),
+        "{said}"
+    );
 }
 
 #[test]
