@@ -50,8 +50,7 @@ fn usize_of(v: &Value, key: &str) -> Result<usize, String> {
         .ok_or_else(|| format!("no count {key:?}"))
 }
 
-/// The strings of the array at `v[key]` (missing or malformed: none).
-pub(crate) fn strings(v: &Value, key: &str) -> Vec<String> {
+fn strings(v: &Value, key: &str) -> Vec<String> {
     v.get(key)
         .and_then(Value::as_array)
         .map(|a| {

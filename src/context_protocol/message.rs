@@ -1,16 +1,18 @@
 //! The context protocol's messages as types: what a candidate engine writes during a
 //! session ([`Turn`], tagged by `type`), the arguments of each context member it calls,
-//! and the answers a host process and an engine's `op` give. Each decodes through serde;
-//! a field the suite cannot read is named by its JSON Pointer (D-209).
+//! the answers a host process and an engine's `op` give, and what the suite sends an
+//! engine ([`FromSuite`], as `engine serve` reads it). Each decodes through serde; a
+//! field the suite cannot read is named by its JSON Pointer (D-209).
 //!
-//! Owns: the shapes of `docs/schemas/context/*.json` on the suite's side. Refuses to know
-//! what a message makes happen: that is [`super::suite`]'s and [`super::host_seam`]'s.
+//! Owns: the shapes of `docs/schemas/context/*.json` on the reading side. Refuses to know
+//! what a message makes happen: that is [`super::suite`]'s, [`super::host_seam`]'s and
+//! [`super::serve`]'s.
 
 use serde::Deserialize;
 use serde::de::Deserializer;
 use serde_json::{Map, Value};
 
-use crate::host::{LogLevel, ScheduleDirective};
+use crate::host::{LogLevel, RunTrigger, ScheduleDirective};
 use crate::model::RunStatePatch;
 use crate::process::clip;
 
@@ -142,6 +144,71 @@ pub(crate) enum FromEngine {
     },
 }
 
+/// What the suite sends a candidate engine between sessions, as `engine serve` reads it.
+#[derive(Debug, Deserialize)]
+#[serde(tag = "type", rename_all = "camelCase")]
+pub(crate) enum FromSuite {
+    /// A pure op request, answered with `opResult`.
+    Op {
+        #[serde(default)]
+        id: Value,
+        #[serde(default)]
+        request: Value,
+    },
+    Run(Start),
+    Resume(Start),
+    Replay(Start),
+}
+
+/// A session's first message (`run` / `resume` / `replay`; docs/schemas/context/run.json).
+/// Every field is optional: a missing one reads as its default.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub(crate) struct Start {
+    pub(crate) workflow: Value,
+    pub(crate) run: StartRun,
+    pub(crate) host: StartHost,
+    /// `run`: the seed's trigger and variables.
+    pub(crate) seed: StartSeed,
+    /// `resume`: a fired wait's token (`None`: after a crash).
+    pub(crate) token: Option<String>,
+    /// `replay`: the step to replay from.
+    pub(crate) from: Option<String>,
+}
+
+/// `run` of a session's first message.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub(crate) struct StartRun {
+    pub(crate) id: String,
+    pub(crate) trigger: Option<RunTrigger>,
+    pub(crate) attempt: Option<u32>,
+}
+
+/// `host` of a session's first message: what the suite's host holds.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub(crate) struct StartHost {
+    pub(crate) secrets: Map<String, Value>,
+    /// D-250: the host's sealing key, if it holds one.
+    pub(crate) sealing_key: Option<String>,
+    /// `{}` when absent.
+    #[serde(default = "empty_object")]
+    pub(crate) documents: Value,
+    pub(crate) schedule: bool,
+    pub(crate) idempotent_steps: Vec<String>,
+    /// D-275: the steps whose action's output the catalog declares sensitive.
+    pub(crate) sensitive_steps: Vec<String>,
+}
+
+/// `seed` of a `run` message.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub(crate) struct StartSeed {
+    pub(crate) trigger: Option<Value>,
+    pub(crate) variables: Map<String, Value>,
+}
+
 /// `member`'s `args` as its typed arguments. A field the suite cannot read is named by
 /// its JSON Pointer below `/args` and why, then `note` (what the value should be).
 pub(crate) fn decode_args<'a, T: Deserialize<'a>>(
@@ -250,6 +317,25 @@ mod tests {
         ] {
             assert!(turn(bad.clone()).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn a_start_message_reads_missing_fields_as_defaults() {
+        let run = json!({"type": "run", "run": {"id": "r"}, "host": {"schedule": true}});
+        let Ok(FromSuite::Run(start)) = FromSuite::deserialize(&run) else {
+            panic!("a run message decodes");
+        };
+        assert_eq!(start.run.id, "r");
+        assert_eq!(start.run.attempt, None);
+        assert!(start.host.schedule);
+        assert_eq!(start.host.documents, json!({}));
+        assert!(start.host.secrets.is_empty() && start.seed.trigger.is_none());
+        let op = json!({"type": "op", "id": 4, "request": {"op": "plan"}});
+        assert!(matches!(
+            FromSuite::deserialize(&op),
+            Ok(FromSuite::Op { id, .. }) if id == 4
+        ));
+        assert!(FromSuite::deserialize(&json!({"type": "answer", "id": 1})).is_err());
     }
 
     #[test]

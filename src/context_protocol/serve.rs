@@ -17,9 +17,11 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::{Context, Poll, Wake, Waker};
 
+use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use super::MAX_LINE_BYTES;
+use super::message::{FromSuite, Start};
 use crate::engine::{Engine, EngineError, RunResult, RunSeed};
 use crate::host::{
     CallableRequest, HostError, InvokeError, InvokeRequest, LogLevel, RunInfo, RunTrigger,
@@ -353,11 +355,15 @@ pub fn serve_engine(input: &mut dyn BufRead, output: &mut dyn Write) -> io::Resu
     writeln!(output, "{ready}")?;
     output.flush()?;
     while let Some(message) = read_message(input)? {
-        match message.get("type").and_then(Value::as_str) {
-            Some("op") => {
-                let response =
-                    crate::service::handle(message.get("request").unwrap_or(&Value::Null));
-                let id = message.get("id").cloned().unwrap_or(Value::Null);
+        let between = FromSuite::deserialize(&message).map_err(|e| {
+            io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("unexpected message between sessions: {e}"),
+            )
+        })?;
+        match between {
+            FromSuite::Op { id, request } => {
+                let response = crate::service::handle(&request);
                 writeln!(
                     output,
                     "{}",
@@ -365,30 +371,28 @@ pub fn serve_engine(input: &mut dyn BufRead, output: &mut dyn Write) -> io::Resu
                 )?;
                 output.flush()?;
             }
-            Some(kind @ ("run" | "resume" | "replay")) => {
-                session(kind, &message, input, output)?;
-            }
-            other => {
-                return Err(io::Error::new(
-                    io::ErrorKind::InvalidData,
-                    format!("unexpected message type {other:?} between sessions"),
-                ));
-            }
+            FromSuite::Run(start) => session(Kind::Run, start, &message, input, output)?,
+            FromSuite::Resume(start) => session(Kind::Resume, start, &message, input, output)?,
+            FromSuite::Replay(start) => session(Kind::Replay, start, &message, input, output)?,
         }
     }
     Ok(())
 }
 
-fn trigger_of(v: Option<&Value>) -> RunTrigger {
-    v.cloned()
-        .and_then(|t| serde_json::from_value(t).ok())
-        .unwrap_or(RunTrigger::Manual)
+/// Which session a start message opens.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Run,
+    Resume,
+    Replay,
 }
 
-/// One session: run the engine in lockstep with the suite, then say `done`.
+/// One session: run the engine in lockstep with the suite, then say `done`. `raw` is the
+/// start message as sent (its `now` and `aborted` stamp the clock).
 fn session(
-    kind: &str,
-    start: &Value,
+    kind: Kind,
+    start: Start,
+    raw: &Value,
     input: &mut dyn BufRead,
     output: &mut dyn Write,
 ) -> io::Result<()> {
@@ -400,8 +404,7 @@ fn session(
         writeln!(output, "{m}")?;
         output.flush()
     };
-    let doc = start.get("workflow").cloned().unwrap_or(Value::Null);
-    let workflow = match validate_workflow(&doc, ValidateOptions { runnable: true }) {
+    let workflow = match validate_workflow(&start.workflow, ValidateOptions { runnable: true }) {
         Ok(w) => w,
         Err(errors) => {
             return done(
@@ -414,39 +417,23 @@ fn session(
         Ok(e) => e,
         Err(e) => return done(output, json!({"error": SimError::Rejected(e).to_json()})),
     };
-    let run = start.get("run").cloned().unwrap_or(Value::Null);
-    let host = start.get("host").cloned().unwrap_or(Value::Null);
     let info = RunInfo {
-        id: run
-            .get("id")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_owned(),
+        id: start.run.id,
         workflow_id: workflow.id.clone(),
-        trigger: trigger_of(run.get("trigger")),
-        attempt: run
-            .get("attempt")
-            .and_then(Value::as_u64)
-            .and_then(|a| u32::try_from(a).ok())
-            .unwrap_or(1),
+        trigger: start.run.trigger.unwrap_or(RunTrigger::Manual),
+        attempt: start.run.attempt.unwrap_or(1),
     };
     let host = HostData {
-        secrets: host
-            .get("secrets")
-            .and_then(Value::as_object)
-            .cloned()
-            .unwrap_or_default(),
-        sealing_key: host
-            .get("sealingKey")
-            .and_then(Value::as_str)
+        secrets: start.host.secrets,
+        sealing_key: start
+            .host
+            .sealing_key
+            .as_deref()
             .and_then(crate::host::SealingKey::from_wire),
-        documents: host.get("documents").cloned().unwrap_or_else(|| json!({})),
-        schedule: host
-            .get("schedule")
-            .and_then(Value::as_bool)
-            .unwrap_or(false),
-        idempotent: crate::conformance::merge::strings(&host, "idempotentSteps"),
-        sensitive: crate::conformance::merge::strings(&host, "sensitiveSteps"),
+        documents: start.host.documents,
+        schedule: start.host.schedule,
+        idempotent: start.host.idempotent_steps,
+        sensitive: start.host.sensitive_steps,
     };
     let run_id = info.id.clone();
     let result = {
@@ -458,7 +445,7 @@ fn session(
             aborted: Cell::new(false),
             failed: Cell::new(false),
         };
-        wire.stamp(start);
+        wire.stamp(raw);
         let ctx = RemoteContext {
             wire: &wire,
             info,
@@ -467,34 +454,30 @@ fn session(
         };
         type Fut<'x> = Pin<Box<dyn Future<Output = Result<RunResult, EngineError>> + 'x>>;
         let fut: Fut<'_> = match kind {
-            "run" => {
-                let seed = start.get("seed").cloned().unwrap_or(Value::Null);
+            Kind::Run => {
                 let seed = RunSeed {
                     run_id: run_id.clone(),
-                    trigger: seed
-                        .get("trigger")
-                        .cloned()
+                    trigger: start
+                        .seed
+                        .trigger
                         .unwrap_or_else(|| json!({"type": "manual"})),
-                    variables: seed
-                        .get("variables")
-                        .and_then(Value::as_object)
-                        .cloned()
-                        .unwrap_or_default(),
+                    variables: start.seed.variables,
                     call_depth: 0,
                     secret_paths: Vec::new(),
                 };
                 Box::pin(engine.run(seed, &ctx))
             }
-            "resume" => match start.get("token").and_then(Value::as_str) {
+            Kind::Resume => match start.token {
                 Some(token) => {
-                    let token = token.to_owned();
                     let (engine, ctx, run_id) = (&engine, &ctx, run_id.clone());
-                    Box::pin(async move { engine.resume_with(&run_id, Some(&token), ctx).await })
+                    Box::pin(
+                        async move { engine.resume_with(&run_id, Some(token.as_str()), ctx).await },
+                    )
                 }
                 None => Box::pin(engine.resume(&run_id, &ctx)),
             },
-            _ => {
-                let from = start.get("from").and_then(Value::as_str).map(str::to_owned);
+            Kind::Replay => {
+                let from = start.from;
                 let (engine, ctx, run_id) = (&engine, &ctx, run_id.clone());
                 Box::pin(async move { engine.replay(&run_id, from.as_deref(), ctx).await })
             }
@@ -505,8 +488,8 @@ fn session(
         Some(Ok(_)) => done(output, json!({})),
         Some(Err(e)) => {
             let error = match kind {
-                "run" => SimError::Rejected(e),
-                _ => SimError::Engine(e),
+                Kind::Run => SimError::Rejected(e),
+                Kind::Resume | Kind::Replay => SimError::Engine(e),
             };
             done(output, json!({"error": error.to_json()}))
         }
