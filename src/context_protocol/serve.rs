@@ -21,7 +21,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use super::MAX_LINE_BYTES;
-use super::message::{FromSuite, Start};
+use super::message::{FromSuite, Start, StartHost, StartRun, StartSeed};
 use crate::engine::{Engine, EngineError, RunResult, RunSeed};
 use crate::host::{
     CallableRequest, HostError, InvokeError, InvokeRequest, LogLevel, RunInfo, RunTrigger,
@@ -417,24 +417,15 @@ fn session(
         Ok(e) => e,
         Err(e) => return done(output, json!({"error": SimError::Rejected(e).to_json()})),
     };
-    let info = RunInfo {
-        id: start.run.id,
-        workflow_id: workflow.id.clone(),
-        trigger: start.run.trigger.unwrap_or(RunTrigger::Manual),
-        attempt: start.run.attempt.unwrap_or(1),
-    };
-    let host = HostData {
-        secrets: start.host.secrets,
-        sealing_key: start
-            .host
-            .sealing_key
-            .as_deref()
-            .and_then(crate::host::SealingKey::from_wire),
-        documents: start.host.documents,
-        schedule: start.host.schedule,
-        idempotent: start.host.idempotent_steps,
-        sensitive: start.host.sensitive_steps,
-    };
+    let Start {
+        run,
+        host,
+        seed,
+        token,
+        from,
+        ..
+    } = start;
+    let (info, host) = context_of(run, host, &workflow.id);
     let run_id = info.id.clone();
     let result = {
         let wire = Wire {
@@ -452,36 +443,7 @@ fn session(
             host,
             derived: RefCell::new(Vec::new()),
         };
-        type Fut<'x> = Pin<Box<dyn Future<Output = Result<RunResult, EngineError>> + 'x>>;
-        let fut: Fut<'_> = match kind {
-            Kind::Run => {
-                let seed = RunSeed {
-                    run_id: run_id.clone(),
-                    trigger: start
-                        .seed
-                        .trigger
-                        .unwrap_or_else(|| json!({"type": "manual"})),
-                    variables: start.seed.variables,
-                    call_depth: 0,
-                    secret_paths: Vec::new(),
-                };
-                Box::pin(engine.run(seed, &ctx))
-            }
-            Kind::Resume => match start.token {
-                Some(token) => {
-                    let (engine, ctx, run_id) = (&engine, &ctx, run_id.clone());
-                    Box::pin(
-                        async move { engine.resume_with(&run_id, Some(token.as_str()), ctx).await },
-                    )
-                }
-                None => Box::pin(engine.resume(&run_id, &ctx)),
-            },
-            Kind::Replay => {
-                let from = start.from;
-                let (engine, ctx, run_id) = (&engine, &ctx, run_id.clone());
-                Box::pin(async move { engine.replay(&run_id, from.as_deref(), ctx).await })
-            }
-        };
+        let fut = engine_future(kind, seed, token, from, &engine, &ctx, run_id);
         drive(fut, &wire, input)?
     };
     match result {
@@ -495,6 +457,62 @@ fn session(
         }
         // The suite ended the session (closed stdin mid-run): nothing more to say.
         None => Ok(()),
+    }
+}
+
+/// The run a session's first message describes, and what its host holds.
+fn context_of(run: StartRun, host: StartHost, workflow_id: &str) -> (RunInfo, HostData) {
+    let info = RunInfo {
+        id: run.id,
+        workflow_id: workflow_id.to_owned(),
+        trigger: run.trigger.unwrap_or(RunTrigger::Manual),
+        attempt: run.attempt.unwrap_or(1),
+    };
+    let host = HostData {
+        secrets: host.secrets,
+        sealing_key: host
+            .sealing_key
+            .as_deref()
+            .and_then(crate::host::SealingKey::from_wire),
+        documents: host.documents,
+        schedule: host.schedule,
+        idempotent: host.idempotent_steps,
+        sensitive: host.sensitive_steps,
+    };
+    (info, host)
+}
+
+type EngineFuture<'x> = Pin<Box<dyn Future<Output = Result<RunResult, EngineError>> + 'x>>;
+
+/// What the engine does in a session: run from the seed, resume (with a fired wait's
+/// token, or after a crash) or replay (from a step).
+fn engine_future<'x>(
+    kind: Kind,
+    seed: StartSeed,
+    token: Option<String>,
+    from: Option<String>,
+    engine: &'x Engine,
+    ctx: &'x RemoteContext<'_, '_>,
+    run_id: String,
+) -> EngineFuture<'x> {
+    match kind {
+        Kind::Run => {
+            let seed = RunSeed {
+                run_id,
+                trigger: seed.trigger.unwrap_or_else(|| json!({"type": "manual"})),
+                variables: seed.variables,
+                call_depth: 0,
+                secret_paths: Vec::new(),
+            };
+            Box::pin(engine.run(seed, ctx))
+        }
+        Kind::Resume => Box::pin(async move {
+            match token {
+                Some(token) => engine.resume_with(&run_id, Some(&token), ctx).await,
+                None => engine.resume(&run_id, ctx).await,
+            }
+        }),
+        Kind::Replay => Box::pin(async move { engine.replay(&run_id, from.as_deref(), ctx).await }),
     }
 }
 
