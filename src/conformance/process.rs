@@ -12,6 +12,7 @@
 
 use std::time::Duration;
 
+use serde::Deserialize;
 use serde_json::Value;
 
 use super::protocol;
@@ -251,22 +252,27 @@ impl ProcessAdapter {
                 clip(&line)
             ))
         })?;
-        if message.get("id").and_then(Value::as_u64) != Some(id) {
-            return Err(AdapterError::Protocol(format!(
-                "expected {{\"id\": {id}, \"response\": …}}, got {}",
-                clip(&line)
-            )));
+        let reply = protocol::Reply::deserialize(message)
+            .ok()
+            .filter(|reply| reply.id == id)
+            .ok_or_else(|| {
+                AdapterError::Protocol(format!(
+                    "expected {{\"id\": {id}, \"response\": …}}, got {}",
+                    clip(&line)
+                ))
+            })?;
+        match (reply.response, reply.protocol_error) {
+            (Some(response), _) => Ok(response),
+            (None, error) => {
+                let why = error.map_or_else(
+                    || "neither \"response\" nor \"protocolError\"".to_owned(),
+                    |e| format!("protocolError {e}"),
+                );
+                Err(AdapterError::Protocol(format!(
+                    "answered request {id} with {why}"
+                )))
+            }
         }
-        if let Some(response) = message.get("response") {
-            return Ok(response.clone());
-        }
-        let why = message.get("protocolError").map_or_else(
-            || "neither \"response\" nor \"protocolError\"".to_owned(),
-            |e| format!("protocolError {e}"),
-        );
-        Err(AdapterError::Protocol(format!(
-            "answered request {id} with {why}"
-        )))
     }
 }
 

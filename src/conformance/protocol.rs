@@ -7,6 +7,7 @@
 
 use std::io::{self, BufRead, Write};
 
+use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::Adapter;
@@ -19,6 +20,30 @@ pub const VERSION: u64 = 1;
 /// The longest line either side reads, in bytes: a limit, so a runaway peer is an error
 /// rather than an out-of-memory abort.
 pub use crate::limits::PEER_LINE_BYTES_MAX as MAX_LINE_BYTES;
+
+/// A request envelope as `serve` reads it; `id` is echoed whatever it is.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct Envelope {
+    id: Value,
+    #[serde(deserialize_with = "crate::json::present")]
+    request: Option<Value>,
+}
+
+/// An adapter's answer to a request as the suite reads it: `response`, or a
+/// `protocolError` (either may be `null`, which still counts as given).
+#[derive(Debug, Deserialize)]
+pub(crate) struct Reply {
+    pub(crate) id: u64,
+    #[serde(default, deserialize_with = "crate::json::present")]
+    pub(crate) response: Option<Value>,
+    #[serde(
+        default,
+        rename = "protocolError",
+        deserialize_with = "crate::json::present"
+    )]
+    pub(crate) protocol_error: Option<Value>,
+}
 
 /// The hello the suite sends first.
 pub fn hello() -> Value {
@@ -142,17 +167,18 @@ pub fn serve(
             .and_then(|l| serde_json::from_str::<Value>(&l).map_err(|e| format!("not JSON: {e}")));
         let reply = match message {
             Err(e) => json!({"id": Value::Null, "protocolError": e}),
-            Ok(m) => {
-                let id = m.get("id").cloned().unwrap_or(Value::Null);
-                match (id.as_u64(), m.get("request")) {
-                    (Some(_), Some(req)) => match adapter.handle(req) {
-                        Ok(response) => json!({"id": id, "response": response}),
-                        Err(e) => json!({"id": id, "protocolError": e.to_string()}),
-                    },
-                    _ => json!({"id": id, "protocolError":
-                        "expected {\"id\": <non-negative integer>, \"request\": {…}}"}),
-                }
-            }
+            // Not an envelope at all (an array, a number): answered with a null id.
+            Ok(m) => match Envelope::deserialize(m).unwrap_or_default() {
+                Envelope {
+                    id: id @ Value::Number(_),
+                    request: Some(request),
+                } if id.is_u64() => match adapter.handle(&request) {
+                    Ok(response) => json!({"id": id, "response": response}),
+                    Err(e) => json!({"id": id, "protocolError": e.to_string()}),
+                },
+                Envelope { id, .. } => json!({"id": id, "protocolError":
+                    "expected {\"id\": <non-negative integer>, \"request\": {…}}"}),
+            },
         };
         send(output, &reply)?;
     }

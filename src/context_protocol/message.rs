@@ -9,7 +9,6 @@
 //! [`super::serve`]'s.
 
 use serde::Deserialize;
-use serde::de::Deserializer;
 use serde_json::{Map, Value};
 
 use crate::host::{LogLevel, RunTrigger, ScheduleDirective};
@@ -30,7 +29,7 @@ pub(crate) enum Turn {
     Log {
         level: LogLevel,
         message: String,
-        #[serde(default, deserialize_with = "present")]
+        #[serde(default, deserialize_with = "crate::json::present")]
         data: Option<Value>,
     },
     /// An outstanding call the engine no longer waits for.
@@ -39,7 +38,7 @@ pub(crate) enum Turn {
     Idle { waiting: Vec<u64> },
     /// The run returned (`error`: the engine's own refusal, `{code, …}`).
     Done {
-        #[serde(default, deserialize_with = "present")]
+        #[serde(default, deserialize_with = "crate::json::present")]
         error: Option<Value>,
     },
 }
@@ -97,7 +96,7 @@ pub(crate) struct ScheduleArgs {
 /// `queue.enqueue`'s arguments.
 #[derive(Debug, Deserialize)]
 pub(crate) struct EnqueueArgs {
-    #[serde(deserialize_with = "present")]
+    #[serde(deserialize_with = "crate::json::present")]
     pub(crate) job: Option<Value>,
 }
 
@@ -105,7 +104,7 @@ pub(crate) struct EnqueueArgs {
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct CallableArgs {
-    #[serde(deserialize_with = "present")]
+    #[serde(deserialize_with = "crate::json::present")]
     pub(crate) target: Option<Value>,
     #[serde(default)]
     pub(crate) input: Value,
@@ -128,7 +127,7 @@ pub(crate) enum FromHost {
         id: u64,
         #[serde(default)]
         ok: Value,
-        #[serde(default, deserialize_with = "present")]
+        #[serde(default, deserialize_with = "crate::json::present")]
         error: Option<Value>,
     },
 }
@@ -259,12 +258,6 @@ fn pointer_of(path: &serde_path_to_error::Path) -> String {
             out.push_str(&seg);
             out
         })
-}
-
-/// A field that is there, `null` included (`Some(Value::Null)`); absent is `None`
-/// (with `#[serde(default)]`) or a missing field.
-fn present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
-    Value::deserialize(d).map(Some)
 }
 
 fn empty_object() -> Value {

@@ -79,6 +79,13 @@ impl std::error::Error for JsonError {}
 /// The marker that tells a duplicate-key error from a syntax error.
 const DUP: &str = "duplicate key at ";
 
+/// For `#[serde(deserialize_with = "json::present")]` on an `Option<Value>` field: a field
+/// that is there, `null` included, is `Some` (`Some(Value::Null)`); an absent one is `None`
+/// with `#[serde(default)]`. A protocol that tells "absent" from "null" reads it this way.
+pub fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
+    serde::Deserialize::deserialize(d).map(Some)
+}
+
 /// Parse `text` as one JSON document, refusing duplicate object keys.
 pub fn parse(text: &str) -> Result<Value, JsonError> {
     let mut de = serde_json::Deserializer::from_str(text);
