@@ -111,6 +111,8 @@ pub(crate) mod process;
 #[doc(hidden)]
 pub mod redact;
 #[doc(hidden)]
+pub mod script;
+#[doc(hidden)]
 pub mod service;
 #[doc(hidden)]
 pub mod sim;

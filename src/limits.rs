@@ -186,6 +186,37 @@ pub fn nests_deeper_than(v: &serde_json::Value, max: usize) -> bool {
     false
 }
 
+// Scripts (issue 40): a WOML `<script>` / YAML `run` body in the embedded JavaScript engine
+// (src/script). Each bounds one attempt; a script past one fails its step, never the tool.
+
+/// Heap one script attempt's JavaScript runtime may allocate: 64 MiB. Past it an allocation
+/// fails inside the script (an allocation bomb ends as a failed step, D-283).
+pub const SCRIPT_MEMORY_BYTES_MAX: usize = 64 * 1024 * 1024;
+/// Native stack one script attempt's interpreter may use: 512 KiB (deep recursion throws a
+/// `RangeError` inside the script).
+pub const SCRIPT_STACK_BYTES_MAX: usize = 512 * 1024;
+/// Interrupt checks one script attempt may pass: QuickJS checks once per 10,000 function
+/// calls and loop iterations, so this is about 20 million of them — the deterministic CPU
+/// budget that ends an endless loop as `timeout` (D-283).
+pub const SCRIPT_INTERRUPT_BUDGET: u64 = 2_000;
+/// Wall-clock milliseconds one script attempt may run before it is stopped as `timeout`:
+/// the guard for loops whose every iteration is slow native work (building megabyte
+/// strings), which the interrupt budget alone would let run for minutes (D-283).
+pub const SCRIPT_WALL_MS_MAX: u64 = 10_000;
+/// Virtual-clock events (timers, settled calls) one script attempt may fire before it is a
+/// `timeout` (an endless `setInterval` with no `<config>` timeout ends too).
+pub const SCRIPT_TICKS_MAX: u64 = 100_000;
+/// Longest JSON text a script may return: 1 MiB; longer is the `size` failure (WOML-11).
+pub const SCRIPT_RETURN_BYTES_MAX: usize = 1024 * 1024;
+/// Most `services`/`fetch` calls one script attempt may make; past it the run stops with
+/// `limit_exceeded` like any run budget.
+pub const SCRIPT_CALLS_MAX: usize = 1_000;
+/// Most `console` lines one script attempt writes to the trace; later lines are counted,
+/// not written.
+pub const SCRIPT_CONSOLE_LINES_MAX: usize = 1_000;
+/// Longest `console` line, in UTF-16 units, before it is cut (with `…`).
+pub const SCRIPT_CONSOLE_LINE_CHARS_MAX: usize = 8 * 1024;
+
 /// The deepest limit [`nests_deeper_than`] checks by recursion.
 pub const RECURSION_DEPTH_MAX: usize = 128;
 

@@ -91,6 +91,7 @@ const LAYERS: &[&str] = &[
     "validate",
     "expr",
     "redact",
+    "script",
     "host",
     "engine",
     "sim",
