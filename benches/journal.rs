@@ -77,6 +77,7 @@ impl Grown {
             params: w6w_sim::sim::world::JsonText::new(&json!({})),
             at_ms: self.world.clock_ms,
             run_id: None,
+            script: None,
         });
         self.store
             .checkpoint_changes(&patch, &self.world, std::slice::from_ref(&id))

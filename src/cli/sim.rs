@@ -98,6 +98,12 @@ pub(crate) struct RunArgs {
     /// the trace in memory, so the trace budget applies as with --trace.
     #[arg(long, value_name = "FILE")]
     html: Option<PathBuf>,
+
+    /// Keep WOML `<script>` / YAML `run` bodies carried, not executed: a script step the
+    /// scenario does not script by id echoes its inputs, as before issue 40 (the scenario's
+    /// `"scripts": {"run": false}` does the same).
+    #[arg(long)]
+    no_scripts: bool,
     #[command(flatten)]
     limits: LimitArgs,
 }
@@ -135,6 +141,12 @@ pub(crate) struct ReplayArgs {
     /// the trace in memory, so the trace budget applies as with --trace.
     #[arg(long, value_name = "FILE")]
     html: Option<PathBuf>,
+
+    /// Keep WOML `<script>` / YAML `run` bodies carried, not executed: a script step the
+    /// scenario does not script by id echoes its inputs, as before issue 40 (the scenario's
+    /// `"scripts": {"run": false}` does the same).
+    #[arg(long)]
+    no_scripts: bool,
     #[command(flatten)]
     limits: LimitArgs,
 }
@@ -178,6 +190,12 @@ pub(crate) struct ResumeArgs {
     /// the trace in memory, so the trace budget applies as with --trace.
     #[arg(long, value_name = "FILE")]
     html: Option<PathBuf>,
+
+    /// Keep WOML `<script>` / YAML `run` bodies carried, not executed: a script step the
+    /// scenario does not script by id echoes its inputs, as before issue 40 (the scenario's
+    /// `"scripts": {"run": false}` does the same).
+    #[arg(long)]
+    no_scripts: bool,
     #[command(flatten)]
     limits: LimitArgs,
 }
@@ -560,6 +578,7 @@ fn run_cmd(a: RunArgs) -> Result<(), Fail> {
         limits: a.limits.limits(),
         judge_secrets: false,
         source: loaded.source.clone(),
+        run_scripts: !a.no_scripts,
     };
     let (sink, trace) = trace_sink(a.trace.as_deref())?;
     let report = sim::run(&loaded.workflow, &loaded.scenario, &options, sink)
@@ -594,6 +613,7 @@ fn replay_cmd(a: ReplayArgs) -> Result<(), Fail> {
         limits: a.limits.limits(),
         judge_secrets: false,
         source: loaded.source.clone(),
+        run_scripts: !a.no_scripts,
     };
     let (sink, trace) = trace_sink(a.trace.as_deref())?;
     let report = sim::replay(
@@ -619,6 +639,7 @@ fn resume_cmd(a: ResumeArgs) -> Result<(), Fail> {
         limits: a.limits.limits(),
         judge_secrets: false,
         source: loaded.source.clone(),
+        run_scripts: !a.no_scripts,
     };
     let (sink, trace) = trace_sink(a.trace.as_deref())?;
     let report = sim::resume(

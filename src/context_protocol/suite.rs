@@ -1010,11 +1010,6 @@ impl EngineProcess {
         if let Err(e) = crate::sim::check_reachable(workflow, &scenario) {
             return Ok(json!({"error": e.to_json()}));
         }
-        let workflow_id = workflow
-            .get("id")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_owned();
         // The run's budgets (`"limits"`), as for the in-process `run` op.
         let options: SimOptions = match crate::service::sim::op_options(request) {
             Ok(o) => o,
@@ -1061,7 +1056,7 @@ impl EngineProcess {
             original.run_id.clone_from(&salt);
             let result = replay_with_driver(
                 driver,
-                &workflow_id,
+                workflow,
                 &scenario,
                 &original,
                 from,
@@ -1075,7 +1070,7 @@ impl EngineProcess {
             scenario.run_id.clone_from(&salt);
             let result = run_with_driver(
                 driver,
-                &workflow_id,
+                workflow,
                 &scenario,
                 &options,
                 Box::new(MemoryStore::default()),

@@ -8,7 +8,8 @@
 //! (`run.rs`: scenario checks for WOML script failures, the WOML-13 result and WOML-15
 //! attempt bindings in the report).
 //! Invariant: a front-end never executes a script, `run` or `agent` body — it is carried
-//! and its outcome is scripted by step id like any action; `validate` judges a document
+//! (the simulated host runs script and JavaScript `run` bodies, `sim/scripts.rs`, unless
+//! the scenario scripts the step's outcome by id like any action); `validate` judges a document
 //! against its text ([`Check::Document`]), and a construct whose runtime meaning the texts
 //! do not define is refused with `unsupported_construct` only when it is to run
 //! ([`Check::Runnable`], `import`, `run`; D-237), never dropped.

@@ -290,9 +290,9 @@ fn build(w: Walk<'_>, parts: Parts) -> Imported {
     }
 }
 
-/// `<config>` is carried under `x-woml-config` (its contents as text), with a note: the
-/// simulator does not enforce a script timeout — a timeout is scripted as a `timeout`
-/// failure of the step (docs/decisions.md D-35).
+/// `<config>` is carried under `x-woml-config` (its contents as text). Its `<timeout>`,
+/// when it is a duration, is also there as `timeoutMs`: the simulator bounds each script
+/// attempt by it on the virtual clock (issue 40, D-283); a note says what happens to it.
 fn config_value<'i>(w: &mut Walk<'i>, config: Node<'_, 'i>) -> Value {
     let mut out = Map::new();
     for a in config.attributes() {
@@ -306,14 +306,29 @@ fn config_value<'i>(w: &mut Walk<'i>, config: Node<'_, 'i>) -> Value {
             .collect();
         out.insert(child.tag_name().name().to_owned(), json!(text.trim()));
     }
+    let timeout = out
+        .get("timeout")
+        .and_then(Value::as_str)
+        .map(|t| (t.to_owned(), parse_duration_ms(t)));
+    if let Some((_, Some(ms))) = &timeout {
+        out.insert("timeoutMs".into(), json!(ms));
+    }
     if !out.is_empty() {
         let pos = w.pos(config);
-        w.notes.push(Note::new(
-            "/workflow/config",
-            pos,
-            "<config> is carried as x-woml-config; scripts are not executed, so a timeout is \
-             not enforced: script a `timeout` failure for the step instead",
-        ));
+        let message = match timeout {
+            Some((_, Some(ms))) => format!(
+                "<config> is carried as x-woml-config; its timeout bounds every script attempt \
+                 at {ms} ms of virtual time (a slower script fails with `timeout`)"
+            ),
+            Some((text, None)) => format!(
+                "<config> is carried as x-woml-config; its timeout {text:?} is not a duration, \
+                 so no script attempt is bounded by it"
+            ),
+            None => "<config> is carried as x-woml-config; without a <timeout> a script attempt \
+                     is bounded only by the simulator's CPU budget"
+                .to_owned(),
+        };
+        w.notes.push(Note::new("/workflow/config", pos, message));
     }
     Value::Object(out)
 }

@@ -47,6 +47,8 @@ pub(crate) struct SimHost<'a> {
     pub(crate) options: &'a SimOptions,
     pub(crate) info: RunInfo,
     pub(crate) role: Role,
+    /// Issue 40: the workflow's script steps, run when the scenario does not script them.
+    pub(crate) scripts: &'a super::scripts::ScriptBook,
 }
 
 /// The trace fields of a `crashAfterCheckpoint` fault firing after checkpoint `n`.
@@ -97,19 +99,19 @@ impl SimHost<'_> {
         }
     }
 
-    fn scrubbed(&self, mut v: Value) -> Value {
+    pub(super) fn scrubbed(&self, mut v: Value) -> Value {
         self.scrub.value(&mut v);
         v
     }
 
-    fn event(&self, event: &str, fields: Value) {
+    pub(super) fn event(&self, event: &str, fields: Value) {
         let fields = self.tagged(fields);
         self.world.borrow_mut().event(event, fields);
     }
 
     /// Whether trace events are recorded at all (kept or streamed). A caller whose event
     /// fields cost copies builds them only when this holds.
-    fn tracing(&self) -> bool {
+    pub(super) fn tracing(&self) -> bool {
         self.world.borrow().tracing()
     }
 
@@ -183,6 +185,19 @@ impl WorkflowContext for SimHost<'_> {
             let crash = invoke_fault(self.scenario, &w, &req.step_id, req.attempt);
             (outcome, at_ms, crash)
         };
+        // Issue 40: a script step the scenario does not script by id runs its body.
+        let executed = match self.run_script(&req, at_ms) {
+            None => None,
+            Some(Ok(run)) => Some(run),
+            Some(Err(message)) => {
+                self.world.borrow_mut().exceed(message);
+                return std::future::pending().await;
+            }
+        };
+        let (outcome, script_record) = match &executed {
+            Some(run) => (&run.outcome, Some(JsonText::new(&run.record))),
+            None => (outcome, None),
+        };
         // Recorded before an echo takes the params: redacted (SEC-1), scrubbed, and held
         // as text (D-191). With nothing to redact or scrub, the params are written as
         // they are, without a copy.
@@ -227,6 +242,7 @@ impl WorkflowContext for SimHost<'_> {
             params,
             at_ms,
             run_id: (self.role == Role::Child).then(|| self.info.id.as_str().into()),
+            script: script_record,
         };
         entry.scrub_texts(self.scrub);
         if outcome.latency_ms > 0 {
@@ -887,6 +903,7 @@ impl SimHost<'_> {
             forks: self.forks,
             scrub: self.scrub,
             options: self.options,
+            scripts: self.scripts,
             info: RunInfo {
                 id: run_id.clone(),
                 workflow_id: workflow.id.clone(),

@@ -24,6 +24,7 @@ pub mod html;
 pub mod inspect;
 pub mod journal;
 pub mod scenario;
+mod scripts;
 pub mod store;
 pub mod world;
 
@@ -116,6 +117,9 @@ pub struct SimOptions {
     /// `None` for a w6w workflow. A disk store records it in a new run's journal, and
     /// `resume` refuses a run whose journal records another (or none).
     pub source: Option<Value>,
+    /// Issue 40: run the script steps of an imported WOML / YAML workflow that the scenario
+    /// does not script by id (`--no-scripts` turns it off: carried, not executed).
+    pub run_scripts: bool,
 }
 
 impl Default for SimOptions {
@@ -128,6 +132,7 @@ impl Default for SimOptions {
             limits: Limits::DEFAULT,
             judge_secrets: false,
             source: None,
+            run_scripts: true,
         }
     }
 }
@@ -535,6 +540,8 @@ struct Sim<'a> {
     forks: RefCell<Forks>,
     scrub: Rc<Scrubber>,
     options: &'a SimOptions,
+    /// Issue 40: the workflow's script steps (`sim::scripts`).
+    scripts: Rc<scripts::ScriptBook>,
 }
 
 impl<'a> Sim<'a> {
@@ -567,6 +574,7 @@ impl<'a> Sim<'a> {
         Ok(Sim::with_driver(
             driver,
             workflow.id.clone(),
+            scripts::ScriptBook::of(workflow),
             scenario,
             options,
             snap,
@@ -584,6 +592,7 @@ impl<'a> Sim<'a> {
     fn with_driver(
         driver: Box<dyn Driver + 'a>,
         workflow_id: String,
+        scripts: scripts::ScriptBook,
         scenario: &'a Scenario,
         options: &'a SimOptions,
         snap: WorldSnapshot,
@@ -618,6 +627,7 @@ impl<'a> Sim<'a> {
             forks: RefCell::default(),
             scrub,
             options,
+            scripts: Rc::new(scripts),
         }
     }
 
@@ -678,6 +688,7 @@ impl<'a> Sim<'a> {
                 attempt,
             },
             role: Role::Top,
+            scripts: &self.scripts,
         }
     }
 
@@ -1036,6 +1047,7 @@ fn resume_fork(
     let sim = Sim::with_driver(
         Box::new(engine),
         workflow.id.clone(),
+        scripts::ScriptBook::of(workflow),
         scenario,
         options,
         WorldSnapshot::default(),
@@ -1052,18 +1064,28 @@ fn resume_fork(
     sim.report(run_id)
 }
 
+/// A workflow document's `id` (`""` when it has none: the engine behind the driver judges).
+fn workflow_id_of(workflow: &Value) -> String {
+    workflow
+        .get("id")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned()
+}
+
 /// [`run_on_store`] with another engine behind `driver` (a candidate engine process,
 /// `crate::context_protocol`): the simulator still owns the world, the store and the report.
 pub(crate) fn run_with_driver<'a>(
     driver: Box<dyn Driver + 'a>,
-    workflow_id: &str,
+    workflow: &Value,
     scenario: &'a Scenario,
     options: &'a SimOptions,
     store: Box<dyn Store>,
 ) -> Result<Report, SimError> {
     let sim = Sim::with_driver(
         driver,
-        workflow_id.to_owned(),
+        workflow_id_of(workflow),
+        scripts::ScriptBook::of_json(workflow),
         scenario,
         options,
         WorldSnapshot::default(),
@@ -1118,6 +1140,7 @@ fn factory_sim<'a, F: EngineFactory>(
     Ok(Sim::with_driver(
         Box::new(driver),
         workflow.id.clone(),
+        scripts::ScriptBook::of(workflow),
         scenario,
         options,
         WorldSnapshot::default(),
@@ -1368,7 +1391,7 @@ pub fn replay_on_store(
 /// [`replay_on_store`] with another engine behind `driver` (see [`run_with_driver`]).
 pub(crate) fn replay_with_driver<'a>(
     driver: Box<dyn Driver + 'a>,
-    workflow_id: &str,
+    workflow: &Value,
     scenario: &'a Scenario,
     original: &RunState,
     from: Option<&str>,
@@ -1377,7 +1400,8 @@ pub(crate) fn replay_with_driver<'a>(
 ) -> Result<Report, SimError> {
     let sim = Sim::with_driver(
         driver,
-        workflow_id.to_owned(),
+        workflow_id_of(workflow),
+        scripts::ScriptBook::of_json(workflow),
         scenario,
         options,
         WorldSnapshot::default(),

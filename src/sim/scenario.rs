@@ -20,6 +20,11 @@
 //! outside its store, at least 32 bytes of key material, D-250), an outcome-level `meta` (overrides the
 //! action's for that invocation; `null` = no report), and `meta` as an array (the host
 //! calls `onExecuted` once per element, in order — META-3's "first report wins").
+//!
+//! Issue 40 adds `scripts` (optional): `{"run": false}` keeps a dialect's script steps
+//! carried, not executed (today's echo), and `"calls": {KEY: {"outcomes": [OUTCOME, …]}}`
+//! answers a script's `services`/`fetch` calls, KEY being the call's name, `METHOD URL`
+//! or `service.method` (`sim::scripts`).
 
 use indexmap::IndexMap;
 use serde::Serialize;
@@ -120,6 +125,8 @@ pub struct Scenario {
     /// carries (`"sealingKey"`, material held to the same floor as a key file), or the
     /// operator's (`--key-file`, `W6W_SEALING_KEY`), which the CLI puts here.
     pub sealing_key: Option<SealingKey>,
+    /// Issue 40: whether script steps run, and what answers their calls.
+    pub scripts: ScriptSettings,
     /// D-251: mixed into the simulated host's randomness with `seed` (never in a scenario
     /// file: the CLI draws it fresh when the operator's key seals a real store, so two runs
     /// never share a seal id).
@@ -142,6 +149,25 @@ impl Default for Scenario {
             seed: 0,
             sealing_key: None,
             entropy: 0,
+            scripts: ScriptSettings::default(),
+        }
+    }
+}
+
+/// The scenario's `scripts` (issue 40).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ScriptSettings {
+    /// `false`: script steps are carried, not executed (`--no-scripts` does the same).
+    pub run: bool,
+    /// What answers a script's call, by call name, `METHOD URL` or `service.method`.
+    pub calls: IndexMap<String, ActionScript>,
+}
+
+impl Default for ScriptSettings {
+    fn default() -> Self {
+        ScriptSettings {
+            run: true,
+            calls: IndexMap::new(),
         }
     }
 }
@@ -244,6 +270,7 @@ pub fn parse_scenario(doc: &Value) -> Result<Scenario, Vec<ScenarioError>> {
             "functions",
             "seed",
             "sealingKey",
+            "scripts",
         ],
     );
     // Issue 12 item 5: what a run records from the scenario (variables, the trigger, the
@@ -314,6 +341,27 @@ pub fn parse_scenario(doc: &Value) -> Result<Scenario, Vec<ScenarioError>> {
             let path = format!("/actions/{}", pointer_token(step));
             if let Some(script) = parse_action(&mut c, a, &path) {
                 s.actions.insert(step.clone(), script);
+            }
+        }
+    }
+    if let Some(v) = root.get("scripts")
+        && let Some(o) = c.object(v, "/scripts")
+    {
+        c.known_keys(o, "/scripts", &["run", "calls"]);
+        if let Some(run) = o.get("run") {
+            match run.as_bool() {
+                Some(b) => s.scripts.run = b,
+                None => c.err("/scripts/run", "must be a boolean"),
+            }
+        }
+        if let Some(v) = o.get("calls")
+            && let Some(calls) = c.object(v, "/scripts/calls")
+        {
+            for (key, a) in calls {
+                let path = format!("/scripts/calls/{}", pointer_token(key));
+                if let Some(script) = parse_function(&mut c, a, &path) {
+                    s.scripts.calls.insert(key.clone(), script);
+                }
             }
         }
     }

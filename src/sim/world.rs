@@ -105,6 +105,10 @@ pub struct Invocation {
     pub at_ms: u64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub run_id: Option<Box<str>>,
+    /// Issue 40: what a script step's run did — `{"calls": [...]}`, every value already
+    /// redacted and scrubbed (`sim::scripts`); `None` for a scripted or plain invocation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub script: Option<JsonText>,
 }
 
 impl Invocation {
@@ -125,6 +129,9 @@ impl Invocation {
         if let Some(id) = self.run_id {
             m.insert("runId".into(), text(id));
         }
+        if let Some(script) = self.script {
+            m.insert("script".into(), script.to_value());
+        }
         Value::Object(m)
     }
 
@@ -137,6 +144,9 @@ impl Invocation {
         }
         self.scrub_texts(scrub);
         scrub.json_text(&mut self.params);
+        if let Some(script) = &mut self.script {
+            scrub.json_text(script);
+        }
     }
 
     /// [`Invocation::scrub`] without the params, for an entry whose params were scrubbed
@@ -398,6 +408,7 @@ mod tests {
             params: JsonText::new(&json!({"url": "https://x.test/s3cr3t-token", "n": 1})),
             at_ms: EPOCH_MS + 5,
             run_id: run_id.map(Into::into),
+            script: None,
         }
     }
 

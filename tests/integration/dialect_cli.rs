@@ -101,7 +101,7 @@ fn import_prints_the_w6w_workflow_and_refuses_unsupported_constructs_by_line() {
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let wf: Value = serde_json::from_str(&text(&out.stdout)).expect("workflow JSON");
     assert_eq!(wf["manifestVersion"], "2");
-    assert_eq!(wf["steps"][1]["retry"]["x-w6w-maxDelayMs"], 1500);
+    assert_eq!(wf["steps"][2]["retry"]["x-w6w-maxDelayMs"], 1500);
     assert!(text(&out.stderr).contains("note:"), "notes on stderr");
 
     let dir = tempfile::tempdir().expect("tmp");
@@ -320,5 +320,64 @@ fn run_validation_errors_never_quote_a_scenario_secret() {
             !err.contains("aHVudGVyMi12ZXJ5LXNlY3JldA"),
             "{name}: base64 of the secret: {err}"
         );
+    }
+}
+
+/// Issue 40 (D-283): the example's scripts run deterministically — the same scenario gives
+/// a byte-identical report and trace, run after run.
+#[test]
+fn a_woml_run_with_scripts_is_byte_identical_run_after_run() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let once = |n: usize| {
+        let trace = dir.path().join(format!("t{n}.jsonl"));
+        let out = crate::support::bin()
+            .arg("run")
+            .arg(crate::support::example("order.woml.xml"))
+            .arg("--scenario")
+            .arg(crate::support::example("order.scenario.json"))
+            .arg("--trace")
+            .arg(&trace)
+            .output()
+            .expect("run");
+        crate::support::report(&out);
+        (out.stdout, std::fs::read(&trace).expect("trace"))
+    };
+    let first = once(1);
+    assert_eq!(first, once(2));
+    let trace = String::from_utf8_lossy(&first.1);
+    assert!(trace.contains("\"event\":\"scriptCall\""), "{trace}");
+    assert!(trace.contains("\"event\":\"console\""), "{trace}");
+}
+
+/// Issue 40 (D-284): `--no-scripts` keeps script steps carried, not executed — an
+/// unscripted step echoes its inputs and no call is made; so does `"scripts": {"run":
+/// false}`.
+#[test]
+fn no_scripts_keeps_scripts_carried() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let doc = write(
+        &dir,
+        "a.woml.xml",
+        b"<workflow><steps><step id=\"a\"><script>throw new Error('ran');</script></step></steps></workflow>",
+    );
+    let ran = write(&dir, "ran.json", b"{}");
+    let off = write(&dir, "off.json", br#"{"scripts": {"run": false}}"#);
+    let report = |args: &[&str]| {
+        let out = run(args);
+        serde_json::from_slice::<Value>(&out.stdout).expect("a report")
+    };
+    let r = report(&["run", &doc, "--scenario", &ran]);
+    assert_eq!(r["run"]["steps"]["a"]["error"]["code"], "script_threw");
+    assert_eq!(r["run"]["steps"]["a"]["error"]["message"], "Error: ran");
+    for r in [
+        report(&["run", &doc, "--scenario", &ran, "--no-scripts"]),
+        report(&["run", &doc, "--scenario", &off]),
+    ] {
+        assert_eq!(r["run"]["status"], "succeeded", "{r}");
+        assert!(
+            r["run"]["steps"]["a"]["output"]["context"].is_object(),
+            "{r}"
+        );
+        assert!(r["invocations"][0].get("script").is_none(), "{r}");
     }
 }

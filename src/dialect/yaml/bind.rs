@@ -348,6 +348,20 @@ impl Scope {
         }
     }
 
+    /// Issue 40: every step visible here whose whole binding a w6w path reads (innermost
+    /// body last, so an inner id shadows an outer one), with that path — what a JavaScript
+    /// `run` body is handed by id.
+    pub(super) fn readable(&self) -> Vec<(String, String)> {
+        let mut out: Vec<(String, String)> = Vec::new();
+        for b in self.layers.iter().flat_map(|l| l.order.iter()) {
+            if let Ok(path) = b.w6w_path(&[]) {
+                out.retain(|(id, _)| *id != b.id);
+                out.push((b.id.clone(), path));
+            }
+        }
+        out
+    }
+
     /// D-230: resolve a marker's first segment, or say why the document cannot read it.
     pub(super) fn root(&self, name: &str, reader: &str) -> Result<Root<'_>, RefError> {
         #[cfg(test)]

@@ -607,6 +607,20 @@ fn carried(
         .and_then(|(_, _, v)| retry_policy(cx, v, &format!("{}/retry", h.path)));
     let mut s = step_json(h.id);
     s.insert("uses".into(), json!({"app": BODY_APP, "action": action}));
+    if h.kind == "run" {
+        // Issue 40: what the simulator hands a JavaScript body — the trigger's payload as
+        // `message` and each earlier step's binding by its id (YML-5, D-231's paths).
+        let steps: Map<String, Value> = cx
+            .scope
+            .readable()
+            .into_iter()
+            .map(|(id, path)| (id, json!({"$": path})))
+            .collect();
+        s.insert(
+            "with".into(),
+            json!({"message": {"$": "trigger.event"}, "steps": steps}),
+        );
+    }
     let mut x = Map::new();
     x.insert(action.into(), h.body.to_json());
     for (k, _, v) in construct_keys {

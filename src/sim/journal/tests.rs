@@ -60,6 +60,7 @@ fn advance(world: &mut WorldSnapshot, i: usize) -> Vec<String> {
         params: crate::sim::world::JsonText::new(&json!({"i": i})),
         at_ms: world.clock_ms,
         run_id: None,
+        script: None,
     });
     if i.is_multiple_of(4) {
         world.waits.push(json!({"ms": i}));
