@@ -77,6 +77,9 @@ pub struct ActionScript {
     pub sensitive_output: bool,
     /// One per invocation, in order; the last repeats. Never empty.
     pub outcomes: Vec<Outcome>,
+    /// The scenario gave `outcomes` (else the default echo): a script step's outcome is
+    /// scripted by id, so its body does not run (issue 40 item 5).
+    pub scripted: bool,
     /// Raw reports passed to `onExecuted` on every invocation (empty: never called).
     pub meta: Vec<Value>,
 }
@@ -87,6 +90,7 @@ impl Default for ActionScript {
             idempotent: false,
             sensitive_output: false,
             outcomes: vec![Outcome::echo()],
+            scripted: false,
             meta: Vec::new(),
         }
     }
@@ -626,6 +630,7 @@ fn parse_action(c: &mut Checker, v: &Value, path: &str) -> Option<ActionScript> 
         script.meta = parse_meta(c, m, &format!("{path}/meta"));
     }
     if let Some(list) = o.get("outcomes") {
+        script.scripted = true;
         match list.as_array() {
             Some(items) if !items.is_empty() => {
                 script.outcomes = items

@@ -158,7 +158,11 @@ impl SimHost<'_> {
         if self.role != super::host::Role::Top
             || !self.options.run_scripts
             || !self.scenario.scripts.run
-            || self.scenario.actions.contains_key(&req.step_id)
+            || self
+                .scenario
+                .actions
+                .get(&req.step_id)
+                .is_some_and(|a| a.scripted)
         {
             return None;
         }
