@@ -339,22 +339,12 @@ fn path_exists(root: &Path, path: &str) -> bool {
     })
 }
 
-/// Every repository path README.md and docs/*.md name, in backticks or as a relative link,
+/// Every repository path README.md, ARCHITECTURE.md and docs/*.md name, in backticks or as a relative link,
 /// exists (issue 43 item 5).
 #[test]
 fn every_path_in_the_docs_exists() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let mut docs = vec![("README.md".to_owned(), String::new())];
-    for entry in std::fs::read_dir(root.join("docs")).expect("docs/") {
-        let name = entry
-            .expect("docs/ entry")
-            .file_name()
-            .to_string_lossy()
-            .into_owned();
-        if name.ends_with(".md") {
-            docs.push((format!("docs/{name}"), "docs/".to_owned()));
-        }
-    }
+    let docs = manuals(root);
     let mut dead = Vec::new();
     for (name, dir) in &docs {
         for path in named_paths(dir, &doc(name)) {
@@ -371,4 +361,244 @@ fn every_path_in_the_docs_exists() {
         "paths that do not exist:\n{}",
         dead.join("\n")
     );
+}
+
+/// The manuals the tidy checks read, each with the directory its relative links resolve
+/// against: README.md, ARCHITECTURE.md and docs/*.md.
+fn manuals(root: &Path) -> Vec<(String, String)> {
+    let mut docs = vec![
+        ("README.md".to_owned(), String::new()),
+        ("ARCHITECTURE.md".to_owned(), String::new()),
+    ];
+    let mut names: Vec<String> = std::fs::read_dir(root.join("docs"))
+        .expect("docs/")
+        .map(|e| {
+            e.expect("docs/ entry")
+                .file_name()
+                .to_string_lossy()
+                .into_owned()
+        })
+        .filter(|n| n.ends_with(".md"))
+        .collect();
+    names.sort();
+    docs.extend(
+        names
+            .into_iter()
+            .map(|n| (format!("docs/{n}"), "docs/".to_owned())),
+    );
+    docs
+}
+
+/// Names from outside this repository that the manuals quote in backticks: crates looked at
+/// and not chosen, JavaScript globals, the allocator's and the compiler's own names, a Linux
+/// setting. A crate in Cargo.lock (or `std`, `core`, `clippy`) vouches for `its::path`.
+const FOREIGN_NAMES: &[&str] = &[
+    "boa_engine",
+    "deno_core",
+    "serde_yaml",
+    "serde_yaml_ng",
+    "FinalizationRegistry",
+    "SyntaxError",
+    "BigInt",
+    "malloc_consolidate",
+    "_int_malloc",
+    "_mm_prefetch",
+    "into_boxed_str",
+    "compile_fail",
+    "incompatible_msrv",
+    "protected_hardlinks",
+];
+
+/// `text` without Rust comments (`//…` and `/*…*/`); string literals are kept, since the
+/// codes and keys the manuals quote live in them.
+fn without_rust_comments(text: &str) -> String {
+    let b = text.as_bytes();
+    let mut out = String::with_capacity(text.len());
+    let (mut i, mut start, mut in_str) = (0, 0, false);
+    while i < b.len() {
+        match (in_str, b[i]) {
+            (true, b'\\') => i += 2,
+            (false, b'\'') if text[i..].starts_with("'\"'") => i += 3,
+            (false, b'\'') if text[i..].starts_with("'\\\"'") => i += 4,
+            (_, b'"') => {
+                in_str = !in_str;
+                i += 1;
+            }
+            (false, b'/') if b.get(i + 1) == Some(&b'/') || b.get(i + 1) == Some(&b'*') => {
+                out.push_str(&text[start..i]);
+                let end = if b[i + 1] == b'/' {
+                    text[i..].find('\n').map_or(b.len(), |k| i + k)
+                } else {
+                    text[i..].find("*/").map_or(b.len(), |k| i + k + 2)
+                };
+                out.push(' ');
+                i = end;
+                start = end;
+            }
+            _ => i += 1,
+        }
+    }
+    out.push_str(&text[start.min(b.len())..]);
+    out
+}
+
+fn add_words(text: &str, words: &mut std::collections::HashSet<String>) {
+    for w in text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')) {
+        if !w.is_empty() && !w.starts_with(|c: char| c.is_ascii_digit()) {
+            words.insert(w.to_owned());
+        }
+    }
+}
+
+/// Every name the repository itself defines or uses, outside its manuals: the words of its
+/// Rust code (comments removed), of its scripts, candidates, cases, schemas and manifests,
+/// and its file stems.
+fn repository_words(root: &Path) -> std::collections::HashSet<String> {
+    const SKIP_DIRS: &[&str] = &[
+        "target",
+        ".git",
+        "node_modules",
+        "docs",
+        "corpus",
+        "artifacts",
+    ];
+    const TEXT: &[&str] = &[
+        "js", "mjs", "cjs", "ts", "py", "json", "yaml", "yml", "xml", "sh", "toml", "lock",
+    ];
+    let mut words = std::collections::HashSet::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if path.is_dir() {
+                if !SKIP_DIRS.contains(&name.as_str()) {
+                    stack.push(path);
+                }
+                continue;
+            }
+            let ext = path.extension().map(|e| e.to_string_lossy().into_owned());
+            let big = entry.metadata().map_or(true, |m| m.len() > 4_000_000);
+            let text = match ext.as_deref() {
+                _ if big => None,
+                Some("rs") => std::fs::read_to_string(&path)
+                    .ok()
+                    .map(|t| without_rust_comments(&t)),
+                Some(e) if TEXT.contains(&e) => std::fs::read_to_string(&path).ok(),
+                None if name == "run" => std::fs::read_to_string(&path).ok(),
+                _ => None,
+            };
+            if let Some(text) = text {
+                add_words(&text, &mut words);
+            }
+            add_words(name.split('.').next().unwrap_or(""), &mut words);
+        }
+    }
+    words
+}
+
+/// Whether a backticked span names code: a Rust path (`a::b`), a call (`f()`), a
+/// `snake_case` or `SCREAMING_CASE` word, or a `CamelCase` word — not a plain word, a flag,
+/// a file or a JSON value.
+fn code_name(span: &str) -> Option<Vec<&str>> {
+    let bare = span.strip_suffix("()").unwrap_or(span);
+    let segments: Vec<&str> = bare.split("::").collect();
+    let ident = |s: &&str| {
+        !s.is_empty()
+            && !s.starts_with(|c: char| c.is_ascii_digit())
+            && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+    };
+    if !segments.iter().all(ident) {
+        return None;
+    }
+    let camel = bare.starts_with(|c: char| c.is_ascii_uppercase())
+        && bare.chars().skip(1).any(|c| c.is_ascii_lowercase())
+        && bare.chars().skip(1).any(|c| c.is_ascii_uppercase());
+    (segments.len() > 1 || bare.len() < span.len() || bare.contains('_') || camel)
+        .then_some(segments)
+}
+
+/// Every code name README.md, ARCHITECTURE.md and docs/*.md quote in backticks exists in
+/// the repository (issue 43 item 5): a manual that names a removed function or type fails
+/// here. A name that no longer exists is written without backticks (history says "the
+/// former *name*"); a document may introduce names in its own fenced examples.
+#[test]
+fn every_code_name_in_the_docs_exists() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let words = repository_words(root);
+    let lock = doc("Cargo.lock");
+    let crates: std::collections::HashSet<String> = lock
+        .lines()
+        .filter_map(|l| l.strip_prefix("name = \""))
+        .map(|n| n.trim_end_matches('"').replace('-', "_"))
+        .chain(["std", "core", "alloc", "clippy", "rustdoc"].map(String::from))
+        .collect();
+    let mut unknown = Vec::new();
+    for (name, _) in manuals(root) {
+        let text = doc(&name);
+        let mut own = std::collections::HashSet::new();
+        let mut fenced = false;
+        for line in text.lines() {
+            if line.trim_start().starts_with("```") {
+                fenced = !fenced;
+            } else if fenced {
+                add_words(line, &mut own);
+            }
+        }
+        fenced = false;
+        for (n, line) in text.lines().enumerate() {
+            if line.trim_start().starts_with("```") {
+                fenced = !fenced;
+            }
+            if fenced {
+                continue;
+            }
+            for span in line.split('`').skip(1).step_by(2) {
+                let Some(segments) = code_name(span) else {
+                    continue;
+                };
+                let known = |s: &&str| words.contains(*s) || own.contains(*s);
+                let vouched = (segments.len() > 1 && crates.contains(segments[0]))
+                    || FOREIGN_NAMES.contains(&span.trim_end_matches("()"));
+                if !vouched && !segments.iter().all(known) {
+                    unknown.push(format!("{name}:{}: `{span}`", n + 1));
+                }
+            }
+        }
+    }
+    assert!(
+        unknown.is_empty(),
+        "code names the repository does not have (write a removed name without backticks):\n{}",
+        unknown.join("\n")
+    );
+}
+
+#[test]
+fn the_code_name_check_knows_names_from_words() {
+    assert_eq!(code_name("plan::check"), Some(vec!["plan", "check"]));
+    assert_eq!(code_name("run()"), Some(vec!["run"]));
+    assert_eq!(code_name("RunStore"), Some(vec!["RunStore"]));
+    assert_eq!(code_name("fold_journal"), Some(vec!["fold_journal"]));
+    for not_code in [
+        "retry",
+        "Retry",
+        "maxAttempts",
+        "--html",
+        "a.rs",
+        "x = 1",
+        "SEC-1",
+        "JSON",
+    ] {
+        assert_eq!(code_name(not_code), None, "{not_code}");
+    }
+    let stripped =
+        without_rust_comments("let a = 1; // gone_fn\n/* other_fn */ let b = \"// kept_code\";");
+    assert!(
+        !stripped.contains("gone_fn") && !stripped.contains("other_fn"),
+        "{stripped}"
+    );
+    assert!(stripped.contains("kept_code"), "{stripped}");
 }
