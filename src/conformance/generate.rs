@@ -766,48 +766,68 @@ pub fn check(adapter: &mut dyn Adapter, g: &Generated) -> Result<(), Violation> 
         ));
     }
     for (k, answer) in chosen.into_iter().zip(answers) {
-        let faults = json!({"crashAfterCheckpoint": [k]});
-        let crashed = judge(answer, &json!("run"), "crash").map_err(|mut v| {
-            v.faults = faults.clone();
-            v
-        })?;
-        let fail = |message: String| Violation {
-            property: "crash",
-            message,
-            faults: faults.clone(),
-            replay: false,
-        };
-        if crashed["crashes"] != 1 {
-            return Err(fail(format!(
-                "crash after checkpoint {k}: {} crashes reported",
-                crashed["crashes"]
-            )));
-        }
-        // Equal documents (the usual answer) need no field-level walk. Ciphertext is
-        // compared by presence only (D-251): an engine may draw its nonces, and one behind
-        // the protocol binds each run's own run id.
-        if !crate::json::json_same(&plain["run"], &crashed["run"])
-            && let Some(d) =
-                crate::json::json_diff(&opaque_seals(&plain["run"]), &opaque_seals(&crashed["run"]))
-                    .first()
-        {
-            return Err(fail(format!(
-                "crash after checkpoint {k}: the final RunState differs from the crash-free run at {} ({} without the crash, {} with it)",
-                d.pointer,
-                d.expected
-                    .as_ref()
-                    .map_or_else(|| "nothing".into(), |v| cap(&v.to_string())),
-                d.actual
-                    .as_ref()
-                    .map_or_else(|| "nothing".into(), |v| cap(&v.to_string())),
-            )));
-        }
+        check_crash(&plain, k, answer)?;
     }
+    check_replay(adapter, workflow, plain, scenario)
+}
 
+/// RUN-3/RUN-4: the run with a crash right after checkpoint `k` ends in the crash-free
+/// run's RunState, with one crash reported.
+fn check_crash(
+    plain: &Value,
+    k: u64,
+    answer: Result<Value, AdapterError>,
+) -> Result<(), Violation> {
+    let faults = json!({"crashAfterCheckpoint": [k]});
+    let crashed = judge(answer, &json!("run"), "crash").map_err(|mut v| {
+        v.faults = faults.clone();
+        v
+    })?;
+    let fail = |message: String| Violation {
+        property: "crash",
+        message,
+        faults: faults.clone(),
+        replay: false,
+    };
+    if crashed["crashes"] != 1 {
+        return Err(fail(format!(
+            "crash after checkpoint {k}: {} crashes reported",
+            crashed["crashes"]
+        )));
+    }
+    // Equal documents (the usual answer) need no field-level walk. Ciphertext is
+    // compared by presence only (D-251): an engine may draw its nonces, and one behind
+    // the protocol binds each run's own run id.
+    if !crate::json::json_same(&plain["run"], &crashed["run"])
+        && let Some(d) =
+            crate::json::json_diff(&opaque_seals(&plain["run"]), &opaque_seals(&crashed["run"]))
+                .first()
+    {
+        return Err(fail(format!(
+            "crash after checkpoint {k}: the final RunState differs from the crash-free run at {} ({} without the crash, {} with it)",
+            d.pointer,
+            d.expected
+                .as_ref()
+                .map_or_else(|| "nothing".into(), |v| cap(&v.to_string())),
+            d.actual
+                .as_ref()
+                .map_or_else(|| "nothing".into(), |v| cap(&v.to_string())),
+        )));
+    }
+    Ok(())
+}
+
+/// REPLAY-1: replaying the crash-free run keeps its status and outputs, and invokes no
+/// step that succeeded.
+fn check_replay(
+    adapter: &mut dyn Adapter,
+    workflow: Value,
+    mut plain: Value,
+    scenario: Value,
+) -> Result<(), Violation> {
     // REPLAY-1: same status and outputs; succeeded steps are not invoked again.
     // The workflow, the crash-free run and the scenario move into the request (`json!`
     // would copy them again); the run is read back from it.
-    let mut plain = plain;
     let run = plain.get_mut("run").map(Value::take).unwrap_or_default();
     let request = Value::Object(Map::from_iter([
         ("op".to_owned(), Value::from("replay")),
@@ -958,7 +978,7 @@ fn batch(
 ) -> GeneratedReport {
     #[allow(clippy::disallowed_methods)] // real time: the report states the batch's speed
     let started = Instant::now();
-    let judge = super::report::Judge::of(adapter, false);
+    let judge = super::runner::Judge::of(adapter, false);
     let outcomes = seed_indices(count, shard)
         .map(|i| judge.seed(adapter, seed.wrapping_add(i as u64)))
         .collect();
@@ -983,7 +1003,7 @@ pub(crate) enum SeedOutcome {
     Failed(Box<GeneratedFailure>),
 }
 
-impl super::report::Judge {
+impl super::runner::Judge {
     /// One generated workflow: drawn for the profile, run, and shrunk when it fails.
     pub(crate) fn seed(&self, adapter: &mut dyn Adapter, s: u64) -> SeedOutcome {
         let g = Generated::from_seed(s).for_profile(&self.profile);

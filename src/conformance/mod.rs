@@ -60,6 +60,7 @@ pub mod pool;
 mod process;
 pub mod protocol;
 mod report;
+mod runner;
 pub mod shard;
 
 pub use adapter::{
@@ -76,9 +77,9 @@ pub use load::{
 pub use matrix::{CandidateKind, CandidateSpec, Matrix};
 pub use process::{DEFAULT_DEADLINE, ProcessAdapter, ProcessOptions, split_command};
 pub use report::{
-    CaseResult, ClauseRow, RunOptions, SelectionSummary, SuiteReport, check_with, regenerate,
-    rerun_case, run, run_suite, xml_escape,
+    CaseResult, ClauseRow, SelectionSummary, SuiteReport, regenerate, rerun_case, xml_escape,
 };
+pub use runner::{RunOptions, check_with, run, run_suite};
 
 use std::collections::BTreeMap;
 
@@ -228,26 +229,7 @@ pub fn check_expectations(
                 )),
             },
             "match" | "includes" | "contains" => {
-                let Some(map) = spec.as_object() else {
-                    failures.push(format!("{kind}: expectation must be an object of pointers"));
-                    continue;
-                };
-                for (ptr, want) in map {
-                    let got = response.pointer(ptr);
-                    let ok = match (kind.as_str(), got) {
-                        (_, None) => false,
-                        ("match", Some(g)) => json_eq(g, want),
-                        ("includes", Some(g)) => includes(g, want),
-                        (_, Some(g)) => match (g.as_str(), want.as_str()) {
-                            (Some(g), Some(w)) => g.contains(w),
-                            _ => false,
-                        },
-                    };
-                    if !ok {
-                        let got = got.map_or_else(|| "nothing".to_owned(), show);
-                        failures.push(format!("{kind} {ptr}: expected {}, got {got}", show(want)));
-                    }
-                }
+                pointer_expectations(kind, spec, response, &show, &mut failures);
             }
             "absent" => {
                 for ptr in spec.as_array().into_iter().flatten() {
@@ -257,53 +239,90 @@ pub fn check_expectations(
                     }
                 }
             }
-            "count" => {
-                for c in spec.as_array().into_iter().flatten() {
-                    let ptr = c.get("pointer").and_then(Value::as_str).unwrap_or_default();
-                    let filter = c.get("where");
-                    let want = c.get("equals").and_then(Value::as_u64);
-                    let got = response
-                        .pointer(ptr)
-                        .and_then(Value::as_array)
-                        .map(|items| {
-                            items
-                                .iter()
-                                .filter(|i| filter.is_none_or(|f| includes(i, f)))
-                                .count()
-                        });
-                    if got.map(|g| g as u64) != want {
-                        let filter = filter.map_or_else(|| "{}".to_owned(), Value::to_string);
-                        let want =
-                            want.map_or_else(|| "(no valid equals)".into(), |w| w.to_string());
-                        let got = got.map_or_else(|| "no array there".into(), |g| g.to_string());
-                        failures.push(format!(
-                            "count {ptr} where {filter}: expected {want}, got {got}"
-                        ));
-                    }
-                }
-            }
-            "notContainsText" => {
-                // Both the serialized text (escaped forms) and every decoded string and key
-                // (raw forms: a quote, a backslash, a control character).
-                let text = response.to_string();
-                let mut leaves = Vec::new();
-                string_leaves(response, &mut leaves);
-                for (i, needle) in spec.as_array().into_iter().flatten().enumerate() {
-                    if let Some(n) = needle.as_str()
-                        && (text.contains(n) || leaves.iter().any(|l| l.contains(n)))
-                    {
-                        // The needle is usually a secret: name it by position, never quote it.
-                        failures.push(format!(
-                            "notContainsText: response contains needle {i} ({} chars)",
-                            n.chars().count()
-                        ));
-                    }
-                }
-            }
+            "count" => count_expectations(spec, response, &mut failures),
+            "notContainsText" => not_contains_text(spec, response, &mut failures),
             other => failures.push(format!("unknown expectation kind {other:?}")),
         }
     }
     failures
+}
+
+/// `match`, `includes` and `contains`: the value at each pointer equals, includes or (a
+/// string) contains what the case gives.
+fn pointer_expectations(
+    kind: &str,
+    spec: &Value,
+    response: &Value,
+    show: &dyn Fn(&Value) -> String,
+    failures: &mut Vec<String>,
+) {
+    let Some(map) = spec.as_object() else {
+        failures.push(format!("{kind}: expectation must be an object of pointers"));
+        return;
+    };
+    for (ptr, want) in map {
+        let got = response.pointer(ptr);
+        let ok = match (kind, got) {
+            (_, None) => false,
+            ("match", Some(g)) => json_eq(g, want),
+            ("includes", Some(g)) => includes(g, want),
+            (_, Some(g)) => match (g.as_str(), want.as_str()) {
+                (Some(g), Some(w)) => g.contains(w),
+                _ => false,
+            },
+        };
+        if !ok {
+            let got = got.map_or_else(|| "nothing".to_owned(), show);
+            failures.push(format!("{kind} {ptr}: expected {}, got {got}", show(want)));
+        }
+    }
+}
+
+/// `count`: the number of array elements at a pointer that include `where`.
+fn count_expectations(spec: &Value, response: &Value, failures: &mut Vec<String>) {
+    for c in spec.as_array().into_iter().flatten() {
+        let ptr = c.get("pointer").and_then(Value::as_str).unwrap_or_default();
+        let filter = c.get("where");
+        let want = c.get("equals").and_then(Value::as_u64);
+        let got = response
+            .pointer(ptr)
+            .and_then(Value::as_array)
+            .map(|items| {
+                items
+                    .iter()
+                    .filter(|i| filter.is_none_or(|f| includes(i, f)))
+                    .count()
+            });
+        if got.map(|g| g as u64) != want {
+            let filter = filter.map_or_else(|| "{}".to_owned(), Value::to_string);
+            let want = want.map_or_else(|| "(no valid equals)".into(), |w| w.to_string());
+            let got = got.map_or_else(|| "no array there".into(), |g| g.to_string());
+            failures.push(format!(
+                "count {ptr} where {filter}: expected {want}, got {got}"
+            ));
+        }
+    }
+}
+
+/// `notContainsText`: no needle in the serialized response, nor in any decoded string or
+/// key.
+fn not_contains_text(spec: &Value, response: &Value, failures: &mut Vec<String>) {
+    // Both the serialized text (escaped forms) and every decoded string and key
+    // (raw forms: a quote, a backslash, a control character).
+    let text = response.to_string();
+    let mut leaves = Vec::new();
+    string_leaves(response, &mut leaves);
+    for (i, needle) in spec.as_array().into_iter().flatten().enumerate() {
+        if let Some(n) = needle.as_str()
+            && (text.contains(n) || leaves.iter().any(|l| l.contains(n)))
+        {
+            // The needle is usually a secret: name it by position, never quote it.
+            failures.push(format!(
+                "notContainsText: response contains needle {i} ({} chars)",
+                n.chars().count()
+            ));
+        }
+    }
 }
 
 /// Every string value and object key of `v`.

@@ -631,7 +631,7 @@ const WALL_CLOCK: &[&str] = &[
     "src/cli/conformance.rs",
     "src/conformance/generate.rs",
     "src/conformance/pool.rs",
-    "src/conformance/report.rs",
+    "src/conformance/runner.rs",
     "src/process.rs",
     "src/script/mod.rs",
     "src/script/tests.rs",
