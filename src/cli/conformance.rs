@@ -147,55 +147,9 @@ fn usage_error(message: impl std::fmt::Display) -> ExitCode {
 }
 
 fn conformance(args: &ConformanceArgs) -> ExitCode {
-    // Without --cases: the suite embedded in this binary, from any directory.
-    let loaded = match &args.cases {
-        Some(dir) => Suite::load(dir),
-        None => Suite::load_embedded(),
-    };
-    let dir = args
-        .cases
-        .clone()
-        .unwrap_or_else(|| PathBuf::from("the bundled suite"));
-    let suite = match loaded {
-        Ok(s) => s,
-        Err(e) => {
-            let n = e.problems.len();
-            return usage_error(format!(
-                "cannot load the cases ({n} problem{}):\n{e}",
-                if n == 1 { "" } else { "s" }
-            ));
-        }
-    };
-    let selection = match Selection::new(&args.clauses, args.case_id.as_deref()) {
-        Ok(s) => s,
-        Err(e) => return usage_error(e),
-    };
-    let shard = match args.shard.as_deref().map(Shard::parse).transpose() {
-        Ok(s) => s,
-        Err(e) => return usage_error(e),
-    };
-    // D-215: a fresh seed per run, unless one is given; shards must share theirs.
-    let seed = match (args.seed, shard) {
-        (Some(seed), _) => seed,
-        (None, Some(_)) => {
-            return usage_error(
-                "--shard needs --seed S, the same for every shard (e.g. the CI run's number), so \
-                 the shards draw one campaign's generated workflows",
-            );
-        }
-        (None, None) => conformance::generate::fresh_seed(),
-    };
-    if !suite.cases().any(|(_, c)| selection.selects(c)) {
-        return usage_error(format!(
-            "no case in {} matches the selection (--clause / --case)",
-            dir.display()
-        ));
-    }
-    // An empty shard is fine (a matrix may have more jobs than a narrow selection has
-    // cases); only an empty selection is a usage error.
-    let selection = match shard {
-        Some(s) => selection.with_shard(s),
-        None => selection,
+    let (suite, selection, shard, seed) = match selected_suite(args) {
+        Ok(selected) => selected,
+        Err(code) => return code,
     };
     #[cfg(w6w_mutants)]
     if args.mutants {
@@ -214,48 +168,15 @@ fn conformance(args: &ConformanceArgs) -> ExitCode {
     } else {
         conformance::generate::DEFAULT_GENERATE
     });
-    let profile = match args.capabilities.as_deref().map(|list| {
-        conformance::Capabilities::from_names(list.split(',').filter(|n| !n.trim().is_empty()))
-    }) {
-        None => None,
-        Some(Ok(p)) => Some(p),
-        Some(Err(e)) => return usage_error(format!("--capabilities: {e}")),
-    };
     #[cfg(w6w_mutants)]
     let mutant = args.mutant.as_deref();
     #[cfg(not(w6w_mutants))]
     let mutant: Option<&str> = None;
-    #[cfg(w6w_mutants)]
-    if let Some(name) = mutant
-        && AnyMutant::by_name(name).is_none()
-    {
-        let names: Vec<&str> = AnyMutant::all().into_iter().map(|m| m.name()).collect();
-        return usage_error(format!(
-            "no mutant named {name:?}; known: {}",
-            names.join(", ")
-        ));
-    }
-    let jobs = usize::from(args.jobs);
-    if jobs > 1
-        && let Some(host) = &args.host
-        && !host.contains(JOB)
-    {
-        return usage_error(format!(
-            "--jobs {jobs} with --host: the {jobs} host processes would share one store; put \
-             {JOB} in the command where each needs its own (e.g. --dir /tmp/store-{JOB}), it \
-             becomes 1..{jobs}"
-        ));
-    }
-    // One session seed for every process (D-215, D-222): printed once.
-    let session_seed = args.engine.as_ref().map(|_| {
-        let seed = args
-            .session_seed
-            .unwrap_or_else(conformance::generate::fresh_seed);
-        eprintln!(
-            "w6w-sim conformance: session seed {seed} (--session-seed {seed} gives the engine the same run ids and clocks)"
-        );
-        seed
-    });
+    let profile = match candidate_profile(args, mutant) {
+        Ok(profile) => profile,
+        Err(code) => return code,
+    };
+    let session_seed = session_seed(args);
     let make = |job: usize| -> Result<Box<dyn Adapter>, String> {
         let adapter = candidate(args, mutant, session_seed, job + 1)?;
         Ok(match &profile {
@@ -263,7 +184,146 @@ fn conformance(args: &ConformanceArgs) -> ExitCode {
             None => adapter,
         })
     };
-    // Every printed repro command names the candidate that was tested.
+    let mut progress = Progress::new();
+    let plan = PoolPlan {
+        jobs: usize::from(args.jobs),
+        diff_reference: args.diff_reference,
+        generate,
+        seed,
+        shard,
+    };
+    let mut report = match run_pool(&make, &suite, &selection, plan, &mut |done, total, id| {
+        progress.tick(done, total, id)
+    }) {
+        Ok(report) => report,
+        Err(e) => return usage_error(e),
+    };
+    progress.clear();
+    report.candidate_args = candidate_args(args, mutant);
+    report.shard = shard.map(|s| s.to_string());
+    if generate == 0 && args.generate.is_none() && filtered {
+        report.generated_note = Some(no_generated_note(args));
+    }
+    let mut status = if report.all_passed() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    };
+    if !write_generated_failures(args, &mut report) {
+        status = ExitCode::from(2);
+    }
+    write_reports(args, &report, status)
+}
+
+/// The suite, what the filters select (limited to `--shard`), the shard and the first
+/// generated seed; `Err` is the usage error already printed.
+fn selected_suite(
+    args: &ConformanceArgs,
+) -> Result<(Suite, Selection, Option<Shard>, u64), ExitCode> {
+    // Without --cases: the suite embedded in this binary, from any directory.
+    let loaded = match &args.cases {
+        Some(dir) => Suite::load(dir),
+        None => Suite::load_embedded(),
+    };
+    let dir = args
+        .cases
+        .clone()
+        .unwrap_or_else(|| PathBuf::from("the bundled suite"));
+    let suite = loaded.map_err(|e| {
+        let n = e.problems.len();
+        usage_error(format!(
+            "cannot load the cases ({n} problem{}):\n{e}",
+            if n == 1 { "" } else { "s" }
+        ))
+    })?;
+    let selection = Selection::new(&args.clauses, args.case_id.as_deref()).map_err(usage_error)?;
+    let shard = args
+        .shard
+        .as_deref()
+        .map(Shard::parse)
+        .transpose()
+        .map_err(usage_error)?;
+    // D-215: a fresh seed per run, unless one is given; shards must share theirs.
+    let seed = match (args.seed, shard) {
+        (Some(seed), _) => seed,
+        (None, Some(_)) => {
+            return Err(usage_error(
+                "--shard needs --seed S, the same for every shard (e.g. the CI run's number), so \
+                 the shards draw one campaign's generated workflows",
+            ));
+        }
+        (None, None) => conformance::generate::fresh_seed(),
+    };
+    if !suite.cases().any(|(_, c)| selection.selects(c)) {
+        return Err(usage_error(format!(
+            "no case in {} matches the selection (--clause / --case)",
+            dir.display()
+        )));
+    }
+    // An empty shard is fine (a matrix may have more jobs than a narrow selection has
+    // cases); only an empty selection is a usage error.
+    let selection = match shard {
+        Some(s) => selection.with_shard(s),
+        None => selection,
+    };
+    Ok((suite, selection, shard, seed))
+}
+
+/// The `--capabilities` profile, once the candidate flags are checked (a known mutant, a
+/// `{job}` in `--host` with `--jobs`); `Err` is the usage error already printed.
+fn candidate_profile(
+    args: &ConformanceArgs,
+    mutant: Option<&str>,
+) -> Result<Option<conformance::Capabilities>, ExitCode> {
+    let profile = match args.capabilities.as_deref().map(|list| {
+        conformance::Capabilities::from_names(list.split(',').filter(|n| !n.trim().is_empty()))
+    }) {
+        None => None,
+        Some(Ok(p)) => Some(p),
+        Some(Err(e)) => return Err(usage_error(format!("--capabilities: {e}"))),
+    };
+    #[cfg(w6w_mutants)]
+    if let Some(name) = mutant
+        && AnyMutant::by_name(name).is_none()
+    {
+        let names: Vec<&str> = AnyMutant::all().into_iter().map(|m| m.name()).collect();
+        return Err(usage_error(format!(
+            "no mutant named {name:?}; known: {}",
+            names.join(", ")
+        )));
+    }
+    #[cfg(not(w6w_mutants))]
+    let _ = mutant;
+    let jobs = usize::from(args.jobs);
+    if jobs > 1
+        && let Some(host) = &args.host
+        && !host.contains(JOB)
+    {
+        return Err(usage_error(format!(
+            "--jobs {jobs} with --host: the {jobs} host processes would share one store; put \
+             {JOB} in the command where each needs its own (e.g. --dir /tmp/store-{JOB}), it \
+             becomes 1..{jobs}"
+        )));
+    }
+    Ok(profile)
+}
+
+/// With `--engine`: one session seed for every process (D-215, D-222), printed once.
+fn session_seed(args: &ConformanceArgs) -> Option<u64> {
+    args.engine.as_ref().map(|_| {
+        let seed = args
+            .session_seed
+            .unwrap_or_else(conformance::generate::fresh_seed);
+        eprintln!(
+            "w6w-sim conformance: session seed {seed} (--session-seed {seed} gives the engine the same run ids and clocks)"
+        );
+        seed
+    })
+}
+
+/// The flags every printed repro command carries, so it names the candidate that was
+/// tested.
+fn candidate_args(args: &ConformanceArgs, mutant: Option<&str>) -> String {
     let mut candidate_args = String::new();
     for (flag, command) in [
         ("--adapter", &args.adapter),
@@ -286,64 +346,57 @@ fn conformance(args: &ConformanceArgs) -> ExitCode {
             shell_quote(&dir.display().to_string())
         ));
     }
-    let mut progress = Progress::new();
-    let plan = PoolPlan {
-        jobs,
-        diff_reference: args.diff_reference,
-        generate,
-        seed,
-        shard,
-    };
-    let mut report = match run_pool(&make, &suite, &selection, plan, &mut |done, total, id| {
-        progress.tick(done, total, id)
-    }) {
-        Ok(report) => report,
-        Err(e) => return usage_error(e),
-    };
-    progress.clear();
-    report.candidate_args = candidate_args;
-    report.shard = shard.map(|s| s.to_string());
-    if generate == 0 && args.generate.is_none() && filtered {
-        report.generated_note = Some(format!(
-            "No generated workflows: {} selects cases only; add --generate N to also run N of them",
-            if args.cases.is_some() {
-                "--cases"
-            } else if !args.clauses.is_empty() {
-                "--clause"
-            } else {
-                "--case"
-            }
-        ));
-    }
-    let mut status = if report.all_passed() {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(1)
-    };
-    // Every generated failure replays from one command: write its shrunk inputs to the
-    // output directory (never the working directory unless asked to).
-    if report.generated_failed() > 0 {
-        let dir = args
-            .out
-            .clone()
-            .unwrap_or_else(|| std::env::temp_dir().join("w6w-sim-failures"));
-        if let Err(e) = std::fs::create_dir_all(&dir) {
-            eprintln!("w6w-sim conformance: cannot create {}: {e}", dir.display());
-            status = ExitCode::from(2);
+    candidate_args
+}
+
+/// Why a filtered run checked no generated workflows, naming the filter.
+fn no_generated_note(args: &ConformanceArgs) -> String {
+    format!(
+        "No generated workflows: {} selects cases only; add --generate N to also run N of them",
+        if args.cases.is_some() {
+            "--cases"
+        } else if !args.clauses.is_empty() {
+            "--clause"
+        } else {
+            "--case"
         }
-        for f in report.generated.iter().flat_map(|g| &g.failures) {
-            let (w, s) = SuiteReport::failure_files(f.seed);
-            for (name, doc) in [(&w, &f.workflow), (&s, &f.scenario)] {
-                let path = dir.join(name);
-                let text = serde_json::to_string_pretty(doc).unwrap_or_default();
-                if let Err(e) = std::fs::write(&path, text + "\n") {
-                    eprintln!("w6w-sim conformance: cannot write {}: {e}", path.display());
-                    status = ExitCode::from(2);
-                }
+    )
+}
+
+/// Every generated failure replays from one command: write its shrunk inputs to the
+/// output directory (never the working directory unless asked to). `false` when a file
+/// could not be written (said on stderr).
+fn write_generated_failures(args: &ConformanceArgs, report: &mut SuiteReport) -> bool {
+    if report.generated_failed() == 0 {
+        return true;
+    }
+    let mut written = true;
+    let dir = args
+        .out
+        .clone()
+        .unwrap_or_else(|| std::env::temp_dir().join("w6w-sim-failures"));
+    if let Err(e) = std::fs::create_dir_all(&dir) {
+        eprintln!("w6w-sim conformance: cannot create {}: {e}", dir.display());
+        written = false;
+    }
+    for f in report.generated.iter().flat_map(|g| &g.failures) {
+        let (w, s) = SuiteReport::failure_files(f.seed);
+        for (name, doc) in [(&w, &f.workflow), (&s, &f.scenario)] {
+            let path = dir.join(name);
+            let text = serde_json::to_string_pretty(doc).unwrap_or_default();
+            if let Err(e) = std::fs::write(&path, text + "\n") {
+                eprintln!("w6w-sim conformance: cannot write {}: {e}", path.display());
+                written = false;
             }
         }
-        report.failure_dir = Some(dir);
     }
+    report.failure_dir = Some(dir);
+    written
+}
+
+/// Write `--junit` and `--html`, then print the report (text or `--json`): the exit
+/// status, 2 when a file or stdout could not be written.
+fn write_reports(args: &ConformanceArgs, report: &SuiteReport, mut status: ExitCode) -> ExitCode {
     if let Some(path) = &args.junit
         && let Err(e) = std::fs::write(path, report.to_junit())
     {
@@ -354,7 +407,7 @@ fn conformance(args: &ConformanceArgs) -> ExitCode {
         status = ExitCode::from(2);
     }
     if let Some(path) = &args.html
-        && let Err(e) = std::fs::write(path, conformance::html::suite_page(&report))
+        && let Err(e) = std::fs::write(path, conformance::html::suite_page(report))
     {
         eprintln!(
             "w6w-sim conformance: cannot write the HTML report {}: {e}",

@@ -73,30 +73,10 @@ fn usage_error(message: impl std::fmt::Display) -> ExitCode {
 
 pub(crate) fn main(command: MatrixCommand) -> ExitCode {
     let MatrixCommand::Matrix(args) = command;
-    let mut specs = Vec::new();
-    for text in &args.candidates {
-        match CandidateSpec::parse(text) {
-            Ok(s) if specs.iter().any(|o: &CandidateSpec| o.name == s.name) => {
-                return usage_error(format!("two candidates are named {:?}", s.name));
-            }
-            Ok(s) => specs.push(s),
-            Err(e) => return usage_error(e),
-        }
-    }
-    for text in &args.capabilities {
-        let Some((name, list)) = text.split_once('=') else {
-            return usage_error(format!("--capabilities {text:?}: expected NAME=LIST"));
-        };
-        let Some(spec) = specs.iter_mut().find(|s| s.name == name.trim()) else {
-            return usage_error(format!(
-                "--capabilities {text:?}: no candidate named {name:?}"
-            ));
-        };
-        match Capabilities::from_names(list.split(',').filter(|n| !n.trim().is_empty())) {
-            Ok(p) => spec.capabilities = Some(p),
-            Err(e) => return usage_error(format!("--capabilities {text:?}: {e}")),
-        }
-    }
+    let specs = match candidate_specs(&args) {
+        Ok(specs) => specs,
+        Err(code) => return code,
+    };
     let loaded = match &args.cases {
         Some(dir) => Suite::load(dir),
         None => Suite::load_embedded(),
@@ -119,30 +99,76 @@ pub(crate) fn main(command: MatrixCommand) -> ExitCode {
             Ok(a) => a,
             Err(e) => return usage_error(format!("candidate {:?}: {e}", spec.name)),
         };
-        let mut report = conformance::run_suite(
-            adapter.as_mut(),
-            &suite,
-            &selection,
-            false,
-            &mut |_, _, _| {},
-        );
-        if args.generate > 0 {
-            report.add_generated(run_generated(
-                adapter.as_mut(),
-                args.generate,
-                conformance::generate::DEFAULT_SEED,
-            ));
-        }
-        eprintln!(
-            "w6w-sim matrix: {}: {} passed, {} failed, {} not applicable",
-            spec.name,
-            report.passed(),
-            report.failed(),
-            report.not_applicable()
-        );
+        let report = column(&args, spec, adapter.as_mut(), &suite, &selection);
         columns.push((spec.name.clone(), report));
     }
-    let matrix = Matrix { columns };
+    write_matrix(&args, &specs, &Matrix { columns })
+}
+
+/// The candidates named on the command line, each with its `--capabilities` profile;
+/// `Err` is the usage error already printed.
+fn candidate_specs(args: &MatrixArgs) -> Result<Vec<CandidateSpec>, ExitCode> {
+    let mut specs = Vec::new();
+    for text in &args.candidates {
+        match CandidateSpec::parse(text) {
+            Ok(s) if specs.iter().any(|o: &CandidateSpec| o.name == s.name) => {
+                return Err(usage_error(format!(
+                    "two candidates are named {:?}",
+                    s.name
+                )));
+            }
+            Ok(s) => specs.push(s),
+            Err(e) => return Err(usage_error(e)),
+        }
+    }
+    for text in &args.capabilities {
+        let Some((name, list)) = text.split_once('=') else {
+            return Err(usage_error(format!(
+                "--capabilities {text:?}: expected NAME=LIST"
+            )));
+        };
+        let Some(spec) = specs.iter_mut().find(|s| s.name == name.trim()) else {
+            return Err(usage_error(format!(
+                "--capabilities {text:?}: no candidate named {name:?}"
+            )));
+        };
+        match Capabilities::from_names(list.split(',').filter(|n| !n.trim().is_empty())) {
+            Ok(p) => spec.capabilities = Some(p),
+            Err(e) => return Err(usage_error(format!("--capabilities {text:?}: {e}"))),
+        }
+    }
+    Ok(specs)
+}
+
+/// One candidate's column: the selected cases, then any generated workflows.
+fn column(
+    args: &MatrixArgs,
+    spec: &CandidateSpec,
+    adapter: &mut dyn conformance::Adapter,
+    suite: &Suite,
+    selection: &Selection,
+) -> conformance::SuiteReport {
+    let mut report = conformance::run_suite(adapter, suite, selection, false, &mut |_, _, _| {});
+    if args.generate > 0 {
+        report.add_generated(run_generated(
+            adapter,
+            args.generate,
+            conformance::generate::DEFAULT_SEED,
+        ));
+    }
+    eprintln!(
+        "w6w-sim matrix: {}: {} passed, {} failed, {} not applicable",
+        spec.name,
+        report.passed(),
+        report.failed(),
+        report.not_applicable()
+    );
+    report
+}
+
+/// Print the matrix as Markdown (or write it to `--markdown`), and write `--json` and
+/// `--html`: the exit status, 2 when something could not be written.
+fn write_matrix(args: &MatrixArgs, specs: &[CandidateSpec], matrix: &Matrix) -> ExitCode {
     let markdown = matrix.to_markdown();
     let mut status = ExitCode::SUCCESS;
     match &args.markdown {
@@ -170,8 +196,8 @@ pub(crate) fn main(command: MatrixCommand) -> ExitCode {
         }
     }
     if let Some(path) = &args.html {
-        let reruns: Vec<_> = specs.iter().map(|s| rerun(&args, &s.name)).collect();
-        let page = conformance::html::matrix_page("w6w conformance matrix", &matrix, &reruns);
+        let reruns: Vec<_> = specs.iter().map(|s| rerun(args, &s.name)).collect();
+        let page = conformance::html::matrix_page("w6w conformance matrix", matrix, &reruns);
         if let Err(e) = std::fs::write(path, page) {
             eprintln!("w6w-sim matrix: cannot write {}: {e}", path.display());
             status = ExitCode::from(2);

@@ -73,17 +73,12 @@ pub(crate) fn run(cmd: ModelCommand) -> ExitCode {
 }
 
 fn validate(args: &ValidateArgs) -> ExitCode {
+    use super::dialect::Checked;
     let previous = match &args.previous {
         None => None,
-        Some(path) => match load_json(path) {
-            Ok(doc) => Some(doc),
-            Err(e) => {
-                eprintln!(
-                    "w6w-sim validate: --previous {}",
-                    e.describe(&display_name(path))
-                );
-                return ExitCode::from(2);
-            }
+        Some(path) => match load_previous(path) {
+            Some(doc) => Some(doc),
+            None => return ExitCode::from(2),
         },
     };
     let opts = ValidateOptions {
@@ -103,70 +98,29 @@ fn validate(args: &ValidateArgs) -> ExitCode {
         let dialect = args
             .dialect
             .unwrap_or_else(|| crate::dialect::Dialect::from_path(path));
-        if dialect != crate::dialect::Dialect::W6w {
-            use super::dialect::Checked;
-            let check = if args.runnable {
-                crate::dialect::Check::Runnable
-            } else {
-                crate::dialect::Check::Document
-            };
-            let line = match super::dialect::validate_file(
-                path,
-                dialect,
-                manifest.as_ref(),
-                args.json,
-                check,
-            ) {
-                Checked::Valid(l) => {
-                    valid += 1;
-                    l
-                }
-                Checked::Invalid(l) => {
-                    invalid += 1;
-                    l
-                }
-                Checked::Unreadable(l) if args.json => {
-                    unreadable += 1;
-                    l
-                }
-                Checked::Unreadable(l) => {
-                    unreadable += 1;
-                    eprintln!("w6w-sim validate: {l}");
-                    continue;
-                }
-            };
-            if writeln!(stdout, "{line}").is_err() {
-                return ExitCode::from(2);
-            }
-            continue;
-        }
-        let file = display_name(path);
-        let outcome = load_json(path).map(|doc| validate_save(&doc, previous.as_ref(), opts));
-        let line = match &outcome {
-            Ok(Ok(_)) => {
+        let checked = if dialect == crate::dialect::Dialect::W6w {
+            validate_w6w(path, previous.as_ref(), opts, args.json)
+        } else {
+            let check = dialect_check(args.runnable);
+            super::dialect::validate_file(path, dialect, manifest.as_ref(), args.json, check)
+        };
+        let line = match checked {
+            Checked::Valid(l) => {
                 valid += 1;
-                if args.json {
-                    json!({"file": file, "ok": true, "errors": []}).to_string()
-                } else {
-                    format!("{file}: valid")
-                }
+                l
             }
-            Ok(Err(errors)) => {
+            Checked::Invalid(l) => {
                 invalid += 1;
-                if args.json {
-                    json!({"file": file, "ok": false, "errors": errors_to_json(errors)}).to_string()
-                } else {
-                    human_report(&file, errors)
-                }
+                l
             }
-            Err(load) => {
+            Checked::Unreadable(l) if args.json => {
                 unreadable += 1;
-                if args.json {
-                    load_failure_json(&file, load).to_string()
-                } else {
-                    eprintln!("w6w-sim validate: {}", load.describe(&file));
-                    continue;
-                }
+                l
+            }
+            Checked::Unreadable(l) => {
+                unreadable += 1;
+                eprintln!("w6w-sim validate: {l}");
+                continue;
             }
         };
         if writeln!(stdout, "{line}").is_err() {
@@ -174,14 +128,7 @@ fn validate(args: &ValidateArgs) -> ExitCode {
         }
     }
     if !args.json && args.files.len() > 1 {
-        let total = args.files.len();
-        let mut summary = format!("{valid} of {total} files valid");
-        if invalid > 0 {
-            summary.push_str(&format!(", {invalid} invalid"));
-        }
-        if unreadable > 0 {
-            summary.push_str(&format!(", {unreadable} could not be checked"));
-        }
+        let summary = summary(valid, invalid, unreadable, args.files.len());
         if writeln!(stdout, "{summary}").is_err() {
             return ExitCode::from(2);
         }
@@ -192,6 +139,62 @@ fn validate(args: &ValidateArgs) -> ExitCode {
         ExitCode::from(1)
     } else {
         ExitCode::SUCCESS
+    }
+}
+
+/// The `--previous` document, or `None` once the reason it cannot be read is printed.
+fn load_previous(path: &std::path::Path) -> Option<Value> {
+    load_json(path)
+        .map_err(|e| {
+            let e = e.describe(&display_name(path));
+            eprintln!("w6w-sim validate: --previous {e}");
+        })
+        .ok()
+}
+
+/// What `validate` checks in a WOML or YAML document: `--runnable` adds runnability.
+fn dialect_check(runnable: bool) -> crate::dialect::Check {
+    if runnable {
+        crate::dialect::Check::Runnable
+    } else {
+        crate::dialect::Check::Document
+    }
+}
+
+/// The closing line of a many-file `validate`: `V of N files valid, I invalid, U could
+/// not be checked`.
+fn summary(valid: usize, invalid: usize, unreadable: usize, total: usize) -> String {
+    let mut summary = format!("{valid} of {total} files valid");
+    if invalid > 0 {
+        summary.push_str(&format!(", {invalid} invalid"));
+    }
+    if unreadable > 0 {
+        summary.push_str(&format!(", {unreadable} could not be checked"));
+    }
+    summary
+}
+
+/// One w6w document checked, as the line `validate` prints for it (an unreadable one's
+/// line goes to stderr without `--json`).
+fn validate_w6w(
+    path: &std::path::Path,
+    previous: Option<&Value>,
+    opts: ValidateOptions,
+    as_json: bool,
+) -> super::dialect::Checked {
+    use super::dialect::Checked;
+    let file = display_name(path);
+    match load_json(path).map(|doc| validate_save(&doc, previous, opts)) {
+        Ok(Ok(_)) if as_json => {
+            Checked::Valid(json!({"file": file, "ok": true, "errors": []}).to_string())
+        }
+        Ok(Ok(_)) => Checked::Valid(format!("{file}: valid")),
+        Ok(Err(errors)) if as_json => Checked::Invalid(
+            json!({"file": file, "ok": false, "errors": errors_to_json(&errors)}).to_string(),
+        ),
+        Ok(Err(errors)) => Checked::Invalid(human_report(&file, &errors)),
+        Err(load) if as_json => Checked::Unreadable(load_failure_json(&file, &load).to_string()),
+        Err(load) => Checked::Unreadable(load.describe(&file)),
     }
 }
 

@@ -451,22 +451,7 @@ fn lint_file(path: &Path, value: &Value, problems: &mut Vec<LoadProblem>) -> Opt
             );
         }
     }
-    match root.get("family") {
-        Some(Value::String(s)) if !s.is_empty() => {}
-        Some(v) => l.bad(
-            "/family".into(),
-            format!("family must be a non-empty string, not {}", json_kind(v)),
-        ),
-        None => l.bad(String::new(), "missing field \"family\" (e.g. \"RETRY\")"),
-    }
-    if let Some(v) = root.get("description")
-        && !v.is_string()
-    {
-        l.bad(
-            "/description".into(),
-            format!("description must be a string, not {}", json_kind(v)),
-        );
-    }
+    lint_family_and_description(&mut l, root);
     match root.get("cases") {
         Some(Value::Array(cases)) => {
             let known: Vec<String> = clause_catalogue().into_iter().map(|(id, _)| id).collect();
@@ -493,6 +478,26 @@ fn lint_file(path: &Path, value: &Value, problems: &mut Vec<LoadProblem>) -> Opt
             );
             None
         }
+    }
+}
+
+/// A case file's `family` (required) and `description` (optional): strings.
+fn lint_family_and_description(l: &mut Linter<'_>, root: &Map<String, Value>) {
+    match root.get("family") {
+        Some(Value::String(s)) if !s.is_empty() => {}
+        Some(v) => l.bad(
+            "/family".into(),
+            format!("family must be a non-empty string, not {}", json_kind(v)),
+        ),
+        None => l.bad(String::new(), "missing field \"family\" (e.g. \"RETRY\")"),
+    }
+    if let Some(v) = root.get("description")
+        && !v.is_string()
+    {
+        l.bad(
+            "/description".into(),
+            format!("description must be a string, not {}", json_kind(v)),
+        );
     }
 }
 
@@ -535,7 +540,31 @@ fn lint_case(l: &mut Linter<'_>, at: &str, case: &Value, known: &[String]) {
             format!("description must be a string, not {}", json_kind(v)),
         );
     }
-    match obj.get("clauses") {
+    lint_clauses(l, at, obj.get("clauses"), known);
+    lint_requires(l, at, obj.get("requires"));
+    if !obj.contains_key("request") {
+        l.bad(at.to_owned(), "missing field \"request\"");
+    }
+    match obj.get("expect") {
+        Some(Value::Object(expect)) if expect.is_empty() => l.bad(
+            format!("{at}/expect"),
+            "a case needs at least one expectation, or it could never fail",
+        ),
+        Some(Value::Object(expect)) => lint_expect(l, &format!("{at}/expect"), expect),
+        Some(v) => l.bad(
+            format!("{at}/expect"),
+            format!("expect must be an object, not {}", json_kind(v)),
+        ),
+        None => l.bad(
+            at.to_owned(),
+            "missing field \"expect\": a case needs at least one expectation",
+        ),
+    }
+}
+
+/// A case's `clauses`: a non-empty array of clause IDs of the catalogue.
+fn lint_clauses(l: &mut Linter<'_>, at: &str, clauses: Option<&Value>, known: &[String]) {
+    match clauses {
         Some(Value::Array(list)) if list.is_empty() => l.bad(
             format!("{at}/clauses"),
             "a case names at least one clause ID of clauses.md",
@@ -565,7 +594,11 @@ fn lint_case(l: &mut Linter<'_>, at: &str, case: &Value, known: &[String]) {
         ),
         None => l.bad(at.to_owned(), "missing field \"clauses\""),
     }
-    match obj.get("requires") {
+}
+
+/// A case's optional `requires`: an array of capability names.
+fn lint_requires(l: &mut Linter<'_>, at: &str, requires: Option<&Value>) {
+    match requires {
         None => {}
         Some(Value::Array(list)) => {
             for (j, c) in list.iter().enumerate() {
@@ -590,23 +623,75 @@ fn lint_case(l: &mut Linter<'_>, at: &str, case: &Value, known: &[String]) {
             ),
         ),
     }
-    if !obj.contains_key("request") {
-        l.bad(at.to_owned(), "missing field \"request\"");
+}
+
+/// `absent` (JSON Pointers) and `notContainsText` (non-empty needles): arrays of strings.
+fn lint_strings(l: &mut Linter<'_>, here: String, kind: &str, spec: &Value) {
+    let Some(list) = spec.as_array() else {
+        l.bad(
+            here,
+            format!(
+                "{kind} expects an array of strings, not {}",
+                json_kind(spec)
+            ),
+        );
+        return;
+    };
+    for (j, item) in list.iter().enumerate() {
+        match item.as_str() {
+            Some(p) if kind == "absent" => lint_pointer(l, format!("{here}/{j}"), p),
+            Some("") => l.bad(
+                format!("{here}/{j}"),
+                "an empty string is contained in every response",
+            ),
+            Some(_) => {}
+            None => l.bad(
+                format!("{here}/{j}"),
+                format!("expected a string, not {}", json_kind(item)),
+            ),
+        }
     }
-    match obj.get("expect") {
-        Some(Value::Object(expect)) if expect.is_empty() => l.bad(
-            format!("{at}/expect"),
-            "a case needs at least one expectation, or it could never fail",
-        ),
-        Some(Value::Object(expect)) => lint_expect(l, &format!("{at}/expect"), expect),
-        Some(v) => l.bad(
-            format!("{at}/expect"),
-            format!("expect must be an object, not {}", json_kind(v)),
-        ),
-        None => l.bad(
-            at.to_owned(),
-            "missing field \"expect\": a case needs at least one expectation",
-        ),
+}
+
+/// `count`: an array of `{pointer, where, equals}`.
+fn lint_count(l: &mut Linter<'_>, here: String, spec: &Value) {
+    let Some(list) = spec.as_array() else {
+        l.bad(
+            here,
+            format!(
+                "count expects an array of {{pointer, where, equals}}, not {}",
+                json_kind(spec)
+            ),
+        );
+        return;
+    };
+    for (j, item) in list.iter().enumerate() {
+        let at_item = format!("{here}/{j}");
+        let Some(obj) = item.as_object() else {
+            l.bad(
+                at_item,
+                format!(
+                    "expected {{pointer, where, equals}}, not {}",
+                    json_kind(item)
+                ),
+            );
+            continue;
+        };
+        for key in obj.keys() {
+            if !matches!(key.as_str(), "pointer" | "where" | "equals") {
+                l.bad(
+                    format!("{at_item}/{}", escape_token(key)),
+                    format!("unknown field {key:?} (count has pointer, where, equals)"),
+                );
+            }
+        }
+        match obj.get("pointer") {
+            Some(Value::String(p)) => lint_pointer(l, format!("{at_item}/pointer"), p),
+            _ => l.bad(at_item.clone(), "count needs a string \"pointer\""),
+        }
+        if obj.get("equals").is_none_or(|e| e.as_u64().is_none()) {
+            l.bad(at_item, "count needs \"equals\": a non-negative integer");
+        }
     }
 }
 
@@ -657,72 +742,8 @@ fn lint_expect(l: &mut Linter<'_>, at: &str, expect: &Map<String, Value>) {
                     }
                 }
             }
-            "absent" | "notContainsText" => {
-                let Some(list) = spec.as_array() else {
-                    l.bad(
-                        here,
-                        format!(
-                            "{kind} expects an array of strings, not {}",
-                            json_kind(spec)
-                        ),
-                    );
-                    continue;
-                };
-                for (j, item) in list.iter().enumerate() {
-                    match item.as_str() {
-                        Some(p) if kind == "absent" => lint_pointer(l, format!("{here}/{j}"), p),
-                        Some("") => l.bad(
-                            format!("{here}/{j}"),
-                            "an empty string is contained in every response",
-                        ),
-                        Some(_) => {}
-                        None => l.bad(
-                            format!("{here}/{j}"),
-                            format!("expected a string, not {}", json_kind(item)),
-                        ),
-                    }
-                }
-            }
-            "count" => {
-                let Some(list) = spec.as_array() else {
-                    l.bad(
-                        here,
-                        format!(
-                            "count expects an array of {{pointer, where, equals}}, not {}",
-                            json_kind(spec)
-                        ),
-                    );
-                    continue;
-                };
-                for (j, item) in list.iter().enumerate() {
-                    let at_item = format!("{here}/{j}");
-                    let Some(obj) = item.as_object() else {
-                        l.bad(
-                            at_item,
-                            format!(
-                                "expected {{pointer, where, equals}}, not {}",
-                                json_kind(item)
-                            ),
-                        );
-                        continue;
-                    };
-                    for key in obj.keys() {
-                        if !matches!(key.as_str(), "pointer" | "where" | "equals") {
-                            l.bad(
-                                format!("{at_item}/{}", escape_token(key)),
-                                format!("unknown field {key:?} (count has pointer, where, equals)"),
-                            );
-                        }
-                    }
-                    match obj.get("pointer") {
-                        Some(Value::String(p)) => lint_pointer(l, format!("{at_item}/pointer"), p),
-                        _ => l.bad(at_item.clone(), "count needs a string \"pointer\""),
-                    }
-                    if obj.get("equals").is_none_or(|e| e.as_u64().is_none()) {
-                        l.bad(at_item, "count needs \"equals\": a non-negative integer");
-                    }
-                }
-            }
+            "absent" | "notContainsText" => lint_strings(l, here, kind, spec),
+            "count" => lint_count(l, here, spec),
             other => l.bad(
                 here,
                 format!(

@@ -278,12 +278,56 @@ pub fn merge(parts: &[(String, Value)]) -> Result<SuiteReport, MergeError> {
     let Some((first_file, first)) = reports.first() else {
         return Err(MergeError::NotOneCampaign("no reports to merge".into()));
     };
-    let campaign = |why: String| MergeError::NotOneCampaign(why);
-    // Every shard 1..N exactly once.
+    let shards = every_shard_once(&reports, first_file)?;
+    // One candidate and profile; D-203: one selection of one suite, every case in the
+    // shard its id hashes to.
+    let selection = selection_of(first_file, first)?;
+    for ((file, r), shard) in reports.iter().zip(&shards) {
+        check_part(file, r, shard, (first_file, first), &selection)?;
+    }
+    let mut merged = joined(&reports, first)?;
+    // Together the shards hold exactly the selected cases (each once: checked above).
+    let mut ids: Vec<&str> = merged.cases.iter().map(|c| c.outcome.id.as_str()).collect();
+    let (count, digest) = (ids.len(), SelectionSummary::digest(&mut ids));
+    if (count, digest.as_str()) != (selection.cases, selection.digest.as_str()) {
+        return Err(campaign(format!(
+            "the shards hold {count} cases (digest {digest}) but selected {} (digest {}): a shard lost or gained cases, so the merge would not be the campaign's report",
+            selection.cases, selection.digest
+        )));
+    }
+    // The order one unsharded run prints: the embedded suite's, then any other case.
+    let order: BTreeMap<String, usize> = super::Suite::load_default()
+        .map(|suite| {
+            suite
+                .cases()
+                .enumerate()
+                .map(|(i, (_, c))| (c.id.clone(), i))
+                .collect()
+        })
+        .unwrap_or_default();
+    merged.cases.sort_by_key(|c| {
+        (
+            order.get(&c.outcome.id).copied().unwrap_or(usize::MAX),
+            c.file.clone(),
+            c.outcome.id.clone(),
+        )
+    });
+    Ok(merged)
+}
+
+fn campaign(why: String) -> MergeError {
+    MergeError::NotOneCampaign(why)
+}
+
+/// Each report's shard, checked: every shard 1..N of one N exactly once.
+fn every_shard_once(
+    reports: &[(&str, SuiteReport)],
+    first_file: &str,
+) -> Result<Vec<Shard>, MergeError> {
     let mut seen: BTreeMap<u64, &str> = BTreeMap::new();
     let mut n_of_all = None;
     let mut shards = Vec::with_capacity(reports.len());
-    for (file, r) in &reports {
+    for (file, r) in reports {
         let shard = r.shard.as_deref().ok_or_else(|| {
             campaign(format!("{file}: not a shard (run with --shard K/N --json)"))
         })?;
@@ -317,61 +361,76 @@ pub fn merge(parts: &[(String, Value)]) -> Result<SuiteReport, MergeError> {
             missing.join(", ")
         )));
     }
-    // One candidate and profile; D-203: one selection of one suite, every case in the
-    // shard its id hashes to.
-    let selection_of = |file: &str, r: &'_ SuiteReport| {
-        r.selection.clone().ok_or_else(|| {
-            campaign(format!(
-                "{file}: the report does not say what it selected (written by an older w6w-sim?); run the shards again with this version"
-            ))
-        })
-    };
-    let selection = selection_of(first_file, first)?;
-    for ((file, r), shard) in reports.iter().zip(&shards) {
-        if r.implementation != first.implementation || r.capabilities != first.capabilities {
+    Ok(shards)
+}
+
+/// What a shard's report says it selected (over every shard).
+fn selection_of(file: &str, r: &SuiteReport) -> Result<SelectionSummary, MergeError> {
+    r.selection.clone().ok_or_else(|| {
+        campaign(format!(
+            "{file}: the report does not say what it selected (written by an older w6w-sim?); run the shards again with this version"
+        ))
+    })
+}
+
+/// One shard's report against the first: the same candidate, profile and selection, and
+/// only cases and generated seeds of its own shard.
+fn check_part(
+    file: &str,
+    r: &SuiteReport,
+    shard: &Shard,
+    (first_file, first): (&str, &SuiteReport),
+    selection: &SelectionSummary,
+) -> Result<(), MergeError> {
+    if r.implementation != first.implementation || r.capabilities != first.capabilities {
+        return Err(campaign(format!(
+            "{file} checked {:?} with profile {}, {first_file} {:?} with {}",
+            r.implementation, r.capabilities, first.implementation, first.capabilities
+        )));
+    }
+    let s = selection_of(file, r)?;
+    if s != *selection {
+        return Err(campaign(format!(
+            "{file} selected {}, {first_file} {}: shards of one campaign run the same --clause/--case over the same cases",
+            describe(&s),
+            describe(selection)
+        )));
+    }
+    if let Some(c) = r.cases.iter().find(|c| !shard.takes_case(&c.outcome.id)) {
+        return Err(campaign(format!(
+            "{file}: case {:?} does not belong to shard {shard}: not a shard of this campaign",
+            c.outcome.id
+        )));
+    }
+    if let Some(g) = &r.generated {
+        let of_shard = |s: &u64| shard.takes_seed_index(s.wrapping_sub(g.seed));
+        let stray = g
+            .failures
+            .iter()
+            .map(|f| f.seed)
+            .chain(g.not_applicable_seeds.iter().copied())
+            .find(|s| !of_shard(s));
+        if let Some(seed) = stray {
             return Err(campaign(format!(
-                "{file} checked {:?} with profile {}, {first_file} {:?} with {}",
-                r.implementation, r.capabilities, first.implementation, first.capabilities
+                "{file}: generated seed {seed} does not belong to shard {shard}: not a shard of this campaign"
             )));
         }
-        let s = selection_of(file, r)?;
-        if s != selection {
+        if g.count != g.seeds.len() {
             return Err(campaign(format!(
-                "{file} selected {}, {first_file} {}: shards of one campaign run the same --clause/--case over the same cases",
-                describe(&s),
-                describe(&selection)
+                "{file}: shard {shard} of {} generated workflows from seed {} should run {}, the report says {}",
+                g.span,
+                g.seed,
+                g.seeds.len(),
+                g.count
             )));
-        }
-        if let Some(c) = r.cases.iter().find(|c| !shard.takes_case(&c.outcome.id)) {
-            return Err(campaign(format!(
-                "{file}: case {:?} does not belong to shard {shard}: not a shard of this campaign",
-                c.outcome.id
-            )));
-        }
-        if let Some(g) = &r.generated {
-            let of_shard = |s: &u64| shard.takes_seed_index(s.wrapping_sub(g.seed));
-            let stray = g
-                .failures
-                .iter()
-                .map(|f| f.seed)
-                .chain(g.not_applicable_seeds.iter().copied())
-                .find(|s| !of_shard(s));
-            if let Some(seed) = stray {
-                return Err(campaign(format!(
-                    "{file}: generated seed {seed} does not belong to shard {shard}: not a shard of this campaign"
-                )));
-            }
-            if g.count != g.seeds.len() {
-                return Err(campaign(format!(
-                    "{file}: shard {shard} of {} generated workflows from seed {} should run {}, the report says {}",
-                    g.span,
-                    g.seed,
-                    g.seeds.len(),
-                    g.count
-                )));
-            }
         }
     }
+    Ok(())
+}
+
+/// The shards' cases (each once), clause rows, generated batches and times added up into
+/// the first report's frame.
+fn joined(reports: &[(&str, SuiteReport)], first: &SuiteReport) -> Result<SuiteReport, MergeError> {
     let mut merged = first.clone();
     merged.shard = None;
     merged.cases.clear();
@@ -379,7 +438,7 @@ pub fn merge(parts: &[(String, Value)]) -> Result<SuiteReport, MergeError> {
     merged.elapsed = Duration::ZERO;
     let mut ids = BTreeSet::new();
     let mut rows: BTreeMap<String, ClauseRow> = BTreeMap::new();
-    for (file, r) in &reports {
+    for (file, r) in reports {
         for c in &r.cases {
             if !ids.insert(c.outcome.id.clone()) {
                 return Err(campaign(format!(
@@ -410,32 +469,6 @@ pub fn merge(parts: &[(String, Value)]) -> Result<SuiteReport, MergeError> {
             *row = m;
         }
     }
-    // Together the shards hold exactly the selected cases (each once: checked above).
-    let mut ids: Vec<&str> = merged.cases.iter().map(|c| c.outcome.id.as_str()).collect();
-    let (count, digest) = (ids.len(), SelectionSummary::digest(&mut ids));
-    if (count, digest.as_str()) != (selection.cases, selection.digest.as_str()) {
-        return Err(campaign(format!(
-            "the shards hold {count} cases (digest {digest}) but selected {} (digest {}): a shard lost or gained cases, so the merge would not be the campaign's report",
-            selection.cases, selection.digest
-        )));
-    }
-    // The order one unsharded run prints: the embedded suite's, then any other case.
-    let order: BTreeMap<String, usize> = super::Suite::load_default()
-        .map(|suite| {
-            suite
-                .cases()
-                .enumerate()
-                .map(|(i, (_, c))| (c.id.clone(), i))
-                .collect()
-        })
-        .unwrap_or_default();
-    merged.cases.sort_by_key(|c| {
-        (
-            order.get(&c.outcome.id).copied().unwrap_or(usize::MAX),
-            c.file.clone(),
-            c.outcome.id.clone(),
-        )
-    });
     Ok(merged)
 }
 
