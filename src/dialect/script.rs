@@ -14,6 +14,9 @@ pub(crate) struct DynamicSecret {
 }
 
 /// The literal secret names a body reads (sorted, deduplicated) and every refused use.
+// long: one hand-written lexer loop; its states (code, template text, `${` nesting,
+// comments, strings) change inside each other, and split they would have to be passed
+// back and forth on every byte.
 pub(crate) fn secret_reads(body: &str) -> (Vec<String>, Vec<DynamicSecret>) {
     let bytes = body.as_bytes();
     let mut names = Vec::new();

@@ -140,27 +140,7 @@ fn walk(text: &str) -> Result<(Walk<'_>, Parts), Vec<Problem>> {
         nodes_limit: u32::try_from(NODES_MAX).unwrap_or(u32::MAX),
         ..ParsingOptions::default()
     };
-    let doc = Document::parse_with_options(text, options).map_err(|e| {
-        let p = e.pos();
-        let code = match e {
-            roxmltree::Error::NodesLimitReached => "limit_exceeded",
-            _ => "syntax_error",
-        };
-        vec![Problem::new(
-            code,
-            Some(if code == "limit_exceeded" {
-                "SEC-2"
-            } else {
-                "WOML-1"
-            }),
-            "",
-            Pos {
-                line: p.row as usize,
-                column: p.col as usize,
-            },
-            format!("not well-formed XML: {e}"),
-        )]
-    })?;
+    let doc = Document::parse_with_options(text, options).map_err(|e| vec![xml_problem(&e)])?;
     let mut w = Walk {
         lines,
         problems: Vec::new(),
@@ -182,6 +162,57 @@ fn walk(text: &str) -> Result<(Walk<'_>, Parts), Vec<Problem>> {
         );
         return Err(w.problems);
     }
+    let meta = workflow_meta(&mut w, root);
+    w.no_text(root, "/workflow", "WOML-1");
+    let (steps_el, config) = workflow_children(&mut w, root);
+    let Some(steps_el) = steps_el else {
+        let pos = w.pos(root);
+        w.problem(
+            "missing_steps",
+            "WOML-1",
+            "/workflow/steps",
+            pos,
+            "<steps> is required",
+        );
+        return Err(w.problems);
+    };
+    let config_json = config.map(|c| config_value(&mut w, c));
+    let steps = walk_steps(&mut w, steps_el);
+    Ok((
+        w,
+        Parts {
+            meta,
+            config: config_json,
+            steps,
+        },
+    ))
+}
+
+/// A document roxmltree refuses: not well-formed (WOML-1), or over the node bound (SEC-2).
+fn xml_problem(e: &roxmltree::Error) -> Problem {
+    let p = e.pos();
+    let code = match e {
+        roxmltree::Error::NodesLimitReached => "limit_exceeded",
+        _ => "syntax_error",
+    };
+    Problem::new(
+        code,
+        Some(if code == "limit_exceeded" {
+            "SEC-2"
+        } else {
+            "WOML-1"
+        }),
+        "",
+        Pos {
+            line: p.row as usize,
+            column: p.col as usize,
+        },
+        format!("not well-formed XML: {e}"),
+    )
+}
+
+/// The `<workflow>` attributes a workflow keeps (WOML-1); any other is a problem.
+fn workflow_meta<'i>(w: &mut Walk<'i>, root: Node<'_, 'i>) -> Map<String, Value> {
     let mut meta = Map::new();
     for a in root.attributes() {
         if WORKFLOW_ATTRIBUTES.contains(&a.name()) && a.namespace().is_none() {
@@ -201,7 +232,14 @@ fn walk(text: &str) -> Result<(Walk<'_>, Parts), Vec<Problem>> {
             );
         }
     }
-    w.no_text(root, "/workflow", "WOML-1");
+    meta
+}
+
+/// `<workflow>`'s `<steps>` and `<config>` (each at most once; nothing else).
+fn workflow_children<'a, 'i>(
+    w: &mut Walk<'i>,
+    root: Node<'a, 'i>,
+) -> (Option<Node<'a, 'i>>, Option<Node<'a, 'i>>) {
     let mut steps_el = None;
     let mut config = None;
     for child in root.children().filter(Node::is_element) {
@@ -226,27 +264,7 @@ fn walk(text: &str) -> Result<(Walk<'_>, Parts), Vec<Problem>> {
             ),
         }
     }
-    let Some(steps_el) = steps_el else {
-        let pos = w.pos(root);
-        w.problem(
-            "missing_steps",
-            "WOML-1",
-            "/workflow/steps",
-            pos,
-            "<steps> is required",
-        );
-        return Err(w.problems);
-    };
-    let config_json = config.map(|c| config_value(&mut w, c));
-    let steps = walk_steps(&mut w, steps_el);
-    Ok((
-        w,
-        Parts {
-            meta,
-            config: config_json,
-            steps,
-        },
-    ))
+    (steps_el, config)
 }
 
 /// The w6w workflow of a checked, runnable document.
@@ -438,6 +456,8 @@ struct Retry {
     max_delay_ms: Option<u64>,
 }
 
+/// One `<step>` (a script step): its attributes, id, retry policy and script body checked,
+/// its context charged to the document's budget; `None` when it has a problem.
 fn walk_step<'i>(
     w: &mut Walk<'i>,
     step: Node<'_, 'i>,
@@ -447,6 +467,47 @@ fn walk_step<'i>(
 ) -> Option<ImportedStep> {
     let before = w.problems.len();
     let pos = w.pos(step);
+    known_step_attributes(w, step, path);
+    let id = step_id(w, step, path, seen);
+    let retry = retry_attributes(w, step, path);
+    let body = script_body(w, step, path);
+    if w.problems.len() > before {
+        return None;
+    }
+    let (id, retry, (body, body_offset)) = (id?, retry?, body?);
+    let (secrets, refused) = secret_reads(&body);
+    for r in refused {
+        let at = w.lines.pos(body_offset + r.offset.min(body.len()));
+        w.problem(
+            "dynamic_secret",
+            "WOML-16",
+            format!("{path}/script"),
+            at,
+            r.message,
+        );
+    }
+    if !w.problems.is_empty() && w.problems.len() > before {
+        return None;
+    }
+    retry_wait_notes(w, step, path, &retry);
+    if !charge_context(w, context, path, pos, seen.len(), &id) {
+        return None;
+    }
+    let s = script_step(step, &id, &body, &secrets, pos, seen, &retry);
+    Some(ImportedStep {
+        json: s,
+        info: StepInfo {
+            id,
+            kind: StepKind::Script,
+            max_attempts: retry.attempts,
+            line: pos.line,
+            binds: Binds::Output,
+        },
+    })
+}
+
+/// Every attribute of a `<step>` is one it takes (WOML-4).
+fn known_step_attributes<'i>(w: &mut Walk<'i>, step: Node<'_, 'i>, path: &str) {
     for a in step.attributes() {
         if !STEP_ATTRIBUTES.contains(&a.name()) || a.namespace().is_some() {
             let apos = w.lines.pos(a.range().start);
@@ -463,7 +524,17 @@ fn walk_step<'i>(
             );
         }
     }
-    let id = match step.attribute("id") {
+}
+
+/// A `<step>`'s id: present, addressable as `context.steps.<id>`, and not used before.
+fn step_id<'i>(
+    w: &mut Walk<'i>,
+    step: Node<'_, 'i>,
+    path: &str,
+    seen: &IndexSet<String>,
+) -> Option<String> {
+    let pos = w.pos(step);
+    match step.attribute("id") {
         None => {
             w.problem(
                 "missing_id",
@@ -500,27 +571,11 @@ fn walk_step<'i>(
             None
         }
         Some(id) => Some(id.to_owned()),
-    };
-    let retry = retry_attributes(w, step, path);
-    let body = script_body(w, step, path);
-    if w.problems.len() > before {
-        return None;
     }
-    let (id, retry, (body, body_offset)) = (id?, retry?, body?);
-    let (secrets, refused) = secret_reads(&body);
-    for r in refused {
-        let at = w.lines.pos(body_offset + r.offset.min(body.len()));
-        w.problem(
-            "dynamic_secret",
-            "WOML-16",
-            format!("{path}/script"),
-            at,
-            r.message,
-        );
-    }
-    if !w.problems.is_empty() && w.problems.len() > before {
-        return None;
-    }
+}
+
+/// A note for each retry wait above RETRY-5's cap: after the move it waits less.
+fn retry_wait_notes<'i>(w: &mut Walk<'i>, step: Node<'_, 'i>, path: &str, retry: &Retry) {
     for (attr, ms) in [
         ("retry-delay", retry.delay_ms),
         ("retry-max-delay", retry.max_delay_ms),
@@ -540,6 +595,18 @@ fn walk_step<'i>(
             ));
         }
     }
+}
+
+/// Charge a step's context bindings to the document's budget (SEC-2): `false`, with the
+/// problem reported, when they would pass it.
+fn charge_context(
+    w: &mut Walk<'_>,
+    context: &mut ContextBudget,
+    path: &str,
+    pos: Pos,
+    earlier: usize,
+    id: &str,
+) -> bool {
     context.total = context.total.saturating_add(context.next);
     if context.total > WOML_CONTEXT_BYTES_MAX {
         context.exceeded = true;
@@ -553,14 +620,28 @@ fn walk_step<'i>(
                  {WOML_CONTEXT_BYTES_MAX} bytes — every step's context lists each earlier step's \
                  output (WOML-12), so they grow with the square of the step count; split the \
                  workflow or shorten its step ids",
-                seen.len() + 1
+                earlier + 1
             ),
         );
-        return None;
+        return false;
     }
     context.next = context
         .next
         .saturating_add(2 * id.len() + CONTEXT_ENTRY_BYTES);
+    true
+}
+
+/// The w6w step a script step becomes: the script action, its inputs, what it was in
+/// WOML under `x-woml`, and its retry policy.
+fn script_step(
+    step: Node<'_, '_>,
+    id: &str,
+    body: &str,
+    secrets: &[String],
+    pos: Pos,
+    seen: &IndexSet<String>,
+    retry: &Retry,
+) -> Value {
     let mut x = Map::new();
     x.insert("script".into(), json!(body));
     x.insert("secrets".into(), json!(secrets));
@@ -573,24 +654,15 @@ fn walk_step<'i>(
     let mut s = json!({
         "id": id,
         "uses": {"app": SCRIPT_APP, "action": SCRIPT_ACTION},
-        "with": script_inputs(seen, &secrets),
+        "with": script_inputs(seen, secrets),
         "x-woml": Value::Object(x),
     });
-    if let Some(policy) = retry_policy(&retry)
+    if let Some(policy) = retry_policy(retry)
         && let Value::Object(m) = &mut s
     {
         m.insert("retry".into(), policy);
     }
-    Some(ImportedStep {
-        json: s,
-        info: StepInfo {
-            id,
-            kind: StepKind::Script,
-            max_attempts: retry.attempts,
-            line: pos.line,
-            binds: Binds::Output,
-        },
-    })
+    s
 }
 
 /// A script step's inputs: its `context` and, for each literal `secrets.NAME` it reads
@@ -641,9 +713,9 @@ fn retry_policy(r: &Retry) -> Option<Value> {
     Some(p)
 }
 
-fn retry_attributes<'i>(w: &mut Walk<'i>, step: Node<'_, 'i>, path: &str) -> Option<Retry> {
-    let before = w.problems.len();
-    let attempts = match step.attribute("retry") {
+/// WOML-5: `retry`, the total number of attempts (1 to 10; 1 when absent or invalid).
+fn retry_count<'i>(w: &mut Walk<'i>, step: Node<'_, 'i>, path: &str) -> u64 {
+    match step.attribute("retry") {
         None => 1,
         Some(v) => {
             match v.trim().parse::<u64>() {
@@ -661,8 +733,12 @@ fn retry_attributes<'i>(w: &mut Walk<'i>, step: Node<'_, 'i>, path: &str) -> Opt
                 }
             }
         }
-    };
-    let backoff = match step.attribute("retry-backoff") {
+    }
+}
+
+/// WOML-6: `retry-backoff`, `fixed` or `exponential`.
+fn retry_backoff<'i>(w: &mut Walk<'i>, step: Node<'_, 'i>, path: &str) -> Option<&'static str> {
+    match step.attribute("retry-backoff") {
         None => None,
         Some("fixed") => Some("fixed"),
         Some("exponential") => Some("exponential"),
@@ -677,7 +753,13 @@ fn retry_attributes<'i>(w: &mut Walk<'i>, step: Node<'_, 'i>, path: &str) -> Opt
             );
             None
         }
-    };
+    }
+}
+
+fn retry_attributes<'i>(w: &mut Walk<'i>, step: Node<'_, 'i>, path: &str) -> Option<Retry> {
+    let before = w.problems.len();
+    let attempts = retry_count(w, step, path);
+    let backoff = retry_backoff(w, step, path);
     if step.attribute("retry-backoff").is_some() && attempts <= 1 && w.problems.len() == before {
         let apos = w.attr_pos(step, "retry-backoff");
         w.problem(
@@ -732,34 +814,7 @@ fn retry_attributes<'i>(w: &mut Walk<'i>, step: Node<'_, 'i>, path: &str) -> Opt
 /// byte offset of the body in the source (for positions inside it).
 fn script_body<'i>(w: &mut Walk<'i>, step: Node<'_, 'i>, path: &str) -> Option<(String, usize)> {
     let before = w.problems.len();
-    let mut scripts = Vec::new();
-    for child in step.children() {
-        match child.node_type() {
-            NodeType::Element if child.tag_name().name() == "script" => scripts.push(child),
-            NodeType::Element => {
-                let pos = w.pos(child);
-                let name = child.tag_name().name();
-                w.problem(
-                    "unknown_element",
-                    "WOML-9",
-                    format!("{path}/{name}"),
-                    pos,
-                    format!("a fundamental <step> holds exactly one <script>, not <{name}>"),
-                );
-            }
-            NodeType::Text if child.text().is_some_and(|t| !t.trim().is_empty()) => {
-                let pos = w.pos(child);
-                w.problem(
-                    "unexpected_text",
-                    "WOML-9",
-                    path.to_owned(),
-                    pos,
-                    "text belongs inside <script>, not directly in <step>",
-                );
-            }
-            _ => {}
-        }
-    }
+    let scripts = script_elements(w, step, path);
     if scripts.len() != 1 {
         let pos = scripts.get(1).map_or_else(|| w.pos(step), |s| w.pos(*s));
         w.problem(
@@ -788,6 +843,56 @@ fn script_body<'i>(w: &mut Walk<'i>, step: Node<'_, 'i>, path: &str) -> Option<(
             ),
         );
     }
+    let (body, offset) = script_text(w, script, path);
+    if body.trim().is_empty() {
+        let pos = w.pos(script);
+        w.problem(
+            "empty_script",
+            "WOML-9",
+            format!("{path}/script"),
+            pos,
+            "a <script> body is the body of an async function; it is empty",
+        );
+    }
+    let offset = offset.unwrap_or_else(|| script.range().start);
+    (w.problems.len() == before).then_some((body, offset))
+}
+
+/// The `<script>` elements of a `<step>`; any other element or text in it is a problem.
+fn script_elements<'a, 'i>(w: &mut Walk<'i>, step: Node<'a, 'i>, path: &str) -> Vec<Node<'a, 'i>> {
+    let mut scripts = Vec::new();
+    for child in step.children() {
+        match child.node_type() {
+            NodeType::Element if child.tag_name().name() == "script" => scripts.push(child),
+            NodeType::Element => {
+                let pos = w.pos(child);
+                let name = child.tag_name().name();
+                w.problem(
+                    "unknown_element",
+                    "WOML-9",
+                    format!("{path}/{name}"),
+                    pos,
+                    format!("a fundamental <step> holds exactly one <script>, not <{name}>"),
+                );
+            }
+            NodeType::Text if child.text().is_some_and(|t| !t.trim().is_empty()) => {
+                let pos = w.pos(child);
+                w.problem(
+                    "unexpected_text",
+                    "WOML-9",
+                    path.to_owned(),
+                    pos,
+                    "text belongs inside <script>, not directly in <step>",
+                );
+            }
+            _ => {}
+        }
+    }
+    scripts
+}
+
+/// A `<script>`'s body text and where it starts; an element inside it is a problem.
+fn script_text<'i>(w: &mut Walk<'i>, script: Node<'_, 'i>, path: &str) -> (String, Option<usize>) {
     let mut body = String::new();
     let mut offset = None;
     for child in script.children() {
@@ -809,18 +914,7 @@ fn script_body<'i>(w: &mut Walk<'i>, step: Node<'_, 'i>, path: &str) -> Option<(
             _ => {}
         }
     }
-    if body.trim().is_empty() {
-        let pos = w.pos(script);
-        w.problem(
-            "empty_script",
-            "WOML-9",
-            format!("{path}/script"),
-            pos,
-            "a <script> body is the body of an async function; it is empty",
-        );
-    }
-    let offset = offset.unwrap_or_else(|| script.range().start);
-    (w.problems.len() == before).then_some((body, offset))
+    (body, offset)
 }
 
 mod prescan;

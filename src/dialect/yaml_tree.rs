@@ -134,36 +134,72 @@ fn path_of(stack: &[Frame]) -> String {
 /// Parse one YAML document into a positioned tree.
 pub(crate) fn parse(text: &str) -> Result<Y, Problem> {
     let mut parser = Parser::new_from_str(text);
-    let mut stack: Vec<Frame> = Vec::new();
-    let mut anchors: HashMap<usize, Y> = HashMap::new();
-    let mut nodes = 0usize;
-    let mut root: Option<Y> = None;
-    let mut documents = 0usize;
+    let mut tree = Tree::default();
     while let Some(next) = parser.next_event() {
-        let (event, span) = next.map_err(|e| {
-            let m = e.marker();
-            // The scanner's own flow-nesting bound is our depth limit too.
-            let code = if e.info().contains("recursion limit") {
-                "limit_exceeded"
-            } else {
-                "syntax_error"
-            };
-            err(
-                code,
-                "",
-                Pos {
-                    line: m.line(),
-                    column: m.col() + 1,
-                },
-                format!("not well-formed YAML: {}", e.info()),
-            )
-        })?;
+        let (event, span) = next.map_err(|e| scan_problem(&e))?;
         let at = pos(&span);
-        let done: Option<(Y, usize)> = match event {
+        let done = tree.event(event, at)?;
+        if tree.nodes > NODES_MAX {
+            return Err(err(
+                "limit_exceeded",
+                &path_of(&tree.stack),
+                at,
+                format!("the document has more than {NODES_MAX} nodes (aliases expanded)"),
+            ));
+        }
+        let Some((y, anchor)) = done else {
+            continue;
+        };
+        if anchor != 0 {
+            tree.anchors.insert(anchor, y.clone());
+        }
+        tree.place(y)?;
+    }
+    Ok(tree.root.unwrap_or(Y {
+        node: N::Null,
+        pos: Pos::START,
+    }))
+}
+
+/// A scanner error as a problem: the scanner's own flow-nesting bound is our depth limit
+/// too.
+fn scan_problem(e: &saphyr_parser::ScanError) -> Problem {
+    let m = e.marker();
+    let code = if e.info().contains("recursion limit") {
+        "limit_exceeded"
+    } else {
+        "syntax_error"
+    };
+    err(
+        code,
+        "",
+        Pos {
+            line: m.line(),
+            column: m.col() + 1,
+        },
+        format!("not well-formed YAML: {}", e.info()),
+    )
+}
+
+/// The tree being built from the parser's events.
+#[derive(Default)]
+struct Tree {
+    stack: Vec<Frame>,
+    anchors: HashMap<usize, Y>,
+    /// Nodes so far, aliases expanded (bounded by [`NODES_MAX`]).
+    nodes: usize,
+    root: Option<Y>,
+    documents: usize,
+}
+
+impl Tree {
+    /// One event: a node it completes (with its anchor id, 0 for none), if any.
+    fn event(&mut self, event: Event<'_>, at: Pos) -> Result<Option<(Y, usize)>, Problem> {
+        Ok(match event {
             Event::StreamStart | Event::StreamEnd | Event::Nothing | Event::DocumentEnd => None,
             Event::DocumentStart(_) => {
-                documents += 1;
-                if documents > 1 {
+                self.documents += 1;
+                if self.documents > 1 {
                     return Err(err(
                         "syntax_error",
                         "",
@@ -174,25 +210,20 @@ pub(crate) fn parse(text: &str) -> Result<Y, Problem> {
                 None
             }
             Event::Alias(id) => {
-                let target = anchors.get(&id).cloned().ok_or_else(|| {
+                let target = self.anchors.get(&id).cloned().ok_or_else(|| {
                     err(
                         "syntax_error",
-                        &path_of(&stack),
+                        &path_of(&self.stack),
                         at,
                         "an alias must refer to an anchor defined (and closed) before it",
                     )
                 })?;
-                nodes = nodes.saturating_add(target.size());
-                Some((
-                    Y {
-                        node: target.node,
-                        pos: at,
-                    },
-                    0,
-                ))
+                self.nodes = self.nodes.saturating_add(target.size());
+                let node = target.node;
+                Some((Y { node, pos: at }, 0))
             }
             Event::Scalar(value, style, anchor, tag) => {
-                nodes += 1;
+                self.nodes += 1;
                 let is_str_tag = tag.as_ref().is_some_and(|t| {
                     t.suffix == "str" && (t.handle == "tag:yaml.org,2002:" || t.handle == "!!")
                 });
@@ -200,146 +231,155 @@ pub(crate) fn parse(text: &str) -> Result<Y, Problem> {
                     N::Str(value.into_owned())
                 } else {
                     resolve_plain(&value)
-                        .map_err(|m| err("syntax_error", &path_of(&stack), at, m))?
+                        .map_err(|m| err("syntax_error", &path_of(&self.stack), at, m))?
                 };
                 Some((Y { node, pos: at }, anchor))
             }
-            Event::SequenceStart(anchor, _) | Event::MappingStart(anchor, _) => {
-                nodes += 1;
-                if stack.len() >= DEPTH_MAX {
-                    return Err(err(
-                        "limit_exceeded",
-                        &path_of(&stack),
-                        at,
-                        format!("the document nests deeper than {DEPTH_MAX} levels"),
-                    ));
-                }
-                if let Some(Frame::Map { key: None, .. }) = stack.last() {
-                    return Err(err(
-                        "invalid_key",
-                        &path_of(&stack),
-                        at,
-                        "a map key must be a scalar (a string), not a list or a map",
-                    ));
-                }
-                stack.push(if matches!(event, Event::SequenceStart(..)) {
-                    Frame::Seq {
-                        items: Vec::new(),
-                        pos: at,
-                        anchor,
-                    }
-                } else {
-                    Frame::Map {
-                        entries: Vec::new(),
-                        seen: HashMap::new(),
-                        key: None,
-                        pos: at,
-                        anchor,
-                    }
-                });
+            Event::SequenceStart(anchor, _) => {
+                self.open(Frame::Seq {
+                    items: Vec::new(),
+                    pos: at,
+                    anchor,
+                })?;
                 None
             }
-            Event::SequenceEnd | Event::MappingEnd => match stack.pop() {
-                Some(Frame::Seq { items, pos, anchor }) => Some((
-                    Y {
-                        node: N::Seq(items),
-                        pos,
-                    },
+            Event::MappingStart(anchor, _) => {
+                self.open(Frame::Map {
+                    entries: Vec::new(),
+                    seen: HashMap::new(),
+                    key: None,
+                    pos: at,
                     anchor,
-                )),
-                Some(Frame::Map {
-                    entries,
-                    pos,
-                    anchor,
-                    ..
-                }) => Some((
-                    Y {
-                        node: N::Map(entries),
-                        pos,
-                    },
-                    anchor,
-                )),
-                None => None,
-            },
-        };
-        if nodes > NODES_MAX {
-            return Err(err(
-                "limit_exceeded",
-                &path_of(&stack),
-                at,
-                format!("the document has more than {NODES_MAX} nodes (aliases expanded)"),
-            ));
-        }
-        let Some((y, anchor)) = done else {
-            continue;
-        };
-        if anchor != 0 {
-            anchors.insert(anchor, y.clone());
-        }
-        match stack.last_mut() {
-            None => root = Some(y),
-            Some(Frame::Seq { items, .. }) => items.push(y),
-            Some(Frame::Map {
-                entries, seen, key, ..
-            }) => match key.take() {
-                Some((k, kpos)) => entries.push((k, kpos, y)),
-                None => {
-                    let k = match &y.node {
-                        N::Str(s) => s.clone(),
-                        N::Null => "null".to_owned(),
-                        N::Bool(b) => b.to_string(),
-                        N::Number(n) => n.to_string(),
-                        N::Seq(_) | N::Map(_) => {
-                            return Err(err(
-                                "invalid_key",
-                                "",
-                                y.pos,
-                                "a map key must be a scalar (a string), not a list or a map",
-                            ));
-                        }
-                    };
-                    if k.len() > YAML_KEY_CHARS_MAX && k.chars().count() > YAML_KEY_CHARS_MAX {
-                        // D-221: a key is in the path of every problem under it.
-                        return Err(err(
-                            "limit_exceeded",
-                            &path_of(&stack),
-                            y.pos,
-                            format!(
-                                "a map key is longer than {YAML_KEY_CHARS_MAX} characters (YAML's \
-                                 own bound for an implicit key)"
-                            ),
-                        ));
-                    }
-                    #[cfg(test)]
-                    super::work::add(1);
-                    if let Some(first) = seen.get(&k) {
-                        let first = *first;
-                        let mut p = path_of(&stack);
-                        p.push('/');
-                        p.push_str(&crate::model::pointer_token(&k));
-                        return Err(Problem::new(
-                            "duplicate_key",
-                            Some("YML-1"),
-                            p,
-                            y.pos,
-                            format!(
-                                "duplicate key {k:?} (first at line {}, column {}): YAML map keys are unique",
-                                first.line, first.column
-                            ),
-                        ));
-                    }
-                    seen.insert(k.clone(), y.pos);
-                    if let Some(Frame::Map { key, .. }) = stack.last_mut() {
-                        *key = Some((k, y.pos));
-                    }
-                }
-            },
+                })?;
+                None
+            }
+            Event::SequenceEnd | Event::MappingEnd => self.close(),
+        })
+    }
+
+    /// A list or map closes: the node it was, with its anchor id.
+    fn close(&mut self) -> Option<(Y, usize)> {
+        match self.stack.pop()? {
+            Frame::Seq { items, pos, anchor } => {
+                let node = N::Seq(items);
+                Some((Y { node, pos }, anchor))
+            }
+            Frame::Map {
+                entries,
+                pos,
+                anchor,
+                ..
+            } => {
+                let node = N::Map(entries);
+                Some((Y { node, pos }, anchor))
+            }
         }
     }
-    Ok(root.unwrap_or(Y {
-        node: N::Null,
-        pos: Pos::START,
-    }))
+
+    /// A list or map opens: within the depth bound, and never as a map key.
+    fn open(&mut self, frame: Frame) -> Result<(), Problem> {
+        let at = match &frame {
+            Frame::Seq { pos, .. } | Frame::Map { pos, .. } => *pos,
+        };
+        self.nodes += 1;
+        if self.stack.len() >= DEPTH_MAX {
+            return Err(err(
+                "limit_exceeded",
+                &path_of(&self.stack),
+                at,
+                format!("the document nests deeper than {DEPTH_MAX} levels"),
+            ));
+        }
+        if let Some(Frame::Map { key: None, .. }) = self.stack.last() {
+            return Err(err(
+                "invalid_key",
+                &path_of(&self.stack),
+                at,
+                "a map key must be a scalar (a string), not a list or a map",
+            ));
+        }
+        self.stack.push(frame);
+        Ok(())
+    }
+
+    /// A completed node goes where the stack says: the root, a list item, a map value, or
+    /// a map key (checked: a scalar, not too long, not a duplicate).
+    fn place(&mut self, y: Y) -> Result<(), Problem> {
+        let key_expected = match self.stack.last_mut() {
+            None => {
+                self.root = Some(y);
+                return Ok(());
+            }
+            Some(Frame::Seq { items, .. }) => {
+                items.push(y);
+                return Ok(());
+            }
+            Some(Frame::Map { entries, key, .. }) => match key.take() {
+                Some((k, kpos)) => {
+                    entries.push((k, kpos, y));
+                    return Ok(());
+                }
+                None => y,
+            },
+        };
+        let k = self.key(&key_expected)?;
+        if let Some(Frame::Map { seen, key, .. }) = self.stack.last_mut() {
+            seen.insert(k.clone(), key_expected.pos);
+            *key = Some((k, key_expected.pos));
+        }
+        Ok(())
+    }
+
+    /// The text of a map key: a scalar within [`YAML_KEY_CHARS_MAX`] characters, not seen
+    /// before in its map (YML-1).
+    fn key(&self, y: &Y) -> Result<String, Problem> {
+        let k = match &y.node {
+            N::Str(s) => s.clone(),
+            N::Null => "null".to_owned(),
+            N::Bool(b) => b.to_string(),
+            N::Number(n) => n.to_string(),
+            N::Seq(_) | N::Map(_) => {
+                return Err(err(
+                    "invalid_key",
+                    "",
+                    y.pos,
+                    "a map key must be a scalar (a string), not a list or a map",
+                ));
+            }
+        };
+        if k.len() > YAML_KEY_CHARS_MAX && k.chars().count() > YAML_KEY_CHARS_MAX {
+            // D-221: a key is in the path of every problem under it.
+            return Err(err(
+                "limit_exceeded",
+                &path_of(&self.stack),
+                y.pos,
+                format!(
+                    "a map key is longer than {YAML_KEY_CHARS_MAX} characters (YAML's \
+                     own bound for an implicit key)"
+                ),
+            ));
+        }
+        #[cfg(test)]
+        super::work::add(1);
+        if let Some(Frame::Map { seen, .. }) = self.stack.last()
+            && let Some(first) = seen.get(&k)
+        {
+            let mut p = path_of(&self.stack);
+            p.push('/');
+            p.push_str(&crate::model::pointer_token(&k));
+            return Err(Problem::new(
+                "duplicate_key",
+                Some("YML-1"),
+                p,
+                y.pos,
+                format!(
+                    "duplicate key {k:?} (first at line {}, column {}): YAML map keys are unique",
+                    first.line, first.column
+                ),
+            ));
+        }
+        Ok(k)
+    }
 }
 
 /// YAML 1.2 core schema for a plain scalar.

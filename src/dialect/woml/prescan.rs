@@ -23,6 +23,8 @@ fn is_space(b: u8) -> bool {
 
 /// Refuse `text` if its markup exceeds the attribute or namespace limits; `pos` turns a
 /// byte offset into a position.
+// long: one byte scanner over the markup (skip comments/CDATA/PIs, then count a tag's
+// attributes and namespaces); its cursor and counters are shared by every branch.
 pub(super) fn check(text: &str, pos: impl Fn(usize) -> Pos) -> Result<(), Problem> {
     let b = text.as_bytes();
     let mut i = 0;

@@ -70,6 +70,8 @@ fn retry_attributes_become_an_exact_policy() {
     assert_eq!(i.steps[0].max_attempts, 4);
 }
 
+// long: one table of (document, code, clause) rows, a row per MUST of WOML; split, the
+// rows would no longer be read as one list against the spec.
 #[test]
 fn every_must_has_its_code_clause_and_position() {
     let cases: Vec<(String, &str, &str)> = vec![
