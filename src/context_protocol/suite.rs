@@ -733,49 +733,7 @@ impl<'s, C: WorkflowContext> Session<'s, C> {
         salt: &'s OutputSalt,
     ) -> Result<Self, String> {
         let info = ctx.run();
-        // D-275: the steps whose action the host's catalog declares sensitive.
-        let sensitive: Vec<&str> = workflow["steps"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(|s| {
-                let id = s["id"].as_str()?;
-                let app = s
-                    .pointer("/uses/app")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default();
-                let action = s
-                    .pointer("/uses/action")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default();
-                ctx.action_sensitive_output(id, app, action).then_some(id)
-            })
-            .collect();
-        let mut start = json!({
-            "workflow": workflow,
-            "run": {"id": info.id, "workflowId": info.workflow_id,
-                    "trigger": info.trigger, "attempt": info.attempt},
-            "host": {"secrets": ctx.secrets(), "documents": ctx.documents(),
-                     "schedule": ctx.supports_schedule(), "idempotentSteps": idempotent,
-                     "sensitiveSteps": sensitive},
-        });
-        if let (Some(key), Some(Value::Object(host))) = (ctx.sealing_key(), start.get_mut("host")) {
-            // D-250: the host's key, for an engine that seals; judged like a secret below.
-            host.insert("sealingKey".into(), json!(key.to_wire()));
-        }
-        let (kind, extra) = match kind {
-            SessionKind::Run(seed) => (
-                "run",
-                json!({"seed": {"runId": seed.run_id, "trigger": salted_trigger(seed.trigger.clone(), salt),
-                                "variables": seed.variables}}),
-            ),
-            SessionKind::Resume(token) => ("resume", json!({"runId": info.id, "token": token})),
-            SessionKind::Replay(from) => ("replay", json!({"runId": info.id, "from": from})),
-        };
-        if let (Value::Object(m), Value::Object(x)) = (&mut start, extra) {
-            m.insert("type".into(), json!(kind));
-            m.extend(x);
-        }
+        let start = start_message(workflow, idempotent, kind, ctx, salt);
         let session_timeout = {
             let mut cand = cand.borrow_mut();
             cand.traffic.sessions += 1;
@@ -814,6 +772,63 @@ impl<'s, C: WorkflowContext> Session<'s, C> {
         }
         Ok(session)
     }
+}
+
+/// The message that opens a session: the workflow, the run, what the host offers (its
+/// secrets, documents, schedule, idempotent and sensitive steps, sealing key) and the
+/// `run` / `resume` / `replay` request itself.
+fn start_message<C: WorkflowContext>(
+    workflow: &Value,
+    idempotent: &[String],
+    kind: SessionKind<'_>,
+    ctx: &C,
+    salt: &OutputSalt,
+) -> Value {
+    let info = ctx.run();
+    // D-275: the steps whose action the host's catalog declares sensitive.
+    let sensitive: Vec<&str> = workflow["steps"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|s| {
+            let id = s["id"].as_str()?;
+            let app = s
+                .pointer("/uses/app")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            let action = s
+                .pointer("/uses/action")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            ctx.action_sensitive_output(id, app, action).then_some(id)
+        })
+        .collect();
+    let mut start = json!({
+        "workflow": workflow,
+        "run": {"id": info.id, "workflowId": info.workflow_id,
+                "trigger": info.trigger, "attempt": info.attempt},
+        "host": {"secrets": ctx.secrets(), "documents": ctx.documents(),
+                 "schedule": ctx.supports_schedule(), "idempotentSteps": idempotent,
+                 "sensitiveSteps": sensitive},
+    });
+    if let (Some(key), Some(Value::Object(host))) = (ctx.sealing_key(), start.get_mut("host")) {
+        // D-250: the host's key, for an engine that seals; judged like a secret below.
+        host.insert("sealingKey".into(), json!(key.to_wire()));
+    }
+    let (kind, extra) = match kind {
+        SessionKind::Run(seed) => (
+            "run",
+            json!({"seed": {"runId": seed.run_id, "trigger": salted_trigger(seed.trigger.clone(), salt),
+                            "variables": seed.variables}}),
+        ),
+        SessionKind::Resume(token) => ("resume", json!({"runId": info.id, "token": token})),
+        SessionKind::Replay(from) => ("replay", json!({"runId": info.id, "from": from})),
+    };
+    if let (Value::Object(m), Value::Object(x)) = (&mut start, extra) {
+        m.insert("type".into(), json!(kind));
+        m.extend(x);
+    }
+    start
 }
 
 /// A candidate engine behind the protocol, as the simulator's [`Driver`].
@@ -1000,19 +1015,8 @@ impl EngineProcess {
         let Some(workflow) = request.get("workflow") else {
             return Ok(crate::service::bad_request("missing \"workflow\""));
         };
-        let empty = json!({});
-        let mut scenario: Scenario = match load_scenario(request.get("scenario").unwrap_or(&empty))
-        {
-            Ok(s) => s,
-            Err(e) => return Ok(json!({"error": e.to_json()})),
-        };
-        // D-121: a fault no run of this workflow tree can reach is the scenario's error.
-        if let Err(e) = crate::sim::check_reachable(workflow, &scenario) {
-            return Ok(json!({"error": e.to_json()}));
-        }
-        // The run's budgets (`"limits"`), as for the in-process `run` op.
-        let options: SimOptions = match crate::service::sim::op_options(request) {
-            Ok(o) => o,
+        let (mut scenario, options) = match session_inputs(request, workflow) {
+            Ok(inputs) => inputs,
             Err(response) => return Ok(response),
         };
         let idempotent: Vec<String> = scenario
@@ -1030,30 +1034,10 @@ impl EngineProcess {
             salt: OutputSalt::avoiding(run_seed, scenario.secrets.values()),
         });
         let (original_id, salt, result) = if replay {
-            let Some(run) = request.get("run") else {
-                return Ok(crate::service::bad_request(
-                    "missing \"run\" (the RunState to replay)",
-                ));
+            let (original, from, original_id, salt) = match replay_inputs(request, run_seed) {
+                Ok(inputs) => inputs,
+                Err(response) => return Ok(response),
             };
-            let mut original: RunState = match serde_json::from_value(run.clone()) {
-                Ok(r) => r,
-                Err(e) => {
-                    return Ok(json!({"error": {"code": "invalid_run", "path": "/run",
-                        "message": format!("\"run\" is not a RunState: {e}")}}));
-                }
-            };
-            let from = match request.get("from") {
-                None | Some(Value::Null) => None,
-                Some(Value::String(s)) => Some(s.as_str()),
-                Some(_) => return Ok(crate::service::bad_request("\"from\" must be a step id")),
-            };
-            let original_id = original.run_id.clone();
-            let salt = if crate::sim::scenario::run_id_ok(&original_id) {
-                salted(&original_id, run_seed)
-            } else {
-                original_id.clone()
-            };
-            original.run_id.clone_from(&salt);
             let result = replay_with_driver(
                 driver,
                 workflow,
@@ -1077,25 +1061,83 @@ impl EngineProcess {
             );
             (original_id, salt, result)
         };
-        let response = match result {
-            Ok(report) => json!({"ok": report.into_json()}),
-            Err(SimError::Candidate(error))
-                if error.get("code").and_then(Value::as_str) == Some(PROTOCOL_ERROR) =>
-            {
-                let message = error
-                    .get("message")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default();
-                return Err(AdapterError::Protocol(message.replace(&salt, &original_id)));
-            }
-            Err(e) => json!({"error": e.to_json()}),
-        };
-        // SEC-1: the same redaction sink as the in-process op.
-        Ok(crate::service::sim::redacted(
-            request,
-            unsalt(response, &salt, &original_id),
-        ))
+        session_response(request, result, &salt, &original_id)
     }
+}
+
+/// A session's scenario (its faults reachable, D-121) and the run's budgets (`"limits"`,
+/// as for the in-process `run` op); `Err` is the error response.
+fn session_inputs(request: &Value, workflow: &Value) -> Result<(Scenario, SimOptions), Value> {
+    let empty = json!({});
+    let scenario: Scenario = load_scenario(request.get("scenario").unwrap_or(&empty))
+        .map_err(|e| json!({"error": e.to_json()}))?;
+    // D-121: a fault no run of this workflow tree can reach is the scenario's error.
+    if let Err(e) = crate::sim::check_reachable(workflow, &scenario) {
+        return Err(json!({"error": e.to_json()}));
+    }
+    let options: SimOptions = crate::service::sim::op_options(request)?;
+    Ok((scenario, options))
+}
+
+/// A replay's inputs: the RunState (its id salted for the session), the step to replay
+/// from, the original id and the salted one; `Err` is the error response.
+fn replay_inputs(
+    request: &Value,
+    run_seed: u64,
+) -> Result<(RunState, Option<&str>, String, String), Value> {
+    let Some(run) = request.get("run") else {
+        return Err(crate::service::bad_request(
+            "missing \"run\" (the RunState to replay)",
+        ));
+    };
+    let mut original: RunState = match serde_json::from_value(run.clone()) {
+        Ok(r) => r,
+        Err(e) => {
+            return Err(json!({"error": {"code": "invalid_run", "path": "/run",
+                "message": format!("\"run\" is not a RunState: {e}")}}));
+        }
+    };
+    let from = match request.get("from") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) => Some(s.as_str()),
+        Some(_) => return Err(crate::service::bad_request("\"from\" must be a step id")),
+    };
+    let original_id = original.run_id.clone();
+    let salt = if crate::sim::scenario::run_id_ok(&original_id) {
+        salted(&original_id, run_seed)
+    } else {
+        original_id.clone()
+    };
+    original.run_id.clone_from(&salt);
+    Ok((original, from, original_id, salt))
+}
+
+/// What a session answers: the report or the error, the salt taken back out and redacted
+/// as the in-process op's (SEC-1); a candidate's protocol error ends the exchange.
+fn session_response(
+    request: &Value,
+    result: Result<crate::sim::Report, SimError>,
+    salt: &str,
+    original_id: &str,
+) -> Result<Value, AdapterError> {
+    let response = match result {
+        Ok(report) => json!({"ok": report.into_json()}),
+        Err(SimError::Candidate(error))
+            if error.get("code").and_then(Value::as_str) == Some(PROTOCOL_ERROR) =>
+        {
+            let message = error
+                .get("message")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            return Err(AdapterError::Protocol(message.replace(salt, original_id)));
+        }
+        Err(e) => json!({"error": e.to_json()}),
+    };
+    // SEC-1: the same redaction sink as the in-process op.
+    Ok(crate::service::sim::redacted(
+        request,
+        unsalt(response, salt, original_id),
+    ))
 }
 
 impl Adapter for EngineProcess {

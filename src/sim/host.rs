@@ -11,7 +11,7 @@ use serde_json::{Map, Value, json};
 use super::SimOptions;
 use super::exec::Sleep;
 use super::scenario::{OutcomeKind, Scenario};
-use super::store::Store;
+use super::store::{Store, StoreError};
 use super::world::{Invocation, JsonText, World};
 use crate::engine::{Engine, EngineError, RunResult, RunSeed};
 use crate::host::{
@@ -141,50 +141,11 @@ impl WorkflowContext for SimHost<'_> {
                 &unscripted
             }
         };
-        // `maxAttempts` has no upper bound (MODEL-3), so a scenario that always fails a
-        // retryable action must still end (SEC-2): the invocation budget.
-        let over_budget = {
-            let mut w = self.world.borrow_mut();
-            let max = w.limits.invocations;
-            let over = w.snap.total_invocations >= max || w.halt.is_some();
-            if over {
-                w.exceed(format!("the run's invocation limit of {max} ran out"));
-            }
-            over
-        };
-        if over_budget {
+        if self.over_invocation_budget() {
             return std::future::pending().await;
         }
         let echo = super::scenario::Outcome::echo();
-        let (outcome, at_ms, crash) = {
-            let mut w = self.world.borrow_mut();
-            w.snap.total_invocations += 1;
-            // The step id is copied once per step, not per invocation.
-            let counts = &mut w.snap.invocation_counts;
-            let seen = match counts.get_mut(&req.step_id) {
-                Some(count) => {
-                    *count += 1;
-                    *count - 1
-                }
-                None => {
-                    counts.insert(req.step_id.clone(), 1);
-                    0
-                }
-            };
-            let index = usize::try_from(seen).unwrap_or(usize::MAX);
-            if w.track_counts {
-                w.counts_changed.push(req.step_id.clone());
-            }
-            // Borrowed from the script, not copied: an output is copied once, below.
-            let outcome = script
-                .outcomes
-                .get(index.min(script.outcomes.len().saturating_sub(1)))
-                .unwrap_or(&echo);
-            let at_ms = w.now_ms();
-            // D-121: a fault fires in whichever run of the tree reaches it.
-            let crash = invoke_fault(self.scenario, &w, &req.step_id, req.attempt);
-            (outcome, at_ms, crash)
-        };
+        let (outcome, at_ms, crash) = self.count_invocation(&req, script, &echo);
         // Issue 40: a script step the scenario does not script by id runs its body.
         let executed = match self.run_script(&req, at_ms) {
             None => None,
@@ -198,16 +159,7 @@ impl WorkflowContext for SimHost<'_> {
             Some(run) => (&run.outcome, Some(JsonText::new(&run.record))),
             None => (outcome, None),
         };
-        // Recorded before an echo takes the params: redacted (SEC-1), scrubbed, and held
-        // as text (D-191). With nothing to redact or scrub, the params are written as
-        // they are, without a copy.
-        let params = if req.secret_paths.is_empty() && self.scrub.is_empty() {
-            JsonText::from_map(&req.params)
-        } else {
-            let mut params = Value::Object(req.redacted_params());
-            self.scrub.value(&mut params);
-            JsonText::new(&params)
-        };
+        let params = self.recorded_params(&req);
         // META-1: the host reports through onExecuted only, before the call settles.
         let reports = outcome.meta.clone().unwrap_or_else(|| script.meta.clone());
         for r in &reports {
@@ -216,46 +168,12 @@ impl WorkflowContext for SimHost<'_> {
         // D-274: what the step was handed as secret-derived, to find in what it returns.
         let needles = (!req.secret_paths.is_empty())
             .then(|| crate::redact::taint::Needles::of_params(&req.params, &req.secret_paths));
-        let result: Result<Value, InvokeError> = if req.app == DOCUMENT_APP {
-            // D-126: a scripted error is the host's internal API failing; otherwise the
-            // host serves the document (an `output` is refused when the run starts).
-            match &outcome.kind {
-                OutcomeKind::Error(e) => Err(e.clone()),
-                _ => self.document(&req),
-            }
-        } else {
-            match &outcome.kind {
-                OutcomeKind::Output(v) => Ok(v.clone()),
-                // The params were recorded (redacted) above; nothing reads them after this.
-                OutcomeKind::Echo => Ok(Value::Object(std::mem::take(&mut req.params))),
-                OutcomeKind::Error(e) => Err(e.clone()),
-            }
-        };
+        let result = self.invocation_result(&mut req, &outcome.kind);
         // Typed (D-186): the report's JSON object is built only when a report is. The
         // request's texts move into it; nothing reads them from the request after this.
-        let mut entry = Invocation {
-            step_id: req.step_id.into(),
-            app: req.app.into(),
-            action: req.action.into(),
-            connection: req.connection.map(Into::into),
-            attempt: req.attempt,
-            params,
-            at_ms,
-            run_id: (self.role == Role::Child).then(|| self.info.id.as_str().into()),
-            script: script_record,
-        };
-        entry.scrub_texts(self.scrub);
-        if outcome.latency_ms > 0 {
-            // The invocation takes virtual time; other strands run meanwhile. If the engine
-            // cancels it (a race loser, a fail-fast foreach), the trace says so.
-            let mut guard = CancelGuard {
-                host: self,
-                entry: &entry,
-                armed: true,
-            };
-            Sleep::until(self.world, at_ms.saturating_add(outcome.latency_ms)).await;
-            guard.armed = false;
-        }
+        let attempt = req.attempt;
+        let entry = self.invocation_entry(req, params, at_ms, script_record);
+        self.take_latency(&entry, at_ms, outcome.latency_ms).await;
         // D-125: the report lists the invocations of every run of the tree.
         let tracing = self.tracing();
         let mut fields = if tracing {
@@ -268,45 +186,15 @@ impl WorkflowContext for SimHost<'_> {
         if let Value::Object(m) = &mut fields {
             m.remove("atMs");
             m.insert("latencyMs".into(), json!(outcome.latency_ms));
-            // SEC-1: the result is recorded as the engine records it (D-274, D-275): redacted
-            // wholly when the action's output is declared sensitive, else where it holds
-            // what the step was handed; the sink removes every secret in every form.
             let sensitive = script.sensitive_output;
-            let none = crate::redact::taint::Needles::default();
-            let needles = needles.as_ref().unwrap_or(&none);
-            let no_forms = crate::redact::leak::Detector::default();
-            match &result {
-                Ok(_) if sensitive => {
-                    m.insert("output".into(), json!(crate::expr::REDACTED));
-                }
-                Ok(v) => {
-                    let mut v = v.clone();
-                    let places = crate::redact::taint::scan(&v, needles, &no_forms);
-                    crate::redact::taint::redact_places(&mut v, &places);
-                    m.insert("output".into(), self.scrubbed(v));
-                }
-                Err(e) => {
-                    let mut e = e.clone();
-                    if sensitive {
-                        e.message = crate::expr::REDACTED.to_owned();
-                    } else if let Some(m) =
-                        crate::redact::taint::redact_message(&e.message, needles)
-                    {
-                        e.message = m;
-                    }
-                    self.scrub.error(&mut e);
-                    m.insert("error".into(), serde_json::to_value(e).unwrap_or_default());
-                }
-            }
+            self.trace_result(m, &result, sensitive, needles.as_ref());
             if !reports.is_empty() {
                 m.insert("metaReports".into(), self.scrubbed(Value::Array(reports)));
             }
-        }
-        if tracing {
             self.event("invoke", fields);
         }
         if let Some((i, step_id)) = crash {
-            self.crash_in_invoke(i, &step_id, req.attempt).await;
+            self.crash_in_invoke(i, &step_id, attempt).await;
         }
         result
     }
@@ -366,18 +254,7 @@ impl WorkflowContext for SimHost<'_> {
         };
         let patch = patch.as_ref();
         let bytes = serialized_len(patch);
-        let over = {
-            let mut w = self.world.borrow_mut();
-            let max = w.limits.recorded_bytes;
-            w.snap.recorded_bytes = w.snap.recorded_bytes.saturating_add(bytes);
-            if w.snap.recorded_bytes > max {
-                w.exceed(format!(
-                    "the run's checkpoints passed their limit of {max} recorded bytes"
-                ));
-            }
-            w.halt.is_some()
-        };
-        if over {
+        if self.over_recorded_bytes(bytes) {
             // Nothing more is recorded; the simulator stops the run.
             return std::future::pending().await;
         }
@@ -389,28 +266,7 @@ impl WorkflowContext for SimHost<'_> {
             w.snap.checkpoint_bytes += bytes;
             w.snap.checkpoints
         };
-        // The store reads the live world (no copy: a copy per checkpoint would make a
-        // long run quadratic) and, for a top-level run, which invocation counts changed.
-        let stored = {
-            let mut store = self.store.borrow_mut();
-            if !store.keeps_world() {
-                store.checkpoint(patch, &super::world::WorldSnapshot::default())
-            } else if self.role == Role::Top {
-                let mut w = self.world.borrow_mut();
-                let changed = std::mem::take(&mut w.counts_changed);
-                let r = store.checkpoint_changes(patch, &w.snap, &changed);
-                if r.is_err() {
-                    // Not durable: the next checkpoint must still carry these.
-                    let mut changed = changed;
-                    changed.append(&mut w.counts_changed);
-                    w.counts_changed = changed;
-                }
-                r
-            } else {
-                store.checkpoint(patch, &self.world.borrow().snap)
-            }
-        };
-        if let Err(e) = stored {
+        if let Err(e) = self.store_checkpoint(patch) {
             {
                 let mut w = self.world.borrow_mut();
                 w.snap.checkpoints -= 1;
@@ -427,25 +283,7 @@ impl WorkflowContext for SimHost<'_> {
                                 "patch": serde_json::to_value(patch).unwrap_or_default()});
             self.event("checkpoint", fields);
         }
-        if self.options.abort_after_checkpoint == Some(n) {
-            // Testing hook (`W6W_SIM_ABORT_AFTER_CHECKPOINT`): a real process death right
-            // after checkpoint n is durable. `w6w-sim resume` continues the run.
-            self.event("process_abort", json!({"afterCheckpoint": n}));
-            std::process::abort();
-        }
-        if self.scenario.cancel_after_checkpoint == Some(n) {
-            self.world.borrow_mut().snap.aborted = true;
-            self.event("cancel", json!({"afterCheckpoint": n}));
-        }
-        if self.role == Role::Top {
-            self.fork_at(n);
-        }
-        if self.scenario.faults.crash_after_checkpoint.contains(&n) {
-            let fields = self.tagged(crash_after_checkpoint(n));
-            self.world.borrow_mut().crash(fields);
-            return Err(HostError::Crashed);
-        }
-        Ok(())
+        self.after_checkpoint(n)
     }
 
     async fn load(&self, run_id: &str) -> Result<Option<RunState>, HostError> {
@@ -694,6 +532,226 @@ impl Drop for CancelGuard<'_, '_> {
 }
 
 impl SimHost<'_> {
+    /// The invocation as the report lists it, its texts scrubbed.
+    fn invocation_entry(
+        &self,
+        req: InvokeRequest,
+        params: JsonText,
+        at_ms: u64,
+        script: Option<JsonText>,
+    ) -> Invocation {
+        let mut entry = Invocation {
+            step_id: req.step_id.into(),
+            app: req.app.into(),
+            action: req.action.into(),
+            connection: req.connection.map(Into::into),
+            attempt: req.attempt,
+            params,
+            at_ms,
+            run_id: (self.role == Role::Child).then(|| self.info.id.as_str().into()),
+            script,
+        };
+        entry.scrub_texts(self.scrub);
+        entry
+    }
+
+    /// The invocation takes virtual time; other strands run meanwhile. If the engine
+    /// cancels it (a race loser, a fail-fast foreach), the trace says so.
+    async fn take_latency(&self, entry: &Invocation, at_ms: u64, latency_ms: u64) {
+        if latency_ms > 0 {
+            let mut guard = CancelGuard {
+                host: self,
+                entry,
+                armed: true,
+            };
+            Sleep::until(self.world, at_ms.saturating_add(latency_ms)).await;
+            guard.armed = false;
+        }
+    }
+
+    /// Count a checkpoint's bytes against the run's recorded-bytes limit: whether the
+    /// run must stop (the world is told when the limit passes).
+    fn over_recorded_bytes(&self, bytes: u64) -> bool {
+        let mut w = self.world.borrow_mut();
+        let max = w.limits.recorded_bytes;
+        w.snap.recorded_bytes = w.snap.recorded_bytes.saturating_add(bytes);
+        if w.snap.recorded_bytes > max {
+            w.exceed(format!(
+                "the run's checkpoints passed their limit of {max} recorded bytes"
+            ));
+        }
+        w.halt.is_some()
+    }
+
+    /// The store reads the live world (no copy: a copy per checkpoint would make a long
+    /// run quadratic) and, for a top-level run, which invocation counts changed.
+    fn store_checkpoint(&self, patch: &RunStatePatch) -> Result<(), StoreError> {
+        let mut store = self.store.borrow_mut();
+        if !store.keeps_world() {
+            store.checkpoint(patch, &super::world::WorldSnapshot::default())
+        } else if self.role == Role::Top {
+            let mut w = self.world.borrow_mut();
+            let changed = std::mem::take(&mut w.counts_changed);
+            let r = store.checkpoint_changes(patch, &w.snap, &changed);
+            if r.is_err() {
+                // Not durable: the next checkpoint must still carry these.
+                let mut changed = changed;
+                changed.append(&mut w.counts_changed);
+                w.counts_changed = changed;
+            }
+            r
+        } else {
+            store.checkpoint(patch, &self.world.borrow().snap)
+        }
+    }
+
+    /// What happens once checkpoint `n` is durable: the testing abort, the scenario's
+    /// cancel, a fork of the world, or a scripted crash.
+    fn after_checkpoint(&self, n: u64) -> Result<(), HostError> {
+        if self.options.abort_after_checkpoint == Some(n) {
+            // Testing hook (`W6W_SIM_ABORT_AFTER_CHECKPOINT`): a real process death right
+            // after checkpoint n is durable. `w6w-sim resume` continues the run.
+            self.event("process_abort", json!({"afterCheckpoint": n}));
+            std::process::abort();
+        }
+        if self.scenario.cancel_after_checkpoint == Some(n) {
+            self.world.borrow_mut().snap.aborted = true;
+            self.event("cancel", json!({"afterCheckpoint": n}));
+        }
+        if self.role == Role::Top {
+            self.fork_at(n);
+        }
+        if self.scenario.faults.crash_after_checkpoint.contains(&n) {
+            let fields = self.tagged(crash_after_checkpoint(n));
+            self.world.borrow_mut().crash(fields);
+            return Err(HostError::Crashed);
+        }
+        Ok(())
+    }
+
+    /// `maxAttempts` has no upper bound (MODEL-3), so a scenario that always fails a
+    /// retryable action must still end (SEC-2): whether the invocation budget ran out
+    /// (the world is told once).
+    fn over_invocation_budget(&self) -> bool {
+        let mut w = self.world.borrow_mut();
+        let max = w.limits.invocations;
+        let over = w.snap.total_invocations >= max || w.halt.is_some();
+        if over {
+            w.exceed(format!("the run's invocation limit of {max} ran out"));
+        }
+        over
+    }
+
+    /// Count the invocation: the scripted outcome it gets (the last one repeats, `echo`
+    /// without any), when it starts, and the `crashInInvoke` fault it meets, if any.
+    fn count_invocation<'s>(
+        &self,
+        req: &InvokeRequest,
+        script: &'s super::scenario::ActionScript,
+        echo: &'s super::scenario::Outcome,
+    ) -> (&'s super::scenario::Outcome, u64, Option<usize>) {
+        let mut w = self.world.borrow_mut();
+        w.snap.total_invocations += 1;
+        // The step id is copied once per step, not per invocation.
+        let counts = &mut w.snap.invocation_counts;
+        let seen = match counts.get_mut(&req.step_id) {
+            Some(count) => {
+                *count += 1;
+                *count - 1
+            }
+            None => {
+                counts.insert(req.step_id.clone(), 1);
+                0
+            }
+        };
+        let index = usize::try_from(seen).unwrap_or(usize::MAX);
+        if w.track_counts {
+            w.counts_changed.push(req.step_id.clone());
+        }
+        // Borrowed from the script, not copied: an output is copied once, by the caller.
+        let outcome = script
+            .outcomes
+            .get(index.min(script.outcomes.len().saturating_sub(1)))
+            .unwrap_or(echo);
+        let at_ms = w.now_ms();
+        // D-121: a fault fires in whichever run of the tree reaches it.
+        let crash = invoke_fault(self.scenario, &w, &req.step_id, req.attempt);
+        (outcome, at_ms, crash)
+    }
+
+    /// The params as recorded, before an echo takes them: redacted (SEC-1), scrubbed, and
+    /// held as text (D-191). With nothing to redact or scrub, they are written as they
+    /// are, without a copy.
+    fn recorded_params(&self, req: &InvokeRequest) -> JsonText {
+        if req.secret_paths.is_empty() && self.scrub.is_empty() {
+            JsonText::from_map(&req.params)
+        } else {
+            let mut params = Value::Object(req.redacted_params());
+            self.scrub.value(&mut params);
+            JsonText::new(&params)
+        }
+    }
+
+    /// What the invocation returns: the scripted output or error, the params echoed, or
+    /// the document a document step reads.
+    fn invocation_result(
+        &self,
+        req: &mut InvokeRequest,
+        kind: &OutcomeKind,
+    ) -> Result<Value, InvokeError> {
+        if req.app == DOCUMENT_APP {
+            // D-126: a scripted error is the host's internal API failing; otherwise the
+            // host serves the document (an `output` is refused when the run starts).
+            match kind {
+                OutcomeKind::Error(e) => Err(e.clone()),
+                _ => self.document(req),
+            }
+        } else {
+            match kind {
+                OutcomeKind::Output(v) => Ok(v.clone()),
+                // The params were recorded (redacted) before; nothing reads them after this.
+                OutcomeKind::Echo => Ok(Value::Object(std::mem::take(&mut req.params))),
+                OutcomeKind::Error(e) => Err(e.clone()),
+            }
+        }
+    }
+
+    /// SEC-1: the result goes into the trace as the engine records it (D-274, D-275):
+    /// redacted wholly when the action's output is declared sensitive, else where it holds
+    /// what the step was handed; the sink removes every secret in every form.
+    fn trace_result(
+        &self,
+        m: &mut Map<String, Value>,
+        result: &Result<Value, InvokeError>,
+        sensitive: bool,
+        needles: Option<&crate::redact::taint::Needles>,
+    ) {
+        let none = crate::redact::taint::Needles::default();
+        let needles = needles.unwrap_or(&none);
+        let no_forms = crate::redact::leak::Detector::default();
+        match result {
+            Ok(_) if sensitive => {
+                m.insert("output".into(), json!(crate::expr::REDACTED));
+            }
+            Ok(v) => {
+                let mut v = v.clone();
+                let places = crate::redact::taint::scan(&v, needles, &no_forms);
+                crate::redact::taint::redact_places(&mut v, &places);
+                m.insert("output".into(), self.scrubbed(v));
+            }
+            Err(e) => {
+                let mut e = e.clone();
+                if sensitive {
+                    e.message = crate::expr::REDACTED.to_owned();
+                } else if let Some(m) = crate::redact::taint::redact_message(&e.message, needles) {
+                    e.message = m;
+                }
+                self.scrub.error(&mut e);
+                m.insert("error".into(), serde_json::to_value(e).unwrap_or_default());
+            }
+        }
+    }
+
     /// CALL-4: `@w6w/document` `get {key}` → `{key, format, content}` from the scenario's
     /// `documents`. A string value is a `text` document (content as is); any other value
     /// is a `json` document whose content is that value, already parsed.

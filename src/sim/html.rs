@@ -476,40 +476,7 @@ fn process_lives(trace: &[Value], lanes: &mut [Lane], end: u64) {
         let Some(at) = ms(e, "atMs") else { continue };
         let kind = str_of(e.get("event"));
         match kind {
-            "crash" => {
-                let step = e.get("stepId").and_then(Value::as_str);
-                let label = match step {
-                    Some(s) => format!(
-                        "crash in step {s} attempt {}: {}",
-                        ms(e, "attempt").unwrap_or(0),
-                        str_of(e.get("note"))
-                    ),
-                    None => format!(
-                        "crash ({}) after checkpoint {}",
-                        str_of(e.get("fault")),
-                        ms(e, "afterCheckpoint").unwrap_or(0)
-                    ),
-                };
-                lanes[0]
-                    .marks
-                    .push(json!({"kind": "crash", "at": at, "label": label}));
-                if let Some(step) = step {
-                    let attempt = ms(e, "attempt");
-                    let hit = lanes.iter_mut().filter(|l| l.step == step).find_map(|l| {
-                        l.segments
-                            .iter_mut()
-                            .rev()
-                            .find(|s| s.kind == "attempt" && s.attempt == attempt && s.to == at)
-                    });
-                    if let Some(s) = hit {
-                        s.outcome = "crashed".into();
-                        s.label = format!(
-                            "{} · crashed: result never checkpointed",
-                            s.label.split(" · ").next().unwrap_or_default()
-                        );
-                    }
-                }
-            }
+            "crash" => mark_crash(e, at, lanes),
             "restart" | "process_abort" | "cancel" => {
                 let label = match kind {
                     "restart" => format!(
@@ -555,27 +522,7 @@ fn process_lives(trace: &[Value], lanes: &mut [Lane], end: u64) {
         ));
     }
     for (from, to, label) in suspensions {
-        for (i, lane) in lanes.iter_mut().enumerate() {
-            let covers = lane.from.is_some_and(|f| f <= from) && lane.to.is_none_or(|t| t >= to);
-            if i > 0 && (lane.kind != "step" || lane.status == "skipped" || !covers) {
-                continue;
-            }
-            lane.segments.push(Segment {
-                kind: "waiting",
-                from,
-                to,
-                attempt: None,
-                outcome: String::new(),
-                label: if i == 0 {
-                    "suspended (queued): no process runs it".into()
-                } else {
-                    "waiting".into()
-                },
-                detail: json!({"suspendedAtMs": from, "resumedAtMs": to}),
-            });
-            lane.marks
-                .push(json!({"kind": "wake", "at": to, "label": label}));
-        }
+        draw_suspension(lanes, from, to, &label);
     }
 }
 
@@ -606,8 +553,73 @@ fn first_recorded(trace: &[Value]) -> BTreeMap<String, u64> {
     seen
 }
 
+/// A crash: a mark on the run's lane and, for a crash inside an attempt, that attempt's
+/// segment marked crashed (its result was never checkpointed).
+fn mark_crash(e: &Value, at: u64, lanes: &mut [Lane]) {
+    let step = e.get("stepId").and_then(Value::as_str);
+    let label = match step {
+        Some(s) => format!(
+            "crash in step {s} attempt {}: {}",
+            ms(e, "attempt").unwrap_or(0),
+            str_of(e.get("note"))
+        ),
+        None => format!(
+            "crash ({}) after checkpoint {}",
+            str_of(e.get("fault")),
+            ms(e, "afterCheckpoint").unwrap_or(0)
+        ),
+    };
+    lanes[0]
+        .marks
+        .push(json!({"kind": "crash", "at": at, "label": label}));
+    if let Some(step) = step {
+        let attempt = ms(e, "attempt");
+        let hit = lanes.iter_mut().filter(|l| l.step == step).find_map(|l| {
+            l.segments
+                .iter_mut()
+                .rev()
+                .find(|s| s.kind == "attempt" && s.attempt == attempt && s.to == at)
+        });
+        if let Some(s) = hit {
+            s.outcome = "crashed".into();
+            s.label = format!(
+                "{} · crashed: result never checkpointed",
+                s.label.split(" · ").next().unwrap_or_default()
+            );
+        }
+    }
+}
+
+/// A suspension from `from` to `to`: a waiting segment and a wake mark on the run's lane
+/// and on every step lane running across it.
+fn draw_suspension(lanes: &mut [Lane], from: u64, to: u64, label: &str) {
+    for (i, lane) in lanes.iter_mut().enumerate() {
+        let covers = lane.from.is_some_and(|f| f <= from) && lane.to.is_none_or(|t| t >= to);
+        if i > 0 && (lane.kind != "step" || lane.status == "skipped" || !covers) {
+            continue;
+        }
+        lane.segments.push(Segment {
+            kind: "waiting",
+            from,
+            to,
+            attempt: None,
+            outcome: String::new(),
+            label: if i == 0 {
+                "suspended (queued): no process runs it".into()
+            } else {
+                "waiting".into()
+            },
+            detail: json!({"suspendedAtMs": from, "resumedAtMs": to}),
+        });
+        lane.marks
+            .push(json!({"kind": "wake", "at": to, "label": label}));
+    }
+}
+
 /// The sentence of each trace event worth reading at 2 a.m., or `None` for bookkeeping
 /// (checkpoints, loads, settled invocations and backoffs are drawn on the lanes).
+// long: one flat match with an arm per trace event kind, each a sentence; split, the
+// event kinds would no longer be listed in one place.
 fn event_text(e: &Value) -> Option<(&'static str, String)> {
     let s = |k: &str| str_of(e.get(k)).to_owned();
     let n = |k: &str| ms(e, k).unwrap_or(0);
@@ -846,36 +858,8 @@ pub fn run_model(src: &RunSources) -> Value {
     attempts(src.report, src.trace, &mut lanes);
     backoffs(src.trace, &mut lanes);
     failure_notes(run, &src.error_edges, &mut lanes);
-    // Steps without times (skipped): at the checkpoint that recorded them.
-    let recorded = first_recorded(src.trace);
-    for lane in lanes.iter_mut().skip(1) {
-        if lane.status == "skipped" && lane.note.is_empty() {
-            lane.note = "skipped: its incoming edges did not activate".into();
-        }
-        if lane.from.is_none() && lane.segments.is_empty() {
-            let at = recorded.get(&lane.key).copied();
-            lane.from = at;
-            if let Some(at) = at {
-                lane.marks.push(json!({"kind": lane.status, "at": at,
-                    "label": format!("{} (recorded at this time)", lane.status)}));
-            }
-        }
-    }
-    let trace_times = src.trace.iter().filter_map(|e| ms(e, "atMs"));
-    let lane_times = lanes.iter().flat_map(|l| {
-        let seg = l.segments.iter().flat_map(|s| [s.from, s.to]);
-        l.from
-            .into_iter()
-            .chain(l.to)
-            .chain(seg)
-            .collect::<Vec<_>>()
-    });
-    let ckpt_times = src.checkpoints.iter().filter_map(|c| ms(c, "clockMs"));
-    let times: Vec<u64> = trace_times
-        .chain(lane_times)
-        .chain(ckpt_times)
-        .chain(ms(src.report, "clockMs"))
-        .collect();
+    place_untimed(src.trace, &mut lanes);
+    let times = all_times(src, &lanes);
     let origin = times.iter().copied().min().unwrap_or(super::EPOCH_MS);
     let end = times.iter().copied().max().unwrap_or(origin);
     process_lives(src.trace, &mut lanes, end);
@@ -884,28 +868,7 @@ pub fn run_model(src: &RunSources) -> Value {
     let lanes_omitted = lanes.len().saturating_sub(HTML_LANES_MAX);
     lanes.truncate(HTML_LANES_MAX);
     let (events, events_omitted) = events(src.trace, src.checkpoints);
-    let mut facts = vec![
-        json!(["status", run.get("status")]),
-        json!(["run", run.get("runId")]),
-        json!(["workflow", run.get("workflowId")]),
-        json!(["virtual time", format!("{} ms", end - origin)]),
-    ];
-    for (label, key) in [
-        ("checkpoints", "checkpoints"),
-        ("crashes", "crashes"),
-        ("run attempt", "runAttempt"),
-    ] {
-        let v = src.report.get(key).or_else(|| run.get(key));
-        if let Some(v) = v.filter(|v| !v.is_null()) {
-            facts.push(json!([label, v]));
-        }
-    }
-    if let Some(n) = src.report["invocations"].as_array().map(Vec::len) {
-        facts.push(json!(["invocations", n]));
-    }
-    if let Some(file) = src.file {
-        facts.push(json!(["file", file]));
-    }
+    let facts = facts(src, run, end - origin);
     let mut notes = src.notes.clone();
     if lanes_omitted > 0 {
         notes.push(format!(
@@ -940,6 +903,71 @@ pub fn run_model(src: &RunSources) -> Value {
         "lanes": lanes.iter().map(Lane::to_json).collect::<Vec<_>>(),
         "events": events,
     })
+}
+
+/// Steps without times (skipped) are drawn at the checkpoint that recorded them.
+fn place_untimed(trace: &[Value], lanes: &mut [Lane]) {
+    let recorded = first_recorded(trace);
+    for lane in lanes.iter_mut().skip(1) {
+        if lane.status == "skipped" && lane.note.is_empty() {
+            lane.note = "skipped: its incoming edges did not activate".into();
+        }
+        if lane.from.is_none() && lane.segments.is_empty() {
+            let at = recorded.get(&lane.key).copied();
+            lane.from = at;
+            if let Some(at) = at {
+                lane.marks.push(json!({"kind": lane.status, "at": at,
+                    "label": format!("{} (recorded at this time)", lane.status)}));
+            }
+        }
+    }
+}
+
+/// Every time the page knows of: trace events, lanes and their segments, checkpoints and
+/// the report's clock.
+fn all_times(src: &RunSources, lanes: &[Lane]) -> Vec<u64> {
+    let trace_times = src.trace.iter().filter_map(|e| ms(e, "atMs"));
+    let lane_times = lanes.iter().flat_map(|l| {
+        let seg = l.segments.iter().flat_map(|s| [s.from, s.to]);
+        l.from
+            .into_iter()
+            .chain(l.to)
+            .chain(seg)
+            .collect::<Vec<_>>()
+    });
+    let ckpt_times = src.checkpoints.iter().filter_map(|c| ms(c, "clockMs"));
+    trace_times
+        .chain(lane_times)
+        .chain(ckpt_times)
+        .chain(ms(src.report, "clockMs"))
+        .collect()
+}
+
+/// The summary's facts: status, ids, virtual time, counts and the file.
+fn facts(src: &RunSources, run: &Value, span_ms: u64) -> Vec<Value> {
+    let mut facts = vec![
+        json!(["status", run.get("status")]),
+        json!(["run", run.get("runId")]),
+        json!(["workflow", run.get("workflowId")]),
+        json!(["virtual time", format!("{span_ms} ms")]),
+    ];
+    for (label, key) in [
+        ("checkpoints", "checkpoints"),
+        ("crashes", "crashes"),
+        ("run attempt", "runAttempt"),
+    ] {
+        let v = src.report.get(key).or_else(|| run.get(key));
+        if let Some(v) = v.filter(|v| !v.is_null()) {
+            facts.push(json!([label, v]));
+        }
+    }
+    if let Some(n) = src.report["invocations"].as_array().map(Vec::len) {
+        facts.push(json!(["invocations", n]));
+    }
+    if let Some(file) = src.file {
+        facts.push(json!(["file", file]));
+    }
+    facts
 }
 
 /// The run page: [`run_model`] drawn by the run script.

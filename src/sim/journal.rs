@@ -409,6 +409,63 @@ struct DeltaIn {
     canceled: Option<TailIn>,
 }
 
+impl<'a> DeltaOut<'a> {
+    /// What of `world` the journal does not hold yet, past mirror `m`: the scalars, the
+    /// invocation counts that changed (all of them when `changed_counts` is `None`), and
+    /// each append-only list's new tail.
+    fn of(world: &'a WorldSnapshot, m: Mirror, changed_counts: Option<&[String]>) -> Self {
+        let invocation_counts: BTreeMap<&str, u64> = match changed_counts {
+            Some(keys) => keys
+                .iter()
+                .filter_map(|k| {
+                    world
+                        .invocation_counts
+                        .get_key_value(k.as_str())
+                        .map(|(k, v)| (k.as_str(), *v))
+                })
+                .collect(),
+            None => world
+                .invocation_counts
+                .iter()
+                .map(|(k, v)| (k.as_str(), *v))
+                .collect(),
+        };
+        DeltaOut {
+            clock_ms: world.clock_ms,
+            checkpoints: world.checkpoints,
+            crashes: world.crashes,
+            aborted: world.aborted,
+            checkpoint_bytes: world.checkpoint_bytes,
+            seq: world.seq,
+            total_invocations: world.total_invocations,
+            invocation_counts,
+            fired_invoke_faults: (world.fired_invoke_faults.len() != m.fired)
+                .then_some(&world.fired_invoke_faults),
+            invocations: TailOut {
+                at: m.invocations,
+                items: &world.invocations[m.invocations..],
+            },
+            waits: TailOut {
+                at: m.waits,
+                items: &world.waits[m.waits..],
+            },
+            calls: TailOut {
+                at: m.calls,
+                items: &world.calls[m.calls..],
+            },
+            schedules: TailOut {
+                at: m.schedules,
+                items: &world.schedules[m.schedules..],
+            },
+            fire_times: (world.fire_times.len() != m.fire_times).then_some(&world.fire_times),
+            canceled: TailOut {
+                at: m.canceled,
+                items: &world.canceled[m.canceled..],
+            },
+        }
+    }
+}
+
 /// How much of the world the journal already holds (lengths of the append-only lists).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 struct Mirror {
@@ -768,40 +825,104 @@ fn fold_journal(
     auth: Auth<'_>,
     seen: &mut dyn FnMut(RecordSeen),
 ) -> Result<Folded, JournalError> {
-    let key = match auth {
-        Auth::Key(k) => k,
-        Auth::Unverified => None,
-    };
-    let corrupt = |offset: usize, message: String| JournalError::Corrupt {
-        path: path.to_owned(),
-        offset: offset as u64,
-        message,
-    };
+    let mut fold = Fold::new(path, expected, auth);
     if bytes.len() < MAGIC.len() || &bytes[..MAGIC.len()] != MAGIC {
-        return Err(corrupt(
-            0,
-            "not a w6w-sim run journal (no `w6wjrnl` magic)".into(),
-        ));
+        return Err(fold.corrupt(0, "not a w6w-sim run journal (no `w6wjrnl` magic)".into()));
     }
     let mut off = MAGIC.len();
-    let mut run_id: Option<String> = expected.map(str::to_owned);
-    let mut header_seen = false;
-    let mut state: Option<RunState> = None;
-    let mut world: Option<WorldSnapshot> = None;
-    let mut ceiling = 0u64;
-    let mut snapshot_bytes = 0u64;
-    let mut since_snapshot = 0u64;
     let mut torn = 0u64;
-    let mut chain: Option<Chain> = None;
-    let mut source: Option<Value> = None;
-
-    // D-270: a `journal-3` file read without a key: its tags are skipped, unchecked.
-    let mut skip_tags = false;
     while off < bytes.len() {
+        let Frame::Whole(len) = fold.frame(bytes, off)? else {
+            torn = (bytes.len() - off) as u64;
+            break;
+        };
+        let body = &bytes[off + FRAME_HEADER..off + FRAME_HEADER + len];
+        let (kind, rest) = (body[0], &body[1..]);
+        if fold.header_seen {
+            let json = fold.untag(off, kind, rest)?;
+            seen(fold.record(off, len, kind, json)?);
+        } else {
+            fold.header(off, kind, rest)?;
+            seen(RecordSeen {
+                offset: off as u64,
+                bytes: (FRAME_HEADER + len) as u64,
+                kind: RecordKind::Header,
+                clock_ms: None,
+                checkpoints: None,
+                seq_ceiling: fold.ceiling,
+                status: None,
+                steps: Vec::new(),
+            });
+        }
+        off += FRAME_HEADER + len;
+    }
+    fold.finish(off, torn)
+}
+
+/// What the frame at an offset is: a whole record of this many body bytes, or a torn
+/// tail (the rest of the file).
+enum Frame {
+    Whole(usize),
+    Torn,
+}
+
+/// What [`fold_journal`] has learned so far, record by record.
+struct Fold<'p, 'k> {
+    path: &'p Path,
+    auth: Auth<'k>,
+    run_id: Option<String>,
+    header_seen: bool,
+    state: Option<RunState>,
+    world: Option<WorldSnapshot>,
+    ceiling: u64,
+    snapshot_bytes: u64,
+    since_snapshot: u64,
+    chain: Option<Chain>,
+    source: Option<Value>,
+    /// D-270: a `journal-3` file read without a key: its tags are skipped, unchecked.
+    skip_tags: bool,
+}
+
+impl<'p, 'k> Fold<'p, 'k> {
+    fn new(path: &'p Path, expected: Option<&str>, auth: Auth<'k>) -> Self {
+        Fold {
+            path,
+            auth,
+            run_id: expected.map(str::to_owned),
+            header_seen: false,
+            state: None,
+            world: None,
+            ceiling: 0,
+            snapshot_bytes: 0,
+            since_snapshot: 0,
+            chain: None,
+            source: None,
+            skip_tags: false,
+        }
+    }
+
+    fn corrupt(&self, offset: usize, message: String) -> JournalError {
+        JournalError::Corrupt {
+            path: self.path.to_owned(),
+            offset: offset as u64,
+            message,
+        }
+    }
+
+    fn wrong_run(&self, offset: usize, found: &str) -> JournalError {
+        JournalError::WrongRun {
+            path: self.path.to_owned(),
+            offset: offset as u64,
+            expected: self.run_id.clone().unwrap_or_default(),
+            found: found.to_owned(),
+        }
+    }
+
+    /// The frame at `off`: its length and checksum checked, or a torn tail.
+    fn frame(&self, bytes: &[u8], off: usize) -> Result<Frame, JournalError> {
         let rest = bytes.len() - off;
         if rest < FRAME_HEADER {
-            torn = rest as u64;
-            break;
+            return Ok(Frame::Torn);
         }
         let len_bytes: [u8; 4] = [bytes[off], bytes[off + 1], bytes[off + 2], bytes[off + 3]];
         let len = u32::from_le_bytes(len_bytes) as usize;
@@ -816,25 +937,23 @@ fn fold_journal(
             // the append on a filesystem that zero-fills, such as XFS or ext4 with
             // `data=writeback`): no whole record is all zeros, so this is the record
             // that never returned, torn.
-            torn = rest as u64;
-            break;
+            return Ok(Frame::Torn);
         }
         if len == 0 || len > RECORD_MAX {
-            return Err(corrupt(off, format!("impossible record length {len}")));
+            return Err(self.corrupt(off, format!("impossible record length {len}")));
         }
         if rest - FRAME_HEADER < len {
             // D-210: a torn append leaves a prefix of one record and nothing after it; a
             // length past the end with a whole record after it is a damaged length field.
             if let Some(found) = damaged_length(bytes, off, crc) {
-                return Err(corrupt(
+                return Err(self.corrupt(
                     off,
                     format!(
                         "record length {len} points past the end of the file, but {found}: damage, not a torn tail (an append cut short leaves a prefix of one record and nothing whole after it)"
                     ),
                 ));
             }
-            torn = rest as u64;
-            break;
+            return Ok(Frame::Torn);
         }
         let body = &bytes[off + FRAME_HEADER..off + FRAME_HEADER + len];
         let mut h = crc32fast::Hasher::new();
@@ -851,130 +970,143 @@ fn fold_journal(
             } else {
                 String::new()
             };
-            return Err(corrupt(
+            return Err(self.corrupt(
                 off,
                 format!("record checksum mismatch (stored {crc:08x}, computed {actual:08x}){hint}"),
             ));
         }
-        let (kind, rest) = (body[0], &body[1..]);
-        let bad_json = |e: serde_json::Error| corrupt(off, format!("unreadable record: {e}"));
-        let wrong_run = |found: &str| JournalError::WrongRun {
-            path: path.to_owned(),
-            offset: off as u64,
-            expected: run_id.clone().unwrap_or_default(),
-            found: found.to_owned(),
-        };
-        if !header_seen {
-            if kind != KIND_HEADER {
-                return Err(corrupt(off, "the first record is not a header".into()));
-            }
-            // The header's JSON ends where its object does: a `journal-3` header has its
-            // tag after it.
-            let mut values = serde_json::Deserializer::from_slice(rest).into_iter::<Header>();
-            let h = match values.next() {
-                Some(Ok(h)) => h,
-                Some(Err(e)) => return Err(bad_json(e)),
-                None => return Err(corrupt(off, "an empty header".into())),
-            };
-            let (json, trailer) = rest.split_at(values.byte_offset());
-            let here = off as u64;
-            match (h.format.as_str(), trailer.len()) {
-                (JOURNAL_FORMAT_AUTH, TAG_BYTES) if matches!(auth, Auth::Unverified) => {
-                    skip_tags = true;
-                }
-                (JOURNAL_FORMAT, 0) => {
-                    if key.is_some() {
-                        return Err(JournalError::Unauthenticated {
-                            path: path.to_owned(),
-                            offset: here,
-                        });
-                    }
-                }
-                (JOURNAL_FORMAT_AUTH, TAG_BYTES) => {
-                    let Some(key) = key else {
-                        return Err(JournalError::KeyRequired {
-                            path: path.to_owned(),
-                            offset: here,
-                        });
-                    };
-                    let mut c = Chain::start(key);
-                    let Some(tag) = c.verify(kind, json, trailer) else {
-                        return Err(JournalError::KeyWrong {
-                            path: path.to_owned(),
-                            offset: here,
-                        });
-                    };
-                    c.advance(tag);
-                    chain = Some(c);
-                }
-                (JOURNAL_FORMAT | JOURNAL_FORMAT_AUTH, n) => {
-                    return Err(corrupt(
-                        off,
-                        format!(
-                            "{n} bytes after the header's JSON, which its format does not have"
-                        ),
-                    ));
-                }
-                _ => {
-                    return Err(JournalError::UnknownFormat {
-                        path: path.to_owned(),
-                        offset: here,
-                        found: h.format,
-                    });
-                }
-            }
-            match &run_id {
-                Some(id) if *id != h.run_id => return Err(wrong_run(&h.run_id)),
-                _ => run_id = Some(h.run_id),
-            }
-            source = h.source;
-            header_seen = true;
-            seen(RecordSeen {
-                offset: here,
-                bytes: (FRAME_HEADER + len) as u64,
-                kind: RecordKind::Header,
-                clock_ms: None,
-                checkpoints: None,
-                seq_ceiling: ceiling,
-                status: None,
-                steps: Vec::new(),
-            });
-            off += FRAME_HEADER + len;
-            continue;
+        Ok(Frame::Whole(len))
+    }
+
+    /// The first record: the header, its format against the key (D-251, D-270), and the
+    /// run it names.
+    fn header(&mut self, off: usize, kind: u8, rest: &[u8]) -> Result<(), JournalError> {
+        if kind != KIND_HEADER {
+            return Err(self.corrupt(off, "the first record is not a header".into()));
         }
-        let json = match chain.as_mut() {
-            Some(c) => {
-                // D-251: the tag covers the record and, through the previous tag, every
-                // record before it in order.
-                let Some(split) = rest.len().checked_sub(TAG_BYTES).filter(|&n| n > 0) else {
-                    return Err(JournalError::Tampered {
-                        path: path.to_owned(),
-                        offset: off as u64,
-                        message: format!("record {} is too short to hold its tag", c.index),
-                    });
+        // The header's JSON ends where its object does: a `journal-3` header has its
+        // tag after it.
+        let mut values = serde_json::Deserializer::from_slice(rest).into_iter::<Header>();
+        let h = match values.next() {
+            Some(Ok(h)) => h,
+            Some(Err(e)) => return Err(self.corrupt(off, format!("unreadable record: {e}"))),
+            None => return Err(self.corrupt(off, "an empty header".into())),
+        };
+        let (json, trailer) = rest.split_at(values.byte_offset());
+        self.header_format(off, kind, &h.format, json, trailer)?;
+        match &self.run_id {
+            Some(id) if *id != h.run_id => return Err(self.wrong_run(off, &h.run_id)),
+            _ => self.run_id = Some(h.run_id),
+        }
+        self.source = h.source;
+        self.header_seen = true;
+        Ok(())
+    }
+
+    /// The header's format against the key: which one the reader accepts, and for
+    /// `journal-3` under a key, the start of the authentication chain.
+    fn header_format(
+        &mut self,
+        off: usize,
+        kind: u8,
+        format: &str,
+        json: &[u8],
+        trailer: &[u8],
+    ) -> Result<(), JournalError> {
+        let path = self.path.to_owned();
+        let offset = off as u64;
+        let key = match self.auth {
+            Auth::Key(k) => k,
+            Auth::Unverified => None,
+        };
+        match (format, trailer.len()) {
+            (JOURNAL_FORMAT_AUTH, TAG_BYTES) if matches!(self.auth, Auth::Unverified) => {
+                self.skip_tags = true;
+            }
+            (JOURNAL_FORMAT, 0) => {
+                if key.is_some() {
+                    return Err(JournalError::Unauthenticated { path, offset });
+                }
+            }
+            (JOURNAL_FORMAT_AUTH, TAG_BYTES) => {
+                let Some(key) = key else {
+                    return Err(JournalError::KeyRequired { path, offset });
                 };
-                let (json, tag) = rest.split_at(split);
-                let Some(tag) = c.verify(kind, json, tag) else {
-                    return Err(JournalError::Tampered {
-                        path: path.to_owned(),
-                        offset: off as u64,
-                        message: format!(
-                            "record {} fails its authentication tag: it was edited, or a record before it was dropped, duplicated or moved",
-                            c.index
-                        ),
-                    });
+                let mut c = Chain::start(key);
+                let Some(tag) = c.verify(kind, json, trailer) else {
+                    return Err(JournalError::KeyWrong { path, offset });
                 };
                 c.advance(tag);
-                json
+                self.chain = Some(c);
             }
-            None if skip_tags => {
-                let Some(split) = rest.len().checked_sub(TAG_BYTES).filter(|&n| n > 0) else {
-                    return Err(corrupt(off, "a record too short to hold its tag".into()));
-                };
-                &rest[..split]
+            (JOURNAL_FORMAT | JOURNAL_FORMAT_AUTH, n) => {
+                return Err(self.corrupt(
+                    off,
+                    format!("{n} bytes after the header's JSON, which its format does not have"),
+                ));
             }
-            None => rest,
+            _ => {
+                return Err(JournalError::UnknownFormat {
+                    path,
+                    offset,
+                    found: format.to_owned(),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// A record's JSON: its authentication tag checked and removed (D-251), skipped
+    /// unchecked (D-270), or none.
+    fn untag<'b>(
+        &mut self,
+        off: usize,
+        kind: u8,
+        rest: &'b [u8],
+    ) -> Result<&'b [u8], JournalError> {
+        let split = rest.len().checked_sub(TAG_BYTES).filter(|&n| n > 0);
+        let Some(c) = self.chain.as_mut() else {
+            if !self.skip_tags {
+                return Ok(rest);
+            }
+            let Some(split) = split else {
+                return Err(self.corrupt(off, "a record too short to hold its tag".into()));
+            };
+            return Ok(&rest[..split]);
         };
+        // D-251: the tag covers the record and, through the previous tag, every record
+        // before it in order.
+        let tampered = |message: String| JournalError::Tampered {
+            path: self.path.to_owned(),
+            offset: off as u64,
+            message,
+        };
+        let Some(split) = split else {
+            return Err(tampered(format!(
+                "record {} is too short to hold its tag",
+                c.index
+            )));
+        };
+        let (json, tag) = rest.split_at(split);
+        let Some(tag) = c.verify(kind, json, tag) else {
+            return Err(tampered(format!(
+                "record {} fails its authentication tag: it was edited, or a record before it was dropped, duplicated or moved",
+                c.index
+            )));
+        };
+        c.advance(tag);
+        Ok(json)
+    }
+
+    /// A record after the header applied: a snapshot, a checkpoint or a lease.
+    fn record(
+        &mut self,
+        off: usize,
+        len: usize,
+        kind: u8,
+        json: &[u8],
+    ) -> Result<RecordSeen, JournalError> {
+        let bad_json = |e: serde_json::Error| self.corrupt(off, format!("unreadable record: {e}"));
         let mut record = RecordSeen {
             offset: off as u64,
             bytes: (FRAME_HEADER + len) as u64,
@@ -987,57 +1119,24 @@ fn fold_journal(
         };
         match kind {
             KIND_HEADER => {
-                return Err(corrupt(off, "a second header".into()));
+                return Err(self.corrupt(off, "a second header".into()));
             }
             KIND_SNAPSHOT => {
                 let s: SnapshotIn = serde_json::from_slice(json).map_err(bad_json)?;
-                if Some(&s.state.run_id) != run_id.as_ref() {
-                    return Err(wrong_run(&s.state.run_id));
-                }
-                record.kind = RecordKind::Snapshot;
-                record.status = Some(s.state.status);
-                record.clock_ms = s.world.as_ref().map(|w| w.clock_ms);
-                record.checkpoints = s.world.as_ref().map(|w| w.checkpoints);
-                state = Some(s.state);
-                world = s.world;
-                ceiling = ceiling.max(s.seq_ceiling);
-                snapshot_bytes = (FRAME_HEADER + len) as u64;
-                since_snapshot = 0;
+                self.snapshot(off, len, s, &mut record)?;
             }
             KIND_PATCH => {
                 let p: PatchIn = serde_json::from_slice(json).map_err(bad_json)?;
-                if Some(&p.patch.run_id) != run_id.as_ref() {
-                    return Err(wrong_run(&p.patch.run_id));
-                }
-                let Some(s) = state.as_mut() else {
-                    return Err(corrupt(
-                        off,
-                        "a checkpoint record before any snapshot".into(),
-                    ));
-                };
-                s.apply(&p.patch);
-                record.kind = RecordKind::Checkpoint;
-                record.status = Some(s.status);
-                record.clock_ms = Some(p.world.clock_ms);
-                record.checkpoints = Some(p.world.checkpoints);
-                record.steps = p
-                    .patch
-                    .steps
-                    .iter()
-                    .map(|(id, r)| (id.clone(), r.status, r.attempt))
-                    .collect();
-                let w = world.get_or_insert_with(WorldSnapshot::default);
-                apply_delta(w, p.world, &|m| corrupt(off, m))?;
-                since_snapshot += (FRAME_HEADER + len) as u64;
+                self.checkpoint(off, len, p, &mut record)?;
             }
             KIND_LEASE => {
                 let l: Lease = serde_json::from_slice(json).map_err(bad_json)?;
-                ceiling = ceiling.max(l.seq_ceiling);
-                since_snapshot += (FRAME_HEADER + len) as u64;
+                self.ceiling = self.ceiling.max(l.seq_ceiling);
+                self.since_snapshot += (FRAME_HEADER + len) as u64;
                 record.kind = RecordKind::Lease;
             }
             other => {
-                return Err(corrupt(
+                return Err(self.corrupt(
                     off,
                     format!(
                         "unknown record kind {:?} (written by a newer version?)",
@@ -1046,32 +1145,120 @@ fn fold_journal(
                 ));
             }
         }
-        record.seq_ceiling = ceiling;
-        seen(record);
-        off += FRAME_HEADER + len;
+        record.seq_ceiling = self.ceiling;
+        Ok(record)
     }
-    let Some(mut state) = state else {
-        return Err(corrupt(off, "the journal holds no snapshot".into()));
-    };
-    if state.run_id.is_empty() {
-        state.run_id = run_id.unwrap_or_default();
+
+    /// A snapshot record: the state and world replaced whole.
+    fn snapshot(
+        &mut self,
+        off: usize,
+        len: usize,
+        s: SnapshotIn,
+        record: &mut RecordSeen,
+    ) -> Result<(), JournalError> {
+        if Some(&s.state.run_id) != self.run_id.as_ref() {
+            return Err(self.wrong_run(off, &s.state.run_id));
+        }
+        record.kind = RecordKind::Snapshot;
+        record.status = Some(s.state.status);
+        record.clock_ms = s.world.as_ref().map(|w| w.clock_ms);
+        record.checkpoints = s.world.as_ref().map(|w| w.checkpoints);
+        self.state = Some(s.state);
+        self.world = s.world;
+        self.ceiling = self.ceiling.max(s.seq_ceiling);
+        self.snapshot_bytes = (FRAME_HEADER + len) as u64;
+        self.since_snapshot = 0;
+        Ok(())
     }
-    let mirror = world.as_ref().map(Mirror::of).unwrap_or_default();
-    if let Some(w) = world.as_mut() {
-        w.seq = w.seq.max(ceiling);
+
+    /// A checkpoint record: its patch applied to the state, its delta to the world.
+    fn checkpoint(
+        &mut self,
+        off: usize,
+        len: usize,
+        p: PatchIn,
+        record: &mut RecordSeen,
+    ) -> Result<(), JournalError> {
+        if Some(&p.patch.run_id) != self.run_id.as_ref() {
+            return Err(self.wrong_run(off, &p.patch.run_id));
+        }
+        let Some(s) = self.state.as_mut() else {
+            return Err(self.corrupt(off, "a checkpoint record before any snapshot".into()));
+        };
+        s.apply(&p.patch);
+        record.kind = RecordKind::Checkpoint;
+        record.status = Some(s.status);
+        record.clock_ms = Some(p.world.clock_ms);
+        record.checkpoints = Some(p.world.checkpoints);
+        record.steps = p
+            .patch
+            .steps
+            .iter()
+            .map(|(id, r)| (id.clone(), r.status, r.attempt))
+            .collect();
+        let path = self.path;
+        let corrupt = |message: String| JournalError::Corrupt {
+            path: path.to_owned(),
+            offset: off as u64,
+            message,
+        };
+        let w = self.world.get_or_insert_with(WorldSnapshot::default);
+        apply_delta(w, p.world, &corrupt)?;
+        self.since_snapshot += (FRAME_HEADER + len) as u64;
+        Ok(())
     }
-    Ok(Folded {
-        state,
-        world,
-        seq_ceiling: ceiling,
-        len: off as u64,
-        torn,
-        snapshot_bytes,
-        since_snapshot,
-        mirror,
-        chain,
-        source,
-    })
+
+    /// The fold's result once every whole record is applied.
+    fn finish(self, off: usize, torn: u64) -> Result<Folded, JournalError> {
+        let Some(mut state) = self.state else {
+            return Err(JournalError::Corrupt {
+                path: self.path.to_owned(),
+                offset: off as u64,
+                message: "the journal holds no snapshot".into(),
+            });
+        };
+        if state.run_id.is_empty() {
+            state.run_id = self.run_id.unwrap_or_default();
+        }
+        let mut world = self.world;
+        let mirror = world.as_ref().map(Mirror::of).unwrap_or_default();
+        if let Some(w) = world.as_mut() {
+            w.seq = w.seq.max(self.ceiling);
+        }
+        Ok(Folded {
+            state,
+            world,
+            seq_ceiling: self.ceiling,
+            len: off as u64,
+            torn,
+            snapshot_bytes: self.snapshot_bytes,
+            since_snapshot: self.since_snapshot,
+            mirror,
+            chain: self.chain,
+            source: self.source,
+        })
+    }
+}
+
+/// Replace the journal at `path` with `bytes` durably: written whole to a temp file in
+/// `dir`, synced, renamed over it, the directory synced; the new file, open.
+fn replace_durably(
+    dir: &Path,
+    run_id: &str,
+    path: &Path,
+    bytes: &[u8],
+) -> Result<std::fs::File, JournalError> {
+    let tmp = dir.join(format!(".{run_id}.journal.tmp"));
+    // D-212: created exclusively and never through a link, so a file planted at the temp
+    // path is never truncated or written.
+    let mut file = create_temp(&tmp).map_err(open_err(&tmp))?;
+    file.write_all(bytes)
+        .and_then(|()| file.sync_all())
+        .map_err(io_err(&tmp))?;
+    std::fs::rename(&tmp, path).map_err(io_err(path))?;
+    sync_dir(dir)?;
+    Ok(file)
 }
 
 /// Read a legacy whole-file run (`w6w-sim/run-1`), refusing any other format.
@@ -1364,25 +1551,7 @@ impl Inner {
                     run.source = f.source;
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                    let legacy = self.dir.join(format!("{run_id}.json"));
-                    match read_no_follow(&legacy) {
-                        Ok(_) if self.key.is_some() => {
-                            // D-251: the whole-file format has no tags; a store with a key
-                            // reads only what it can authenticate.
-                            return Err(JournalError::Unauthenticated {
-                                path: legacy,
-                                offset: 0,
-                            });
-                        }
-                        Ok(bytes) => {
-                            let stored = read_legacy(&legacy, &bytes, run_id)?;
-                            run.mirror = stored.world.as_ref().map(Mirror::of).unwrap_or_default();
-                            run.state = Some(stored.state);
-                            run.legacy = Some(legacy);
-                        }
-                        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                        Err(e) => return Err(open_err(&legacy)(e)),
-                    }
+                    self.open_legacy(run_id, &mut run)?;
                 }
                 Err(e) => return Err(open_err(&path)(e)),
             }
@@ -1391,6 +1560,30 @@ impl Inner {
         self.runs
             .get_mut(run_id)
             .ok_or_else(|| JournalError::BadRunId(run_id.to_owned()))
+    }
+
+    /// A run with no journal: its legacy whole-file form (`RUN_ID.json`), if there is one.
+    fn open_legacy(&self, run_id: &str, run: &mut OpenRun) -> Result<(), JournalError> {
+        let legacy = self.dir.join(format!("{run_id}.json"));
+        match read_no_follow(&legacy) {
+            Ok(_) if self.key.is_some() => {
+                // D-251: the whole-file format has no tags; a store with a key reads only
+                // what it can authenticate.
+                Err(JournalError::Unauthenticated {
+                    path: legacy,
+                    offset: 0,
+                })
+            }
+            Ok(bytes) => {
+                let stored = read_legacy(&legacy, &bytes, run_id)?;
+                run.mirror = stored.world.as_ref().map(Mirror::of).unwrap_or_default();
+                run.state = Some(stored.state);
+                run.legacy = Some(legacy);
+                Ok(())
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(open_err(&legacy)(e)),
+        }
     }
 }
 
@@ -1486,16 +1679,7 @@ impl OpenRun {
         advance(&mut chain, tag);
         let snapshot_bytes = buf.len() as u64;
         bytes.extend_from_slice(buf);
-        let tmp = dir.join(format!(".{run_id}.journal.tmp"));
-        // D-212: created exclusively and never through a link, so a file planted at the
-        // temp path is never truncated or written.
-        let mut file = create_temp(&tmp).map_err(open_err(&tmp))?;
-        file.write_all(&bytes)
-            .and_then(|()| file.sync_all())
-            .map_err(io_err(&tmp))?;
-        std::fs::rename(&tmp, &self.path).map_err(io_err(&self.path))?;
-        sync_dir(dir)?;
-        self.file = Some(file);
+        self.file = Some(replace_durably(dir, run_id, &self.path, &bytes)?);
         self.chain = chain;
         self.len = bytes.len() as u64;
         self.snapshot_bytes = snapshot_bytes;
@@ -1596,56 +1780,7 @@ impl JournalStore {
                 state.apply(patch);
                 return run.rewrite(&dir, &patch.run_id, Some(world), &mut buf, key.as_ref());
             }
-            let m = run.mirror;
-            let invocation_counts: BTreeMap<&str, u64> = match changed_counts {
-                Some(keys) => keys
-                    .iter()
-                    .filter_map(|k| {
-                        world
-                            .invocation_counts
-                            .get_key_value(k.as_str())
-                            .map(|(k, v)| (k.as_str(), *v))
-                    })
-                    .collect(),
-                None => world
-                    .invocation_counts
-                    .iter()
-                    .map(|(k, v)| (k.as_str(), *v))
-                    .collect(),
-            };
-            let delta = DeltaOut {
-                clock_ms: world.clock_ms,
-                checkpoints: world.checkpoints,
-                crashes: world.crashes,
-                aborted: world.aborted,
-                checkpoint_bytes: world.checkpoint_bytes,
-                seq: world.seq,
-                total_invocations: world.total_invocations,
-                invocation_counts,
-                fired_invoke_faults: (world.fired_invoke_faults.len() != m.fired)
-                    .then_some(&world.fired_invoke_faults),
-                invocations: TailOut {
-                    at: m.invocations,
-                    items: &world.invocations[m.invocations..],
-                },
-                waits: TailOut {
-                    at: m.waits,
-                    items: &world.waits[m.waits..],
-                },
-                calls: TailOut {
-                    at: m.calls,
-                    items: &world.calls[m.calls..],
-                },
-                schedules: TailOut {
-                    at: m.schedules,
-                    items: &world.schedules[m.schedules..],
-                },
-                fire_times: (world.fire_times.len() != m.fire_times).then_some(&world.fire_times),
-                canceled: TailOut {
-                    at: m.canceled,
-                    items: &world.canceled[m.canceled..],
-                },
-            };
+            let delta = DeltaOut::of(world, run.mirror, changed_counts);
             run.append_record(
                 &mut buf,
                 KIND_PATCH,

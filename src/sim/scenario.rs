@@ -251,34 +251,26 @@ impl Checker {
     }
 }
 
-/// Parse and check a scenario; on failure every problem, each with a JSON Pointer.
-pub fn parse_scenario(doc: &Value) -> Result<Scenario, Vec<ScenarioError>> {
-    let mut c = Checker { errors: Vec::new() };
-    let mut s = Scenario::default();
-    let Some(root) = c.object(doc, "") else {
-        return Err(c.errors);
-    };
-    c.known_keys(
-        root,
-        "",
-        &[
-            "runId",
-            "variables",
-            "trigger",
-            "secrets",
-            "documents",
-            "actions",
-            "faults",
-            "cancelAfterCheckpoint",
-            "workflows",
-            "functions",
-            "seed",
-            "sealingKey",
-            "scripts",
-        ],
-    );
-    // Issue 12 item 5: what a run records from the scenario (variables, the trigger, the
-    // documents an action returns) must fit what the store reads back.
+/// The keys a scenario document may have.
+const SCENARIO_KEYS: &[&str] = &[
+    "runId",
+    "variables",
+    "trigger",
+    "secrets",
+    "documents",
+    "actions",
+    "faults",
+    "cancelAfterCheckpoint",
+    "workflows",
+    "functions",
+    "seed",
+    "sealingKey",
+    "scripts",
+];
+
+/// Issue 12 item 5: what a run records from the scenario (variables, the trigger, the
+/// documents an action returns) must fit what the store reads back.
+fn recorded_depth(c: &mut Checker, root: &Map<String, Value>) {
     for key in ["variables", "trigger", "documents"] {
         if let Some(v) = root.get(key)
             && crate::limits::nests_deeper_than(v, crate::limits::MAX_NESTING_DEPTH - 1)
@@ -292,6 +284,71 @@ pub fn parse_scenario(doc: &Value) -> Result<Scenario, Vec<ScenarioError>> {
             );
         }
     }
+}
+
+/// Parse and check a scenario; on failure every problem, each with a JSON Pointer.
+pub fn parse_scenario(doc: &Value) -> Result<Scenario, Vec<ScenarioError>> {
+    let mut c = Checker { errors: Vec::new() };
+    let mut s = Scenario::default();
+    let Some(root) = c.object(doc, "") else {
+        return Err(c.errors);
+    };
+    c.known_keys(root, "", SCENARIO_KEYS);
+    recorded_depth(&mut c, root);
+    parse_settings(&mut c, root, &mut s);
+    if let Some(v) = root.get("actions")
+        && let Some(actions) = c.object(v, "/actions")
+    {
+        for (step, a) in actions {
+            let path = format!("/actions/{}", pointer_token(step));
+            if let Some(script) = parse_action(&mut c, a, &path) {
+                s.actions.insert(step.clone(), script);
+            }
+        }
+    }
+    if let Some(v) = root.get("scripts")
+        && let Some(o) = c.object(v, "/scripts")
+    {
+        parse_scripts(&mut c, o, &mut s.scripts);
+    }
+    if let Some(v) = root.get("faults")
+        && let Some(f) = c.object(v, "/faults")
+    {
+        parse_faults(&mut c, f, &mut s.faults);
+    }
+    if let Some(v) = root.get("workflows")
+        && let Some(w) = c.object(v, "/workflows")
+    {
+        for (id, wf) in w {
+            if !wf.is_object() {
+                c.err(
+                    &format!("/workflows/{}", pointer_token(id)),
+                    "must be a workflow document (an object)",
+                );
+            }
+            s.workflows.insert(id.clone(), wf.clone());
+        }
+    }
+    if let Some(v) = root.get("functions")
+        && let Some(fns) = c.object(v, "/functions")
+    {
+        for (id, f) in fns {
+            let path = format!("/functions/{}", pointer_token(id));
+            if let Some(script) = parse_function(&mut c, f, &path) {
+                s.functions.insert(id.clone(), script);
+            }
+        }
+    }
+    if c.errors.is_empty() {
+        Ok(s)
+    } else {
+        Err(c.errors)
+    }
+}
+
+/// The scenario's plain settings: `runId`, `variables`, `secrets`, `documents`,
+/// `trigger`, `seed`, `sealingKey`, `cancelAfterCheckpoint`.
+fn parse_settings(c: &mut Checker, root: &Map<String, Value>, s: &mut Scenario) {
     if let Some(v) = root.get("runId") {
         match v.as_str() {
             Some(id) if run_id_ok(id) => s.run_id = id.to_owned(),
@@ -338,113 +395,75 @@ pub fn parse_scenario(doc: &Value) -> Result<Scenario, Vec<ScenarioError>> {
     if let Some(v) = root.get("cancelAfterCheckpoint") {
         s.cancel_after_checkpoint = c.positive(v, "/cancelAfterCheckpoint");
     }
-    if let Some(v) = root.get("actions")
-        && let Some(actions) = c.object(v, "/actions")
+}
+
+/// `scripts`: whether script steps run, and the scripted `calls` they may make.
+fn parse_scripts(c: &mut Checker, o: &Map<String, Value>, scripts: &mut ScriptSettings) {
+    c.known_keys(o, "/scripts", &["run", "calls"]);
+    if let Some(run) = o.get("run") {
+        match run.as_bool() {
+            Some(b) => scripts.run = b,
+            None => c.err("/scripts/run", "must be a boolean"),
+        }
+    }
+    if let Some(v) = o.get("calls")
+        && let Some(calls) = c.object(v, "/scripts/calls")
     {
-        for (step, a) in actions {
-            let path = format!("/actions/{}", pointer_token(step));
-            if let Some(script) = parse_action(&mut c, a, &path) {
-                s.actions.insert(step.clone(), script);
+        for (key, a) in calls {
+            let path = format!("/scripts/calls/{}", pointer_token(key));
+            if let Some(script) = parse_function(c, a, &path) {
+                scripts.calls.insert(key.clone(), script);
             }
         }
     }
-    if let Some(v) = root.get("scripts")
-        && let Some(o) = c.object(v, "/scripts")
-    {
-        c.known_keys(o, "/scripts", &["run", "calls"]);
-        if let Some(run) = o.get("run") {
-            match run.as_bool() {
-                Some(b) => s.scripts.run = b,
-                None => c.err("/scripts/run", "must be a boolean"),
-            }
-        }
-        if let Some(v) = o.get("calls")
-            && let Some(calls) = c.object(v, "/scripts/calls")
-        {
-            for (key, a) in calls {
-                let path = format!("/scripts/calls/{}", pointer_token(key));
-                if let Some(script) = parse_function(&mut c, a, &path) {
-                    s.scripts.calls.insert(key.clone(), script);
-                }
-            }
-        }
-    }
-    if let Some(v) = root.get("faults")
-        && let Some(f) = c.object(v, "/faults")
-    {
-        c.known_keys(f, "/faults", &["crashAfterCheckpoint", "crashInInvoke"]);
-        if let Some(list) = f.get("crashAfterCheckpoint") {
-            match list.as_array() {
-                Some(items) => {
-                    for (i, n) in items.iter().enumerate() {
-                        if let Some(n) = c.positive(n, &format!("/faults/crashAfterCheckpoint/{i}"))
-                        {
-                            s.faults.crash_after_checkpoint.push(n);
-                        }
+}
+
+/// `faults`: the checkpoints after which the run crashes, and the invocations it crashes
+/// in.
+fn parse_faults(c: &mut Checker, f: &Map<String, Value>, faults: &mut Faults) {
+    c.known_keys(f, "/faults", &["crashAfterCheckpoint", "crashInInvoke"]);
+    if let Some(list) = f.get("crashAfterCheckpoint") {
+        match list.as_array() {
+            Some(items) => {
+                for (i, n) in items.iter().enumerate() {
+                    if let Some(n) = c.positive(n, &format!("/faults/crashAfterCheckpoint/{i}")) {
+                        faults.crash_after_checkpoint.push(n);
                     }
                 }
-                None => c.err(
-                    "/faults/crashAfterCheckpoint",
-                    "must be an array of integers >= 1",
-                ),
             }
+            None => c.err(
+                "/faults/crashAfterCheckpoint",
+                "must be an array of integers >= 1",
+            ),
         }
-        if let Some(list) = f.get("crashInInvoke") {
-            match list.as_array() {
-                Some(items) => {
-                    for (i, item) in items.iter().enumerate() {
-                        let path = format!("/faults/crashInInvoke/{i}");
-                        let Some(o) = c.object(item, &path) else {
-                            continue;
-                        };
-                        c.known_keys(o, &path, &["step", "attempt"]);
-                        let step = o.get("step").and_then(Value::as_str);
-                        if step.is_none() {
-                            c.err(&format!("{path}/step"), "must be a step id (string)");
-                        }
-                        let attempt = match o.get("attempt") {
-                            None => Some(1),
-                            Some(a) => c.positive_u32(a, &format!("{path}/attempt")),
-                        };
-                        if let (Some(step), Some(attempt)) = (step, attempt) {
-                            s.faults.crash_in_invoke.push(InvokeCrash {
-                                step: step.to_owned(),
-                                attempt,
-                            });
-                        }
+    }
+    if let Some(list) = f.get("crashInInvoke") {
+        match list.as_array() {
+            Some(items) => {
+                for (i, item) in items.iter().enumerate() {
+                    let path = format!("/faults/crashInInvoke/{i}");
+                    let Some(o) = c.object(item, &path) else {
+                        continue;
+                    };
+                    c.known_keys(o, &path, &["step", "attempt"]);
+                    let step = o.get("step").and_then(Value::as_str);
+                    if step.is_none() {
+                        c.err(&format!("{path}/step"), "must be a step id (string)");
+                    }
+                    let attempt = match o.get("attempt") {
+                        None => Some(1),
+                        Some(a) => c.positive_u32(a, &format!("{path}/attempt")),
+                    };
+                    if let (Some(step), Some(attempt)) = (step, attempt) {
+                        faults.crash_in_invoke.push(InvokeCrash {
+                            step: step.to_owned(),
+                            attempt,
+                        });
                     }
                 }
-                None => c.err("/faults/crashInInvoke", "must be an array"),
             }
+            None => c.err("/faults/crashInInvoke", "must be an array"),
         }
-    }
-    if let Some(v) = root.get("workflows")
-        && let Some(w) = c.object(v, "/workflows")
-    {
-        for (id, wf) in w {
-            if !wf.is_object() {
-                c.err(
-                    &format!("/workflows/{}", pointer_token(id)),
-                    "must be a workflow document (an object)",
-                );
-            }
-            s.workflows.insert(id.clone(), wf.clone());
-        }
-    }
-    if let Some(v) = root.get("functions")
-        && let Some(fns) = c.object(v, "/functions")
-    {
-        for (id, f) in fns {
-            let path = format!("/functions/{}", pointer_token(id));
-            if let Some(script) = parse_function(&mut c, f, &path) {
-                s.functions.insert(id.clone(), script);
-            }
-        }
-    }
-    if c.errors.is_empty() {
-        Ok(s)
-    } else {
-        Err(c.errors)
     }
 }
 
