@@ -338,10 +338,9 @@ impl Generated {
                "sealingKey": SEALING_KEY, "actions": actions, "faults": faults})
     }
 
-    /// The semantics, written out as plainly as possible and independently of the engine.
-    pub fn model(&self) -> Model {
+    /// PLAN-5: Kahn's algorithm, always taking the lowest declared index that is ready.
+    fn plan_order(&self) -> Vec<usize> {
         let n = self.steps.len();
-        // PLAN-5: Kahn's algorithm, always taking the lowest declared index that is ready.
         let mut order: Vec<usize> = Vec::with_capacity(n);
         let mut done = vec![false; n];
         while order.len() < n {
@@ -352,6 +351,12 @@ impl Generated {
             done[next] = true;
             order.push(next);
         }
+        order
+    }
+
+    /// The semantics, written out as plainly as possible and independently of the engine.
+    pub fn model(&self) -> Model {
+        let order = self.plan_order();
         let mut skipped: BTreeSet<(usize, usize, bool)> = BTreeSet::new();
         let mut m = Model {
             status: "succeeded",

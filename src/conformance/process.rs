@@ -203,7 +203,9 @@ impl ProcessAdapter {
         }
     }
 
-    fn exchange(&mut self, request: &Value) -> Result<Value, AdapterError> {
+    /// Before a request: refuse once broken or past the run's deadline, and start a fresh
+    /// process when the previous one failed (so one crash costs one case).
+    fn ensure_running(&mut self) -> Result<(), AdapterError> {
         if let Some(e) = &self.broken {
             return Err(e.clone());
         }
@@ -228,6 +230,11 @@ impl ProcessAdapter {
                 return Err(e.clone());
             }
         }
+        Ok(())
+    }
+
+    fn exchange(&mut self, request: &Value) -> Result<Value, AdapterError> {
+        self.ensure_running()?;
         let Some(running) = self.running.as_mut() else {
             return Err(AdapterError::Unavailable(
                 "the adapter is not running".to_owned(),

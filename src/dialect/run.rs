@@ -214,11 +214,6 @@ fn decorate(imported: &Imported, run_id: &str, report: &mut Value) {
     };
     top.insert("dialect".into(), json!(imported.dialect));
     let succeeded = top.get("run").and_then(|r| r.get("status")) == Some(&json!("succeeded"));
-    let step_output = |top: &Map<String, Value>, id: &str| -> Option<Value> {
-        let rec = top.get("run")?.get("steps")?.get(id)?;
-        (rec.get("status")? == "succeeded")
-            .then(|| rec.get("output").cloned().unwrap_or(Value::Null))
-    };
     match imported.dialect {
         Dialect::Woml => {
             // WOML-13: the final value-producing node on the main route — in a chain, the
@@ -231,63 +226,78 @@ fn decorate(imported: &Imported, run_id: &str, report: &mut Value) {
                 .unwrap_or(Value::Null);
             top.insert("result".into(), result);
             if let Some(Value::Array(invocations)) = top.get_mut("invocations") {
-                for inv in invocations.iter_mut() {
-                    let Some(id) = inv.get("stepId").and_then(Value::as_str) else {
-                        continue;
-                    };
-                    let Some(info) = imported
-                        .steps
-                        .iter()
-                        .find(|s| s.id == id && s.kind == StepKind::Script)
-                    else {
-                        continue;
-                    };
-                    let number = inv.get("attempt").cloned().unwrap_or(json!(1));
-                    let binding = json!({"attempt": {
-                        "number": number,
-                        "maxAttempts": info.max_attempts,
-                        "idempotencyKey": format!("{run_id}:{id}"),
-                    }});
-                    if let Value::Object(m) = inv {
-                        m.insert("bindings".into(), binding);
-                    }
-                }
+                attempt_bindings(imported, run_id, invocations);
             }
         }
         Dialect::Yaml => {
-            // YML-5: what each step binds (D-231): an action call's output, the run's
-            // returned value, the agent's value, a value's structure, a render's string or
-            // parts, a for_each's iteration scopes, a parallel's branch scopes. Synthetic
-            // steps, wait and stop (nothing readable) and steps inside a construct's body
-            // (their construct binds them) are not listed.
-            let mut bindings = Map::new();
-            for info in &imported.steps {
-                let Some(out) = step_output(top, &info.id) else {
-                    continue;
-                };
-                let bound = match info.binds {
-                    Binds::Nothing => continue,
-                    Binds::Output => out,
-                    Binds::ResultValue => {
-                        out.pointer("/result/value").cloned().unwrap_or(Value::Null)
-                    }
-                    Binds::Result => out.get("result").cloned().unwrap_or(Value::Null),
-                    Binds::IterationScopes => Value::Array(
-                        out.get("items")
-                            .and_then(Value::as_array)
-                            .map(|items| {
-                                items
-                                    .iter()
-                                    .map(|i| i.get("result").cloned().unwrap_or(Value::Null))
-                                    .collect()
-                            })
-                            .unwrap_or_default(),
-                    ),
-                };
-                bindings.insert(info.id.clone(), bound);
-            }
+            let bindings = yaml_bindings(imported, top);
             top.insert("bindings".into(), Value::Object(bindings));
         }
         Dialect::W6w => {}
     }
+}
+
+/// A step's output when it succeeded (`null` for a success without one).
+fn step_output(top: &Map<String, Value>, id: &str) -> Option<Value> {
+    let rec = top.get("run")?.get("steps")?.get(id)?;
+    (rec.get("status")? == "succeeded").then(|| rec.get("output").cloned().unwrap_or(Value::Null))
+}
+
+/// Each WOML script invocation's `attempt` binding: its number, the step's attempts and
+/// its idempotency key.
+fn attempt_bindings(imported: &Imported, run_id: &str, invocations: &mut [Value]) {
+    for inv in invocations.iter_mut() {
+        let Some(id) = inv.get("stepId").and_then(Value::as_str) else {
+            continue;
+        };
+        let Some(info) = imported
+            .steps
+            .iter()
+            .find(|s| s.id == id && s.kind == StepKind::Script)
+        else {
+            continue;
+        };
+        let number = inv.get("attempt").cloned().unwrap_or(json!(1));
+        let binding = json!({"attempt": {
+            "number": number,
+            "maxAttempts": info.max_attempts,
+            "idempotencyKey": format!("{run_id}:{id}"),
+        }});
+        if let Value::Object(m) = inv {
+            m.insert("bindings".into(), binding);
+        }
+    }
+}
+
+/// YML-5: what each step binds (D-231): an action call's output, the run's returned
+/// value, the agent's value, a value's structure, a render's string or parts, a
+/// for_each's iteration scopes, a parallel's branch scopes. Synthetic steps, wait and
+/// stop (nothing readable) and steps inside a construct's body (their construct binds
+/// them) are not listed.
+fn yaml_bindings(imported: &Imported, top: &Map<String, Value>) -> Map<String, Value> {
+    let mut bindings = Map::new();
+    for info in &imported.steps {
+        let Some(out) = step_output(top, &info.id) else {
+            continue;
+        };
+        let bound = match info.binds {
+            Binds::Nothing => continue,
+            Binds::Output => out,
+            Binds::ResultValue => out.pointer("/result/value").cloned().unwrap_or(Value::Null),
+            Binds::Result => out.get("result").cloned().unwrap_or(Value::Null),
+            Binds::IterationScopes => Value::Array(
+                out.get("items")
+                    .and_then(Value::as_array)
+                    .map(|items| {
+                        items
+                            .iter()
+                            .map(|i| i.get("result").cloned().unwrap_or(Value::Null))
+                            .collect()
+                    })
+                    .unwrap_or_default(),
+            ),
+        };
+        bindings.insert(info.id.clone(), bound);
+    }
+    bindings
 }

@@ -356,7 +356,9 @@ struct ImportedStep {
     info: StepInfo,
 }
 
-fn walk_steps<'i>(w: &mut Walk<'i>, steps: Node<'_, 'i>) -> Vec<ImportedStep> {
+/// The flow items of the root `<steps>`: its child elements (it takes no attributes and
+/// no text, and holds at least one).
+fn flow_items<'a, 'i>(w: &mut Walk<'i>, steps: Node<'a, 'i>) -> Vec<Node<'a, 'i>> {
     for a in steps.attributes() {
         let pos = w.lines.pos(a.range().start);
         w.problem(
@@ -368,7 +370,7 @@ fn walk_steps<'i>(w: &mut Walk<'i>, steps: Node<'_, 'i>) -> Vec<ImportedStep> {
         );
     }
     w.no_text(steps, "/workflow/steps", "WOML-2");
-    let items: Vec<Node<'_, 'i>> = steps.children().filter(Node::is_element).collect();
+    let items: Vec<Node<'a, 'i>> = steps.children().filter(Node::is_element).collect();
     if items.is_empty() {
         let pos = w.pos(steps);
         w.problem(
@@ -379,6 +381,11 @@ fn walk_steps<'i>(w: &mut Walk<'i>, steps: Node<'_, 'i>) -> Vec<ImportedStep> {
             "<steps> holds one or more flow items; an empty root <steps> is invalid",
         );
     }
+    items
+}
+
+fn walk_steps<'i>(w: &mut Walk<'i>, steps: Node<'_, 'i>) -> Vec<ImportedStep> {
+    let items = flow_items(w, steps);
     let mut out: Vec<ImportedStep> = Vec::new();
     // Every id so far, in document order: the duplicate check is a hash probe (D-218).
     let mut seen: IndexSet<String> = IndexSet::new();

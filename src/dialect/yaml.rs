@@ -201,6 +201,20 @@ pub fn import(text: &str, manifest: Option<&Manifest>) -> Result<Imported, Vec<P
     })
 }
 
+/// YML-1: a document whose root is not a map.
+fn not_a_map(root: &Y) -> Problem {
+    Problem::new(
+        "invalid_document",
+        Some("YML-1"),
+        "",
+        root.pos,
+        format!(
+            "a YAML workflow is a map whose steps key holds the ordered list, not {}",
+            root.kind()
+        ),
+    )
+}
+
 /// The walk behind both judgements. `Err` only when the document has no step list to walk.
 fn check<'m>(
     text: &str,
@@ -216,16 +230,7 @@ fn check<'m>(
         seen: HashSet::new(),
     };
     let N::Map(top) = &root.node else {
-        return Err(vec![Problem::new(
-            "invalid_document",
-            Some("YML-1"),
-            "",
-            root.pos,
-            format!(
-                "a YAML workflow is a map whose steps key holds the ordered list, not {}",
-                root.kind()
-            ),
-        )]);
+        return Err(vec![not_a_map(&root)]);
     };
     let (meta, steps) = top_level(&mut cx, top);
     let Some(steps) = steps else {
@@ -341,17 +346,21 @@ fn is_duration_or_expression(v: &Y) -> bool {
         .is_some_and(|s| s.contains("{{") || parse_duration_ms(s).is_some_and(|ms| ms > 0))
 }
 
-/// YML-2 and YML-3 for one action call.
-fn check_action(cx: &mut Ctx<'_>, key: &str, key_pos: Pos, args: &Y, path: &str) {
-    let well_formed = key.split_once('.').is_some_and(|(c, a)| {
+/// YML-2: `connector.action`, two non-empty names of `[A-Za-z0-9_-]` joined by one dot.
+fn is_action_name(key: &str) -> bool {
+    key.split_once('.').is_some_and(|(c, a)| {
         let part = |p: &str| {
             !p.is_empty()
                 && p.chars()
                     .all(|ch| ch.is_ascii_alphanumeric() || ch == '_' || ch == '-')
         };
         part(c) && part(a)
-    });
-    if !well_formed {
+    })
+}
+
+/// YML-2 and YML-3 for one action call.
+fn check_action(cx: &mut Ctx<'_>, key: &str, key_pos: Pos, args: &Y, path: &str) {
+    if !is_action_name(key) {
         cx.problem(
             "invalid_action",
             "YML-2",

@@ -953,23 +953,7 @@ impl SimHost<'_> {
         } else {
             child_run_id(&self.info.id, &req.dispatch_id)
         };
-        let child = SimHost {
-            world: self.world,
-            scenario: self.scenario,
-            store: self.store,
-            acked: self.acked,
-            forks: self.forks,
-            scrub: self.scrub,
-            options: self.options,
-            scripts: self.scripts,
-            info: RunInfo {
-                id: run_id.clone(),
-                workflow_id: workflow.id.clone(),
-                trigger: RunTrigger::Manual,
-                attempt: 1,
-            },
-            role: Role::Child,
-        };
+        let child = self.child_host(run_id.clone(), workflow.id.clone());
         let stored = self
             .store
             .borrow()
@@ -1007,6 +991,27 @@ impl SimHost<'_> {
             result = next.await;
         }
         self.child_outcome(id, run_id, continued, result).await
+    }
+
+    /// The host a child run runs on: this run's world, store and scenario, its own run.
+    fn child_host(&self, run_id: String, workflow_id: String) -> Self {
+        SimHost {
+            world: self.world,
+            scenario: self.scenario,
+            store: self.store,
+            acked: self.acked,
+            forks: self.forks,
+            scrub: self.scrub,
+            options: self.options,
+            scripts: self.scripts,
+            info: RunInfo {
+                id: run_id,
+                workflow_id,
+                trigger: RunTrigger::Manual,
+                attempt: 1,
+            },
+            role: Role::Child,
+        }
     }
 
     /// D-122: a suspended child's schedule fires on the virtual clock (the caller waits

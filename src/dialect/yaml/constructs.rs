@@ -86,24 +86,7 @@ pub(super) fn for_each(
             ),
         );
     }
-    let item_name = match key(construct_keys, "as") {
-        None => None,
-        Some((_, _, v)) => match v.as_str() {
-            Some(s) if !s.is_empty() && !s.contains('.') => Some(s),
-            _ => {
-                cx.unsupported(
-                    "YML-9",
-                    format!("{}/as", h.path),
-                    v.pos,
-                    format!(
-                        "as names the item (a string without dots), not {}",
-                        v.kind()
-                    ),
-                );
-                None
-            }
-        },
-    };
+    let item_name = item_name(cx, h, construct_keys);
     let parallelism = match key(construct_keys, "concurrency") {
         None => None,
         Some((_, _, v)) => match &v.node {
@@ -136,6 +119,28 @@ pub(super) fn for_each(
         scope: scope_of(&members),
     };
     (Some(out), shape)
+}
+
+/// YML-9: a `for_each`'s `as`, the item's name (a string without dots).
+fn item_name<'y>(cx: &mut Ctx<'_>, h: &Head<'_>, construct_keys: &[Key<'y>]) -> Option<&'y str> {
+    match key(construct_keys, "as") {
+        None => None,
+        Some((_, _, v)) => match v.as_str() {
+            Some(s) if !s.is_empty() && !s.contains('.') => Some(s),
+            _ => {
+                cx.unsupported(
+                    "YML-9",
+                    format!("{}/as", h.path),
+                    v.pos,
+                    format!(
+                        "as names the item (a string without dots), not {}",
+                        v.kind()
+                    ),
+                );
+                None
+            }
+        },
+    }
 }
 
 /// A `for_each`'s `steps`: checked in the body's scope; `None` when it cannot run.
