@@ -1,5 +1,6 @@
-//! Checks on the engine's own source (test builds only): what review would otherwise have
-//! to remember.
+//! The crate-wide function-length check (test builds only): what review would otherwise
+//! have to remember. It lives with the engine, where it started (D-87), and scans every
+//! file under `src/` (D-360).
 
 use std::path::{Path, PathBuf};
 
@@ -67,20 +68,51 @@ fn long_functions(source: &str, max: usize) -> Vec<(usize, usize, String)> {
     found
 }
 
+/// Files still over the limit whose functions other helpers of issue 43 are splitting at
+/// the same time, skipped until their work lands. Temporary: the main session empties this
+/// list when it merges that work (a listed file that passes is reported, so the list cannot
+/// go stale silently).
+const PENDING_OWNED_ELSEWHERE: &[&str] = &[
+    "src/expr/jsonlogic.rs",
+    "src/model/run.rs",
+    "src/model/validate.rs",
+    "src/plan/control/blocks.rs",
+    "src/plan/control/params.rs",
+    "src/plan/mod.rs",
+    "src/plan/wait.rs",
+    "src/validate/control_tests.rs",
+];
+
 #[test]
-fn no_engine_function_is_long_without_a_reason() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/engine");
+fn no_function_in_src_is_long_without_a_reason() {
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let root = manifest.join("src");
     let mut files = Vec::new();
     rust_files(&root, &mut files);
     files.sort();
-    assert!(files.len() > 10, "found only {files:?} under {root:?}");
+    assert!(files.len() > 100, "found only {files:?} under {root:?}");
     let mut problems = Vec::new();
     for file in &files {
+        let relative = file.strip_prefix(manifest).unwrap_or(file);
+        let shown = relative.to_string_lossy().replace('\\', "/");
         let source = std::fs::read_to_string(file).unwrap_or_default();
-        for (line, length, signature) in long_functions(&source, FN_LINES_MAX) {
+        let long = long_functions(&source, FN_LINES_MAX);
+        if PENDING_OWNED_ELSEWHERE.contains(&shown.as_str()) {
+            if long.is_empty() {
+                problems.push(format!(
+                    "{shown}: passes now; drop it from PENDING_OWNED_ELSEWHERE"
+                ));
+            }
+            continue;
+        }
+        for (line, length, signature) in long {
+            problems.push(format!("{shown}:{line}: {length} lines: {signature}"));
+        }
+    }
+    for pending in PENDING_OWNED_ELSEWHERE {
+        if !manifest.join(pending).is_file() {
             problems.push(format!(
-                "{}:{line}: {length} lines: {signature}",
-                file.display()
+                "{pending}: listed in PENDING_OWNED_ELSEWHERE but missing"
             ));
         }
     }
@@ -108,5 +140,22 @@ fn the_length_check_counts_bodies_and_honours_reasons() {
     assert_eq!(found[0].1, 7);
     assert_eq!(found[0].2, "fn long() {");
     assert!(is_fn_signature("pub(crate) async fn walk(self)"));
+    // A method in an impl and a function in a nested test module are measured from their
+    // own indentation, and a reason above a nested one counts too.
+    let indented =
+        |text: String, by: &str| -> String { text.lines().map(|l| format!("{by}{l}\n")).collect() };
+    let nested = format!(
+        "impl A {{\n{}}}\nmod tests {{\n    mod inner {{\n{}{}    }}\n}}\n",
+        indented(body("method", 5), "    "),
+        indented(body("nested", 6), "        "),
+        indented(
+            format!("// long: a table\n{}", body("table", 9)),
+            "        "
+        )
+    );
+    let found = long_functions(&nested, 6);
+    let names: Vec<&str> = found.iter().map(|f| f.2.as_str()).collect();
+    assert_eq!(names, ["fn method() {", "fn nested() {"], "{found:?}");
+    assert_eq!((found[0].1, found[1].1), (7, 8));
     assert!(!is_fn_signature("let fn_name = 1;"));
 }
