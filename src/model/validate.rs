@@ -22,7 +22,9 @@ use serde::Deserialize;
 use serde::de::value::MapDeserializer;
 use serde_json::{Map, Number, Value};
 
-use super::{Edge, Extra, Id, Step, Uses, When, Workflow};
+use super::{Edge, Step, Workflow};
+mod plain;
+use plain::{plain_edge, plain_step};
 
 use super::{ValidationCode as Code, ValidationError, pointer_token};
 use super::{json_kind, show_value};
@@ -99,7 +101,6 @@ fn checked(
         errors: Vec::new(),
         gate,
         runnable,
-        uses_path: String::new(),
         too_deep: false,
         parts: typed.then(Parts::default),
     };
@@ -187,30 +188,56 @@ fn same_short(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x == y)
 }
 
-fn child(path: &str, name: &str) -> String {
-    format!("{path}/{}", pointer_token(name))
+/// Where the walk is in the document: a JSON Pointer written out only when a problem
+/// names it (D-330). A clean step or edge costs no path at all, and each check runs once.
+#[derive(Debug, Clone, Copy)]
+enum Path<'a> {
+    /// A pointer as written: `""` (the root) or `"/reroute"`.
+    At(&'a str),
+    /// Element `index` of the array at pointer `array`.
+    Item(&'a str, usize),
+    /// Member `name` of the value at `parent`.
+    Member(&'a Path<'a>, &'a str),
 }
 
-fn item(path: &str, index: usize) -> String {
-    format!("{path}/{index}")
+impl Path<'_> {
+    fn write(&self, out: &mut String) {
+        match *self {
+            Path::At(pointer) => out.push_str(pointer),
+            Path::Item(array, index) => {
+                out.push_str(array);
+                out.push('/');
+                out.push_str(itoa::Buffer::new().format(index));
+            }
+            Path::Member(parent, name) => {
+                parent.write(out);
+                out.push('/');
+                out.push_str(&pointer_token(name));
+            }
+        }
+    }
+
+    /// The pointer, written out.
+    fn render(&self) -> String {
+        let mut out = String::new();
+        self.write(&mut out);
+        out
+    }
+
+    /// The pointer of member `name` of this value, written out.
+    fn child(&self, name: &str) -> String {
+        Path::Member(self, name).render()
+    }
 }
 
-/// `buffer` becomes `{path}/{index}`, reusing its allocation (the walk sets one per step
-/// and per edge: `itoa`, not `fmt`, D-196).
-fn set_item(buffer: &mut String, path: &str, index: usize) {
-    buffer.clear();
-    buffer.push_str(path);
-    buffer.push('/');
-    buffer.push_str(itoa::Buffer::new().format(index));
-}
+/// The root's pointer.
+const ROOT: Path<'static> = Path::At("");
 
 /// The one-pass collector.
 struct Walk {
     errors: Vec<ValidationError>,
     gate: KeyGate,
     runnable: bool,
-    /// A reused buffer for `/steps/<i>/uses` (a path is only copied out with a problem).
-    uses_path: String,
     /// Some value nests deeper than the bound: the walk stopped before reading it.
     too_deep: bool,
     /// The typed steps and edges, while the walk builds them and has found no problem.
@@ -222,10 +249,10 @@ impl Walk {
         self.errors.push(ValidationError::new(code, path, message));
     }
 
-    fn missing(&mut self, parent: &str, name: &str, what: &str) {
+    fn missing(&mut self, parent: Path<'_>, name: &str, what: &str) {
         self.push(
             Code::MissingField,
-            child(parent, name),
+            parent.child(name),
             format!("the required field {name:?} is missing: {what}"),
         );
     }
@@ -234,7 +261,7 @@ impl Walk {
     fn object<'v>(
         &mut self,
         v: &'v Value,
-        path: &str,
+        path: Path<'_>,
         what: &str,
     ) -> Option<&'v Map<String, Value>> {
         match v {
@@ -242,7 +269,7 @@ impl Walk {
             other => {
                 self.push(
                     Code::InvalidType,
-                    path,
+                    path.render(),
                     format!("{what} must be an object, not {}", json_kind(other)),
                 );
                 None
@@ -253,7 +280,7 @@ impl Walk {
     fn required_string<'v>(
         &mut self,
         obj: &'v Map<String, Value>,
-        parent: &str,
+        parent: Path<'_>,
         name: &str,
         what: &str,
     ) -> Option<&'v str> {
@@ -266,7 +293,7 @@ impl Walk {
             Some(other) => {
                 self.push(
                     Code::InvalidType,
-                    child(parent, name),
+                    parent.child(name),
                     format!("{name} must be a string, not {}", json_kind(other)),
                 );
                 None
@@ -277,7 +304,7 @@ impl Walk {
     fn optional_string<'v>(
         &mut self,
         obj: &'v Map<String, Value>,
-        parent: &str,
+        parent: Path<'_>,
         name: &str,
     ) -> Option<&'v str> {
         match field(obj, name) {
@@ -290,7 +317,7 @@ impl Walk {
         }
     }
 
-    fn not_null_type(&mut self, parent: &str, name: &str, want: &str, got: &Value) {
+    fn not_null_type(&mut self, parent: Path<'_>, name: &str, want: &str, got: &Value) {
         let hint = if got.is_null() {
             "; omit the field instead of writing null"
         } else {
@@ -298,7 +325,7 @@ impl Walk {
         };
         self.push(
             Code::InvalidType,
-            child(parent, name),
+            parent.child(name),
             format!("{name} must be {want}, not {}{hint}", json_kind(got)),
         );
     }
@@ -308,7 +335,7 @@ impl Walk {
     fn optional_enum(
         &mut self,
         obj: &Map<String, Value>,
-        parent: &str,
+        parent: Path<'_>,
         name: &str,
         allowed: &[&str],
         code: Code,
@@ -320,7 +347,7 @@ impl Walk {
                 let choices: Vec<String> = allowed.iter().map(|a| format!("{a:?}")).collect();
                 self.push(
                     code,
-                    child(parent, name),
+                    parent.child(name),
                     format!("{name} must be one of {}, not {s:?}", choices.join(", ")),
                 );
             }
@@ -328,7 +355,7 @@ impl Walk {
         }
     }
 
-    fn optional_object(&mut self, obj: &Map<String, Value>, parent: &str, name: &str) {
+    fn optional_object(&mut self, obj: &Map<String, Value>, parent: Path<'_>, name: &str) {
         match field(obj, name) {
             None | Some(Value::Object(_)) => {}
             Some(other) => self.not_null_type(parent, name, "an object", other),
@@ -362,7 +389,7 @@ impl Walk {
             return;
         }
         match field(root, "manifestVersion") {
-            None => self.missing("", "manifestVersion", "the workflow model version, \"2\""),
+            None => self.missing(ROOT, "manifestVersion", "the workflow model version, \"2\""),
             Some(Value::String(s)) if s == "2" => {}
             Some(Value::String(s)) => self.push(
                 Code::InvalidValue,
@@ -378,12 +405,12 @@ impl Walk {
                 ),
             ),
         }
-        self.required_string(root, "", "id", "the host-issued workflow id");
-        self.required_string(root, "", "name", "the workflow's machine name");
+        self.required_string(root, ROOT, "id", "the host-issued workflow id");
+        self.required_string(root, ROOT, "name", "the workflow's machine name");
         self.key(root);
-        self.optional_string(root, "", "displayName");
-        self.optional_string(root, "", "description");
-        self.optional_object(root, "", "trigger");
+        self.optional_string(root, ROOT, "displayName");
+        self.optional_string(root, ROOT, "description");
+        self.optional_object(root, ROOT, "trigger");
         self.variables(root);
         self.steps(root);
         if self.too_deep {
@@ -394,7 +421,7 @@ impl Walk {
             return;
         }
         // `settings` is declarative only (MODEL-1/2): never inspected.
-        self.retry_field(root, "");
+        self.retry_field(root, ROOT);
         self.workflow_on_error(root);
         self.reroute(root);
     }
@@ -431,25 +458,25 @@ impl Walk {
             return;
         };
         let Value::Array(vars) = v else {
-            self.not_null_type("", "variables", "an array of variables", v);
+            self.not_null_type(ROOT, "variables", "an array of variables", v);
             return;
         };
         for (i, var) in vars.iter().enumerate() {
-            let path = item("/variables", i);
-            let Some(obj) = self.object(var, &path, "a workflow variable") else {
+            let path = Path::Item("/variables", i);
+            let Some(obj) = self.object(var, path, "a workflow variable") else {
                 continue;
             };
-            self.required_string(obj, &path, "key", "the variable's name, read as vars.<key>");
+            self.required_string(obj, path, "key", "the variable's name, read as vars.<key>");
             self.optional_enum(
                 obj,
-                &path,
+                path,
                 "type",
                 &["string", "number", "boolean", "object", "array"],
                 Code::InvalidValue,
             );
             match field(obj, "required") {
                 None | Some(Value::Bool(_)) => {}
-                Some(other) => self.not_null_type(&path, "required", "a boolean", other),
+                Some(other) => self.not_null_type(path, "required", "a boolean", other),
             }
             // `default` may be any value, null included.
         }
@@ -458,12 +485,12 @@ impl Walk {
     fn steps(&mut self, root: &Map<String, Value>) {
         let steps = match field(root, "steps") {
             None => {
-                self.missing("", "steps", "the workflow's steps (an array)");
+                self.missing(ROOT, "steps", "the workflow's steps (an array)");
                 return;
             }
             Some(Value::Array(steps)) => steps,
             Some(other) => {
-                self.not_null_type("", "steps", "an array of steps", other);
+                self.not_null_type(ROOT, "steps", "an array of steps", other);
                 return;
             }
         };
@@ -477,37 +504,13 @@ impl Walk {
         if let Some(parts) = &mut self.parts {
             Parts::reserve(&mut parts.steps, steps.len());
         }
-        // One path buffer for every step, written only for a step with a problem.
-        let mut path = String::new();
         for (i, s) in steps.iter().enumerate() {
             if !nests_within(s, MAX_NESTING_DEPTH - 2) {
                 self.too_deep = true;
                 return;
             }
-            self.element(s, "/steps", i, &mut path, Walk::step);
+            self.step(s, Path::Item("/steps", i));
             self.build(s, plain_step, |parts, step| parts.steps.push(step));
-        }
-    }
-
-    /// Check element `i` of the array at `array` with `check`: first under an empty path,
-    /// and again under its real path (`{array}/{i}`, written into `path`) only when that
-    /// found a problem. `check` only adds problems, and the same ones for the same value,
-    /// so the second pass replaces the first's with the same problems at their pointers;
-    /// an element without a problem never has its path written (D-199).
-    fn element(
-        &mut self,
-        v: &Value,
-        array: &str,
-        i: usize,
-        path: &mut String,
-        check: fn(&mut Self, &Value, &str),
-    ) {
-        let before = self.errors.len();
-        check(self, v, "");
-        if self.errors.len() > before {
-            self.errors.truncate(before);
-            set_item(path, array, i);
-            check(self, v, path);
         }
     }
 
@@ -533,7 +536,7 @@ impl Walk {
         }
     }
 
-    fn step(&mut self, v: &Value, path: &str) {
+    fn step(&mut self, v: &Value, path: Path<'_>) {
         let Some(obj) = self.object(v, path, "a step") else {
             return;
         };
@@ -542,14 +545,14 @@ impl Walk {
             if id.is_empty() {
                 self.push(
                     Code::InvalidValue,
-                    child(path, "id"),
+                    path.child("id"),
                     "a step id must not be empty: steps.<id>.output could never address it",
                 );
             } else if id.contains('.') {
                 // PLAN-8
                 self.push(
                     Code::DottedStepId,
-                    child(path, "id"),
+                    path.child("id"),
                     format!(
                         "step id {id:?} contains '.'; expressions address outputs as steps.<id>.output and split paths on '.', so this step could never be referenced"
                     ),
@@ -579,7 +582,7 @@ impl Walk {
     /// `uses`: `{ app, action, connection? }`. A stored draft may leave it, or its app and
     /// action, unset; the runnable gate (PLAN-9) requires them. `{ function }` (function.md,
     /// companion notes §4.3) is accepted as the other arm of the union.
-    fn uses(&mut self, step: &Map<String, Value>, path: &str) {
+    fn uses(&mut self, step: &Map<String, Value>, path: Path<'_>) {
         let runnable = self.runnable;
         let uses = match field(step, "uses") {
             None => {
@@ -603,16 +606,11 @@ impl Walk {
                 return;
             }
         };
-        let mut buffer = std::mem::take(&mut self.uses_path);
-        buffer.clear();
-        buffer.push_str(path);
-        buffer.push_str("/uses");
-        self.uses_members(uses, &buffer);
-        self.uses_path = buffer;
+        self.uses_members(uses, Path::Member(&path, "uses"));
     }
 
     /// The members of an object `uses` at `path`.
-    fn uses_members(&mut self, uses: &Map<String, Value>, path: &str) {
+    fn uses_members(&mut self, uses: &Map<String, Value>, path: Path<'_>) {
         let runnable = self.runnable;
         let app = self.optional_string(uses, path, "app");
         let action = self.optional_string(uses, path, "action");
@@ -620,7 +618,7 @@ impl Walk {
             None | Some(Value::Null | Value::String(_)) => {}
             Some(other) => self.push(
                 Code::InvalidType,
-                child(path, "connection"),
+                path.child("connection"),
                 format!(
                     "connection must be a string or null, not {}",
                     json_kind(other)
@@ -641,12 +639,12 @@ impl Walk {
         match function {
             Some(_) if app.is_some() || action.is_some() => self.push(
                 Code::InvalidValue,
-                path,
+                path.render(),
                 "uses names both a function and an app/action; a runnable step names exactly one target",
             ),
             Some("") => self.push(
                 Code::InvalidValue,
-                child(path, "function"),
+                path.child("function"),
                 "a runnable step's function id must not be empty",
             ),
             Some(_) => {}
@@ -659,7 +657,7 @@ impl Walk {
                         None if field(uses, name).is_none() => self.missing(path, name, what),
                         Some("") => self.push(
                             Code::InvalidValue,
-                            child(path, name),
+                            path.child(name),
                             format!("a runnable step's uses.{name} must not be empty"),
                         ),
                         _ => {}
@@ -671,14 +669,14 @@ impl Walk {
 
     /// `retry` on a step or the workflow: absent or null means no retry (MODEL-3); any
     /// other problem is `invalid_retry_policy` at the exact field (MODEL-4).
-    fn retry_field(&mut self, obj: &Map<String, Value>, parent: &str) {
-        let path = || child(parent, "retry");
+    fn retry_field(&mut self, obj: &Map<String, Value>, parent: Path<'_>) {
+        let path = Path::Member(&parent, "retry");
         match field(obj, "retry") {
             None | Some(Value::Null) => {}
-            Some(Value::Object(policy)) => self.retry_policy(policy, &path()),
+            Some(Value::Object(policy)) => self.retry_policy(policy, path),
             Some(other) => self.push(
                 Code::InvalidRetryPolicy,
-                path(),
+                path.render(),
                 format!(
                     "retry must be a RetryPolicy object {{ maxAttempts, backoff?, delayMs? }} or null, not {}",
                     json_kind(other)
@@ -687,17 +685,17 @@ impl Walk {
         }
     }
 
-    fn retry_policy(&mut self, policy: &Map<String, Value>, path: &str) {
+    fn retry_policy(&mut self, policy: &Map<String, Value>, path: Path<'_>) {
         match field(policy, "maxAttempts") {
             None => self.push(
                 Code::InvalidRetryPolicy,
-                child(path, "maxAttempts"),
+                path.child("maxAttempts"),
                 "maxAttempts is required: the total number of attempts including the first (1 = no retry)",
             ),
             Some(Value::Number(n)) if is_integer_at_least_one(n) => {}
             Some(other) => self.push(
                 Code::InvalidRetryPolicy,
-                child(path, "maxAttempts"),
+                path.child("maxAttempts"),
                 format!(
                     "maxAttempts must be an integer >= 1 (there is no upper bound), not {}",
                     show_value(other)
@@ -709,7 +707,7 @@ impl Walk {
             Some(Value::String(s)) if s == "fixed" || s == "exponential" => {}
             Some(other) => self.push(
                 Code::InvalidRetryPolicy,
-                child(path, "backoff"),
+                path.child("backoff"),
                 format!(
                     "backoff must be \"fixed\" or \"exponential\" when present, not {}",
                     show_value(other)
@@ -721,7 +719,7 @@ impl Walk {
             Some(Value::Number(n)) if n.as_f64().is_some_and(|d| d.is_finite() && d >= 0.0) => {}
             Some(other) => self.push(
                 Code::InvalidRetryPolicy,
-                child(path, "delayMs"),
+                path.child("delayMs"),
                 format!(
                     "delayMs must be a finite number of milliseconds >= 0 when present, not {}",
                     show_value(other)
@@ -734,7 +732,7 @@ impl Walk {
             Some(Value::Number(n)) if n.as_f64().is_some_and(|d| d.is_finite() && d >= 0.0) => {}
             Some(other) => self.push(
                 Code::InvalidRetryPolicy,
-                child(path, super::workflow::EXT_MAX_DELAY_MS),
+                path.child(super::workflow::EXT_MAX_DELAY_MS),
                 format!(
                     "x-w6w-maxDelayMs must be a finite number of milliseconds >= 0 when present, not {}",
                     show_value(other)
@@ -746,7 +744,7 @@ impl Walk {
             Some(Value::Array(codes)) if codes.iter().all(Value::is_string) => {}
             Some(other) => self.push(
                 Code::InvalidRetryPolicy,
-                child(path, super::workflow::EXT_RETRY_ON),
+                path.child(super::workflow::EXT_RETRY_ON),
                 format!(
                     "x-w6w-retryOn must be an array of error codes (strings) when present, not {}",
                     show_value(other)
@@ -769,7 +767,7 @@ impl Walk {
         }
         self.optional_enum(
             root,
-            "",
+            ROOT,
             "onError",
             &["fail", "continue"],
             Code::InvalidValue,
@@ -782,10 +780,10 @@ impl Walk {
             return;
         };
         let Value::Object(reroute) = v else {
-            self.not_null_type("", "reroute", "an object { target, with? }", v);
+            self.not_null_type(ROOT, "reroute", "an object { target, with? }", v);
             return;
         };
-        let path = "/reroute";
+        let path = Path::At("/reroute");
         match field(reroute, "target") {
             None => self.missing(
                 path,
@@ -793,9 +791,9 @@ impl Walk {
                 "the callable to dispatch, { kind: \"workflow\", workflow } or { kind: \"function\", function }",
             ),
             Some(target) => {
-                let target_path = child(path, "target");
-                if let Some(target) = self.object(target, &target_path, "reroute.target") {
-                    self.callable(target, &target_path);
+                let target_path = Path::Member(&path, "target");
+                if let Some(target) = self.object(target, target_path, "reroute.target") {
+                    self.callable(target, target_path);
                 }
             }
         }
@@ -803,7 +801,7 @@ impl Walk {
     }
 
     /// `Callable = { kind: "function", function } | { kind: "workflow", workflow }`.
-    fn callable(&mut self, target: &Map<String, Value>, path: &str) {
+    fn callable(&mut self, target: &Map<String, Value>, path: Path<'_>) {
         let Some(kind_name) =
             self.required_string(target, path, "kind", "\"workflow\" or \"function\"")
         else {
@@ -816,7 +814,7 @@ impl Walk {
             }
             other => self.push(
                 Code::InvalidValue,
-                child(path, "kind"),
+                path.child("kind"),
                 format!("kind must be \"workflow\" or \"function\", not {other:?}"),
             ),
         }
@@ -827,24 +825,23 @@ impl Walk {
             return;
         };
         let Value::Array(edges) = v else {
-            self.not_null_type("", "edges", "an array of edges", v);
+            self.not_null_type(ROOT, "edges", "an array of edges", v);
             return;
         };
         if let Some(parts) = &mut self.parts {
             Parts::reserve(&mut parts.edges, edges.len());
         }
-        let mut path = String::new();
         for (i, edge) in edges.iter().enumerate() {
             if !nests_within(edge, MAX_NESTING_DEPTH - 2) {
                 self.too_deep = true;
                 return;
             }
-            self.element(edge, "/edges", i, &mut path, Walk::edge);
+            self.edge(edge, Path::Item("/edges", i));
             self.build(edge, plain_edge, |parts, edge| parts.edges.push(edge));
         }
     }
 
-    fn edge(&mut self, v: &Value, path: &str) {
+    fn edge(&mut self, v: &Value, path: Path<'_>) {
         let Some(obj) = self.object(v, path, "an edge") else {
             return;
         };
@@ -856,7 +853,7 @@ impl Walk {
             Some(Value::String(s)) if s == "success" || s == "error" => {}
             Some(other) => self.push(
                 Code::InvalidEdgeWhen,
-                child(path, "when"),
+                path.child("when"),
                 format!(
                     "when must be \"success\" or \"error\" (omit it for \"success\"), not {}",
                     show_value(other)
@@ -864,83 +861,6 @@ impl Walk {
             ),
         }
     }
-}
-
-/// The [`Edge`] serde's derive reads from `v`, built directly when `v` is an object whose
-/// `from` and `to` are strings and whose `when`, if present, is `"success"` or `"error"`
-/// (every other member is the edge's extra, in document order); `None` for any other
-/// shape, which the derive then reads (D-199). The derive's `#[serde(flatten)]` buffers
-/// every member before reading any, which made it most of the cost of a checked edge.
-fn plain_edge(v: &Value) -> Option<Edge> {
-    let Value::Object(members) = v else {
-        return None;
-    };
-    let (mut from, mut to, mut when) = (None, None, None);
-    let mut extra = Extra::new();
-    for (name, value) in members {
-        match (name.as_str(), value) {
-            ("from", Value::String(s)) => from = Some(Id::from(s.as_str())),
-            ("to", Value::String(s)) => to = Some(Id::from(s.as_str())),
-            ("when", Value::String(s)) => {
-                when = Some(match s.as_str() {
-                    "success" => When::Success,
-                    "error" => When::Error,
-                    _ => return None,
-                })
-            }
-            ("from" | "to" | "when", _) => return None,
-            (_, value) => {
-                extra.insert(name.clone(), value.clone());
-            }
-        }
-    }
-    Some(Edge {
-        from: from?,
-        to: to?,
-        when,
-        extra,
-    })
-}
-
-/// The [`Step`] serde's derive reads from `v`, built directly for the common shape: an
-/// object of a string `id`, an object `with` and a `uses` object of string `app` and
-/// `action` only; `None` for anything else (another member, another type, `null`), which
-/// the derive then reads (D-199).
-fn plain_step(v: &Value) -> Option<Step> {
-    let Value::Object(members) = v else {
-        return None;
-    };
-    let (mut id, mut uses, mut with) = (None, None, None);
-    for (name, value) in members {
-        match (name.as_str(), value) {
-            ("id", Value::String(s)) => id = Some(Id::from(s.as_str())),
-            ("uses", Value::Object(target)) => {
-                let mut plain = Uses::default();
-                for (name, value) in target {
-                    match (name.as_str(), value) {
-                        ("app", Value::String(s)) => plain.app = Some(Id::from(s.as_str())),
-                        ("action", Value::String(s)) => plain.action = Some(Id::from(s.as_str())),
-                        _ => return None,
-                    }
-                }
-                uses = Some(plain);
-            }
-            ("with", Value::Object(map)) => with = Some(map.clone()),
-            _ => return None,
-        }
-    }
-    Some(Step {
-        id: id?,
-        uses,
-        with,
-        retry: None,
-        on_error: None,
-        ports: None,
-        notes: None,
-        position: None,
-        fan_out: None,
-        extra: Extra::new(),
-    })
 }
 
 /// MODEL-3: an integer ≥ 1, however it is spelled (`3`, `3.0`, `1e300`).
@@ -1109,6 +1029,49 @@ mod tests {
         ("variables", || json!([{"key": "v", "default": null}])),
     ];
 
+    /// A drawn member, if any.
+    type Drawn = Option<(&'static str, Value)>;
+
+    /// Step `i` of a drawn document: its id, an optional `uses` with one more member, two
+    /// more members.
+    fn step_doc((i, (a, b, uses)): (usize, (Drawn, Drawn, Option<Drawn>))) -> Value {
+        let mut step = Map::new();
+        step.insert("id".into(), json!(format!("s{i}")));
+        if let Some(extra) = uses {
+            let mut u = Map::new();
+            u.insert("app".into(), json!("app"));
+            u.insert("action".into(), json!("act"));
+            if let Some((k, v)) = extra {
+                u.insert(k.into(), v);
+            }
+            step.insert("uses".into(), Value::Object(u));
+        }
+        for (k, v) in [a, b].into_iter().flatten() {
+            step.insert(k.into(), v);
+        }
+        Value::Object(step)
+    }
+
+    /// An edge of a drawn document over `n` steps, with its extra members before or after
+    /// the ends, so their order in the built edge is checked too.
+    fn edge_doc(
+        n: usize,
+        (from, to, first, second, ends_first): (usize, usize, Drawn, Drawn, bool),
+    ) -> Value {
+        let mut e = Map::new();
+        let ends = [
+            ("from", json!(format!("s{}", from % n))),
+            ("to", json!(format!("s{}", to % n))),
+        ];
+        let members = [first, second].into_iter().flatten();
+        if ends_first {
+            e.extend(ends.into_iter().chain(members).map(|(k, v)| (k.into(), v)));
+        } else {
+            e.extend(members.chain(ends).map(|(k, v)| (k.into(), v)));
+        }
+        Value::Object(e)
+    }
+
     /// A valid document: `n` steps with members drawn from the lists above, edges between
     /// them (or no `edges` member at all), root members before and after the arrays.
     fn valid_document() -> impl Strategy<Value = Value> {
@@ -1139,50 +1102,10 @@ mod tests {
                 root.insert("id".into(), json!("wf"));
                 root.insert("name".into(), json!("wf"));
                 let n = steps.len();
-                let steps: Vec<Value> = steps
-                    .into_iter()
-                    .enumerate()
-                    .map(|(i, (a, b, uses))| {
-                        let mut step = Map::new();
-                        step.insert("id".into(), json!(format!("s{i}")));
-                        if let Some(extra) = uses {
-                            let mut u = Map::new();
-                            u.insert("app".into(), json!("app"));
-                            u.insert("action".into(), json!("act"));
-                            if let Some((k, v)) = extra {
-                                u.insert(k.into(), v);
-                            }
-                            step.insert("uses".into(), Value::Object(u));
-                        }
-                        for (k, v) in [a, b].into_iter().flatten() {
-                            step.insert(k.into(), v);
-                        }
-                        Value::Object(step)
-                    })
-                    .collect();
+                let steps = steps.into_iter().enumerate().map(step_doc).collect();
                 root.insert("steps".into(), Value::Array(steps));
                 if let Some(edges) = edges {
-                    let edges = edges
-                        .into_iter()
-                        .map(|(from, to, first, second, ends_first)| {
-                            // Extra members before or after the ends, so their order in
-                            // the built edge is checked too.
-                            let mut e = Map::new();
-                            let ends = [
-                                ("from", json!(format!("s{}", from % n))),
-                                ("to", json!(format!("s{}", to % n))),
-                            ];
-                            let members = [first, second].into_iter().flatten();
-                            if ends_first {
-                                e.extend(
-                                    ends.into_iter().chain(members).map(|(k, v)| (k.into(), v)),
-                                );
-                            } else {
-                                e.extend(members.chain(ends).map(|(k, v)| (k.into(), v)));
-                            }
-                            Value::Object(e)
-                        })
-                        .collect();
+                    let edges = edges.into_iter().map(|e| edge_doc(n, e)).collect();
                     root.insert("edges".into(), Value::Array(edges));
                 }
                 if let Some((k, v)) = after {
@@ -1271,12 +1194,18 @@ mod tests {
     }
 
     #[test]
-    fn set_item_and_same_short_agree_with_fmt_and_eq() {
-        let mut buffer = String::from("stale");
+    fn paths_and_same_short_agree_with_fmt_and_eq() {
         for index in [0, 7, 10, 99_999, usize::MAX] {
-            set_item(&mut buffer, "/steps", index);
-            assert_eq!(buffer, format!("/steps/{index}"));
+            let step = Path::Item("/steps", index);
+            assert_eq!(step.render(), format!("/steps/{index}"));
+            let uses = Path::Member(&step, "uses");
+            assert_eq!(uses.child("a/b~c"), format!("/steps/{index}/uses/a~1b~0c"));
         }
+        assert_eq!(ROOT.child("id"), "/id");
+        assert_eq!(
+            Path::Member(&Path::At("/reroute"), "target").child("kind"),
+            "/reroute/target/kind"
+        );
         for (a, b) in [
             ("id", "id"),
             ("id", "in"),
