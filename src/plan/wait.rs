@@ -177,16 +177,8 @@ pub fn parse_timestamp_ms(text: &str) -> Result<i64, String> {
         ));
     }
     let b = text.as_bytes();
-    let bad = || {
-        "is not an RFC 3339 timestamp (YYYY-MM-DDTHH:MM:SS[.fff](Z|±HH:MM), for example \"2026-03-01T09:30:00Z\")"
-            .to_owned()
-    };
-    let digits = |range: std::ops::Range<usize>| -> Option<i64> {
-        let part = b.get(range)?;
-        part.iter()
-            .all(u8::is_ascii_digit)
-            .then(|| part.iter().fold(0i64, |n, d| n * 10 + i64::from(d - b'0')))
-    };
+    let bad = not_a_timestamp;
+    let digits = |range: std::ops::Range<usize>| digits_in(b, range);
     let sep = |i: usize, c: u8| b.get(i).is_some_and(|x| x.eq_ignore_ascii_case(&c));
     if !(sep(4, b'-') && sep(7, b'-') && sep(10, b'T') && sep(13, b':') && sep(16, b':')) {
         return Err(bad());
@@ -201,32 +193,7 @@ pub fn parse_timestamp_ms(text: &str) -> Result<i64, String> {
     ) else {
         return Err(bad());
     };
-    let mut at = 19;
-    let mut fraction_ms_part = 0i64;
-    if b.get(at) == Some(&b'.') {
-        let start = at + 1;
-        let mut end = start;
-        while b.get(end).is_some_and(u8::is_ascii_digit) {
-            end += 1;
-        }
-        let frac = text.get(start..end).unwrap_or_default();
-        fraction_ms_part = i64::try_from(fraction_ms(frac)?).map_err(|_| bad())?;
-        at = end;
-    }
-    let offset_minutes = match b.get(at) {
-        Some(b'Z' | b'z') if at + 1 == b.len() => 0,
-        Some(sign @ (b'+' | b'-')) if at + 6 == b.len() && b.get(at + 3) == Some(&b':') => {
-            let (Some(oh), Some(om)) = (digits(at + 1..at + 3), digits(at + 4..at + 6)) else {
-                return Err(bad());
-            };
-            if oh > 23 || om > 59 {
-                return Err("has an offset outside ±23:59".to_owned());
-            }
-            let minutes = oh * 60 + om;
-            if *sign == b'-' { -minutes } else { minutes }
-        }
-        _ => return Err(bad()),
-    };
+    let (fraction_ms_part, offset_minutes) = fraction_and_offset(text)?;
     if !(1..=12).contains(&month) {
         return Err(format!("has month {month:02}, outside 01–12"));
     }
@@ -244,6 +211,55 @@ pub fn parse_timestamp_ms(text: &str) -> Result<i64, String> {
     let days = days_from_civil(year, month, day);
     let seconds = days * 86_400 + hour * 3600 + minute * 60 + second - offset_minutes * 60;
     Ok(seconds * 1000 + fraction_ms_part)
+}
+
+/// The problem of a text that is not an RFC 3339 timestamp at all.
+fn not_a_timestamp() -> String {
+    "is not an RFC 3339 timestamp (YYYY-MM-DDTHH:MM:SS[.fff](Z|±HH:MM), for example \"2026-03-01T09:30:00Z\")"
+        .to_owned()
+}
+
+/// The decimal number `b[range]` spells, when the range exists and holds only digits.
+fn digits_in(b: &[u8], range: std::ops::Range<usize>) -> Option<i64> {
+    let part = b.get(range)?;
+    part.iter()
+        .all(u8::is_ascii_digit)
+        .then(|| part.iter().fold(0i64, |n, d| n * 10 + i64::from(d - b'0')))
+}
+
+/// What follows a timestamp's seconds (from byte 19): its milliseconds (an optional
+/// fraction) and its offset from UTC in minutes (`Z` or `±HH:MM`, ending the text).
+fn fraction_and_offset(text: &str) -> Result<(i64, i64), String> {
+    let b = text.as_bytes();
+    let bad = not_a_timestamp;
+    let mut at = 19;
+    let mut fraction_ms_part = 0i64;
+    if b.get(at) == Some(&b'.') {
+        let start = at + 1;
+        let mut end = start;
+        while b.get(end).is_some_and(u8::is_ascii_digit) {
+            end += 1;
+        }
+        let frac = text.get(start..end).unwrap_or_default();
+        fraction_ms_part = i64::try_from(fraction_ms(frac)?).map_err(|_| bad())?;
+        at = end;
+    }
+    let offset_minutes = match b.get(at) {
+        Some(b'Z' | b'z') if at + 1 == b.len() => 0,
+        Some(sign @ (b'+' | b'-')) if at + 6 == b.len() && b.get(at + 3) == Some(&b':') => {
+            let (Some(oh), Some(om)) = (digits_in(b, at + 1..at + 3), digits_in(b, at + 4..at + 6))
+            else {
+                return Err(bad());
+            };
+            if oh > 23 || om > 59 {
+                return Err("has an offset outside ±23:59".to_owned());
+            }
+            let minutes = oh * 60 + om;
+            if *sign == b'-' { -minutes } else { minutes }
+        }
+        _ => return Err(bad()),
+    };
+    Ok((fraction_ms_part, offset_minutes))
 }
 
 fn is_leap(year: i64) -> bool {

@@ -785,6 +785,10 @@ fn ctrl_8_join_modes_and_merge_entries() {
         let d = doc(vec![ctrl("j", action, with.clone())], vec![]);
         assert_eq!(one(&d), pair("param_invalid", path), "{action} {with}");
     }
+}
+
+#[test]
+fn ctrl_8_join_modes_plan_as_written_or_at_run_time() {
     for (action, with, want) in [
         (
             "aggregate",

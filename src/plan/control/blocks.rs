@@ -197,7 +197,6 @@ impl Analyser<'_, '_> {
     /// Each sub-block's plan; reports roots that are not the first listed step and steps
     /// the root cannot reach (a sub-block is rooted at its first id, CTRL-4/6).
     pub(super) fn structure(&mut self, internal: &[Vec<usize>], levels: &[usize]) -> Vec<SubPlan> {
-        let graph = self.graph;
         let mut plans = Vec::with_capacity(self.drafts.len());
         for (b, edges) in internal.iter().enumerate() {
             let members: Vec<usize> = self.drafts[b].members.iter().map(|m| m.0).collect();
@@ -205,62 +204,12 @@ impl Analyser<'_, '_> {
                 continue;
             };
             let m = members.len();
-            let mut outgoing: Vec<Vec<PlanEdge>> = vec![Vec::new(); m];
-            let mut incoming: Vec<Vec<PlanEdge>> = vec![Vec::new(); m];
-            for &e in edges {
-                let Some((from, to)) = graph.endpoint(e) else {
-                    continue;
-                };
-                let (Some(f), Some(t)) = (self.slot[from], self.slot[to]) else {
-                    continue;
-                };
-                // `analyse` checked that every step and edge index fits a `u32`.
-                let pe = PlanEdge {
-                    index: e as u32,
-                    from: from as u32,
-                    to: to as u32,
-                    when: When::Success,
-                };
-                outgoing[f.position].push(pe);
-                incoming[t.position].push(pe);
-            }
+            let (outgoing, incoming) = self.block_edges(edges, m);
             let implicit_chain = edges.is_empty();
             let order: Vec<usize> = if implicit_chain {
                 members.clone()
             } else {
-                if let Some(first_in) = incoming[0].first() {
-                    let (path, where_) = (
-                        self.block_path(b, self.drafts[b].members[0].1),
-                        self.block_name(b),
-                    );
-                    let message = format!(
-                        "{where_} is rooted at its first listed step {}, but edge {} enters it; list the sub-block's entry step first",
-                        self.name(root),
-                        first_in.index
-                    );
-                    self.invalid(path, message);
-                }
-                let reached = reachable(&outgoing, |s| self.slot[s].map_or(0, |x| x.position));
-                for (k, seen) in reached.iter().enumerate() {
-                    if !seen {
-                        let (path, where_) = (
-                            self.block_path(b, self.drafts[b].members[k].1),
-                            self.block_name(b),
-                        );
-                        let message = format!(
-                            "{} in {where_} cannot be reached from the sub-block's root {} (its first listed step) along the sub-block's edges",
-                            self.name(members[k]),
-                            self.name(root)
-                        );
-                        self.invalid(path, message);
-                    }
-                }
-                local_kahn(&outgoing, &incoming, |s| {
-                    self.slot[s].map_or(0, |x| x.position)
-                })
-                .into_iter()
-                .map(|k| members[k])
-                .collect()
+                self.block_order(b, root, &members, &outgoing, &incoming)
             };
             if order.len() < m {
                 continue; // a cycle inside the block, reported by the graph analysis
@@ -300,5 +249,76 @@ impl Analyser<'_, '_> {
             });
         }
         plans
+    }
+
+    /// Sub-block edges `edges` (declared indices) as lists per member position, over
+    /// the block's `m` members.
+    fn block_edges(&self, edges: &[usize], m: usize) -> (Vec<Vec<PlanEdge>>, Vec<Vec<PlanEdge>>) {
+        let graph = self.graph;
+        let mut outgoing: Vec<Vec<PlanEdge>> = vec![Vec::new(); m];
+        let mut incoming: Vec<Vec<PlanEdge>> = vec![Vec::new(); m];
+        for &e in edges {
+            let Some((from, to)) = graph.endpoint(e) else {
+                continue;
+            };
+            let (Some(f), Some(t)) = (self.slot[from], self.slot[to]) else {
+                continue;
+            };
+            // `analyse` checked that every step and edge index fits a `u32`.
+            let pe = PlanEdge {
+                index: e as u32,
+                from: from as u32,
+                to: to as u32,
+                when: When::Success,
+            };
+            outgoing[f.position].push(pe);
+            incoming[t.position].push(pe);
+        }
+        (outgoing, incoming)
+    }
+
+    /// Block `b`'s order over its edges, after CTRL-4's checks: no edge enters its root
+    /// (the first listed member), and every member is reached from it.
+    fn block_order(
+        &mut self,
+        b: usize,
+        root: usize,
+        members: &[usize],
+        outgoing: &[Vec<PlanEdge>],
+        incoming: &[Vec<PlanEdge>],
+    ) -> Vec<usize> {
+        if let Some(first_in) = incoming.first().and_then(|edges| edges.first()) {
+            let (path, where_) = (
+                self.block_path(b, self.drafts[b].members[0].1),
+                self.block_name(b),
+            );
+            let message = format!(
+                "{where_} is rooted at its first listed step {}, but edge {} enters it; list the sub-block's entry step first",
+                self.name(root),
+                first_in.index
+            );
+            self.invalid(path, message);
+        }
+        let reached = reachable(outgoing, |s| self.slot[s].map_or(0, |x| x.position));
+        for (k, seen) in reached.iter().enumerate() {
+            if !seen {
+                let (path, where_) = (
+                    self.block_path(b, self.drafts[b].members[k].1),
+                    self.block_name(b),
+                );
+                let message = format!(
+                    "{} in {where_} cannot be reached from the sub-block's root {} (its first listed step) along the sub-block's edges",
+                    self.name(members[k]),
+                    self.name(root)
+                );
+                self.invalid(path, message);
+            }
+        }
+        local_kahn(outgoing, incoming, |s| {
+            self.slot[s].map_or(0, |x| x.position)
+        })
+        .into_iter()
+        .map(|k| members[k])
+        .collect()
     }
 }

@@ -11,99 +11,9 @@ impl Analyser<'_, '_> {
         let empty = Map::new();
         let with = self.steps[i].with.unwrap_or(&empty);
         let params = match kind {
-            ControlKind::If => {
-                if !with.contains_key("condition") {
-                    self.invalid(
-                        Self::with_path(i, "condition"),
-                        format!(
-                            "if step {} needs a condition param (a boolean, usually an expression)",
-                            self.name(i)
-                        ),
-                    );
-                }
-                for key in ["then", "else"] {
-                    if with.contains_key(key) {
-                        self.invalid(
-                            Self::with_path(i, key),
-                            format!(
-                                "if step {} has a {key:?} param, but if has no branch blocks here: route with edges from the if step (a false condition skips all of them)",
-                                self.name(i)
-                            ),
-                        );
-                    }
-                }
-                ControlParams::If
-            }
-            ControlKind::Foreach => {
-                match with.get("items") {
-                    None => self.invalid(
-                        Self::with_path(i, "items"),
-                        format!(
-                            "foreach step {} needs an items param (an array)",
-                            self.name(i)
-                        ),
-                    ),
-                    Some(v) if is_run_time(v) || v.is_array() => {}
-                    Some(v) => self.invalid(
-                        Self::with_path(i, "items"),
-                        format!(
-                            "foreach step {}'s items must be an array or an expression, not {}",
-                            self.name(i),
-                            json_kind(v)
-                        ),
-                    ),
-                }
-                let parallelism = match with.get("parallelism") {
-                    None => PlanValue::Known(1),
-                    Some(v) if is_run_time(v) => PlanValue::AtRunTime,
-                    Some(Value::Number(n)) if whole_at_least_one(n) => {
-                        PlanValue::Known(whole_u64(n))
-                    }
-                    Some(v) => {
-                        self.invalid(
-                            Self::with_path(i, "parallelism"),
-                            format!(
-                                "foreach step {}'s parallelism must be a positive integer, not {}",
-                                self.name(i),
-                                show_value(v)
-                            ),
-                        );
-                        PlanValue::Known(1)
-                    }
-                };
-                let list = self.id_list(i, with, "body", &format!("/steps/{i}/with/body"));
-                let body = self.claim(i, SubBlockKind::Body, list);
-                ControlParams::Foreach { body, parallelism }
-            }
-            ControlKind::Parallel => {
-                let strategy = match with.get("strategy") {
-                    None => PlanValue::Known(ParallelStrategy::All),
-                    Some(v) if is_run_time(v) => PlanValue::AtRunTime,
-                    Some(Value::String(s)) if s == "all" => PlanValue::Known(ParallelStrategy::All),
-                    Some(Value::String(s)) if s == "race" => {
-                        PlanValue::Known(ParallelStrategy::Race)
-                    }
-                    Some(Value::String(s)) if s == "any" => PlanValue::Known(ParallelStrategy::Any),
-                    Some(v) => {
-                        self.invalid(
-                            Self::with_path(i, "strategy"),
-                            format!(
-                                "parallel step {}'s strategy must be \"all\", \"race\" or \"any\", not {}",
-                                self.name(i),
-                                show_value(v)
-                            ),
-                        );
-                        PlanValue::Known(ParallelStrategy::All)
-                    }
-                };
-                let lists = self.branch_lists(i, with);
-                let branches = lists
-                    .into_iter()
-                    .enumerate()
-                    .map(|(b, list)| self.claim(i, SubBlockKind::Branch(b), list))
-                    .collect();
-                ControlParams::Parallel { branches, strategy }
-            }
+            ControlKind::If => self.if_params(i, with),
+            ControlKind::Foreach => self.foreach_params(i, with),
+            ControlKind::Parallel => self.parallel_params(i, with),
             ControlKind::Wait => ControlParams::Wait(self.wait(i, with)),
             ControlKind::Aggregate => ControlParams::Aggregate {
                 mode: self.mode(i, kind, with),
@@ -120,6 +30,101 @@ impl Analyser<'_, '_> {
             kind,
             params,
         });
+    }
+
+    /// An if's params: a condition, and no branch blocks (CTRL-6).
+    fn if_params(&mut self, i: usize, with: &Map<String, Value>) -> ControlParams {
+        if !with.contains_key("condition") {
+            self.invalid(
+                Self::with_path(i, "condition"),
+                format!(
+                    "if step {} needs a condition param (a boolean, usually an expression)",
+                    self.name(i)
+                ),
+            );
+        }
+        for key in ["then", "else"] {
+            if with.contains_key(key) {
+                self.invalid(
+                    Self::with_path(i, key),
+                    format!(
+                        "if step {} has a {key:?} param, but if has no branch blocks here: route with edges from the if step (a false condition skips all of them)",
+                        self.name(i)
+                    ),
+                );
+            }
+        }
+        ControlParams::If
+    }
+
+    /// A foreach's params: its items, its parallelism and its body block.
+    fn foreach_params(&mut self, i: usize, with: &Map<String, Value>) -> ControlParams {
+        match with.get("items") {
+            None => self.invalid(
+                Self::with_path(i, "items"),
+                format!(
+                    "foreach step {} needs an items param (an array)",
+                    self.name(i)
+                ),
+            ),
+            Some(v) if is_run_time(v) || v.is_array() => {}
+            Some(v) => self.invalid(
+                Self::with_path(i, "items"),
+                format!(
+                    "foreach step {}'s items must be an array or an expression, not {}",
+                    self.name(i),
+                    json_kind(v)
+                ),
+            ),
+        }
+        let parallelism = match with.get("parallelism") {
+            None => PlanValue::Known(1),
+            Some(v) if is_run_time(v) => PlanValue::AtRunTime,
+            Some(Value::Number(n)) if whole_at_least_one(n) => PlanValue::Known(whole_u64(n)),
+            Some(v) => {
+                self.invalid(
+                    Self::with_path(i, "parallelism"),
+                    format!(
+                        "foreach step {}'s parallelism must be a positive integer, not {}",
+                        self.name(i),
+                        show_value(v)
+                    ),
+                );
+                PlanValue::Known(1)
+            }
+        };
+        let list = self.id_list(i, with, "body", &format!("/steps/{i}/with/body"));
+        let body = self.claim(i, SubBlockKind::Body, list);
+        ControlParams::Foreach { body, parallelism }
+    }
+
+    /// A parallel's params: its strategy and its branch blocks.
+    fn parallel_params(&mut self, i: usize, with: &Map<String, Value>) -> ControlParams {
+        let strategy = match with.get("strategy") {
+            None => PlanValue::Known(ParallelStrategy::All),
+            Some(v) if is_run_time(v) => PlanValue::AtRunTime,
+            Some(Value::String(s)) if s == "all" => PlanValue::Known(ParallelStrategy::All),
+            Some(Value::String(s)) if s == "race" => PlanValue::Known(ParallelStrategy::Race),
+            Some(Value::String(s)) if s == "any" => PlanValue::Known(ParallelStrategy::Any),
+            Some(v) => {
+                self.invalid(
+                    Self::with_path(i, "strategy"),
+                    format!(
+                        "parallel step {}'s strategy must be \"all\", \"race\" or \"any\", not {}",
+                        self.name(i),
+                        show_value(v)
+                    ),
+                );
+                PlanValue::Known(ParallelStrategy::All)
+            }
+        };
+        let lists = self.branch_lists(i, with);
+        let branches = lists
+            .into_iter()
+            .enumerate()
+            .map(|(b, list)| self.claim(i, SubBlockKind::Branch(b), list))
+            .collect();
+        ControlParams::Parallel { branches, strategy }
     }
 
     /// A literal, non-empty array of step ids at `path`; bad entries are reported and
@@ -371,33 +376,47 @@ impl Analyser<'_, '_> {
                 continue;
             };
             let key_path = format!("{entry_path}/key");
-            match entry.get("key") {
-                Some(v) if is_run_time(v) => {}
-                Some(Value::String(key)) if object_mode && key.is_empty() => self.invalid(
-                    key_path,
-                    format!("merge step {name}'s entry {k} has an empty key; object mode needs a name for every entry"),
-                ),
-                Some(Value::String(key)) if object_mode => {
-                    if let Some(&first) = seen.get(key.as_str()) {
-                        self.invalid(
-                            key_path,
-                            format!("merge step {name}'s entry {k} repeats key {key:?} of entry {first}; object mode needs distinct keys"),
-                        );
-                    } else {
-                        seen.insert(key, k);
-                    }
-                }
-                Some(Value::String(_)) => {}
-                None if object_mode => self.invalid(
-                    key_path,
-                    format!("merge step {name}'s entry {k} has no key; object mode needs a name for every entry"),
-                ),
-                None => {}
-                Some(other) => self.invalid(
-                    key_path,
-                    format!("merge step {name}'s entry keys must be strings, not {}", json_kind(other)),
-                ),
-            }
+            self.merge_key(&name, k, key_path, entry.get("key"), object_mode, &mut seen);
         }
+    }
+
+    /// The key of merge step entry `k` at `key_path`: a string, distinct and not empty in
+    /// object mode (`seen` holds the keys of earlier entries), or an expression.
+    fn merge_key<'e>(
+        &mut self,
+        name: &str,
+        k: usize,
+        key_path: String,
+        key: Option<&'e Value>,
+        object_mode: bool,
+        seen: &mut std::collections::HashMap<&'e str, usize>,
+    ) {
+        match key {
+            Some(v) if is_run_time(v) => {}
+            Some(Value::String(key)) if object_mode && key.is_empty() => self.invalid(
+                key_path,
+                format!("merge step {name}'s entry {k} has an empty key; object mode needs a name for every entry"),
+            ),
+            Some(Value::String(key)) if object_mode => {
+                if let Some(&first) = seen.get(key.as_str()) {
+                    self.invalid(
+                        key_path,
+                        format!("merge step {name}'s entry {k} repeats key {key:?} of entry {first}; object mode needs distinct keys"),
+                    );
+                } else {
+                    seen.insert(key, k);
+                }
+            }
+            Some(Value::String(_)) => {}
+            None if object_mode => self.invalid(
+                key_path,
+                format!("merge step {name}'s entry {k} has no key; object mode needs a name for every entry"),
+            ),
+            None => {}
+            Some(other) => self.invalid(
+                key_path,
+                format!("merge step {name}'s entry keys must be strings, not {}", json_kind(other)),
+            ),
+    }
     }
 }
