@@ -36,7 +36,10 @@ fn run_long(workflow: &Workflow, steps: u64) -> sim::Report {
         ..SimOptions::default()
     };
     let scenario = sim::load_scenario(&json!({})).expect("scenario");
-    let r = sim::run(workflow, &scenario, &options, None).expect("report");
+    let r = sim::Simulation::new(workflow, &scenario)
+        .options(&options)
+        .run()
+        .expect("report");
     assert_eq!(r.run.status.as_str(), "succeeded");
     r
 }

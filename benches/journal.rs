@@ -144,7 +144,10 @@ fn disk_run(n: usize) -> (Duration, u64) {
     };
     let scenario = sim::load_scenario(&json!({})).expect("scenario");
     let t = Instant::now();
-    let r = sim::run(&wf, &scenario, &options, None).expect("report");
+    let r = sim::Simulation::new(&wf, &scenario)
+        .options(&options)
+        .run()
+        .expect("report");
     assert_eq!(r.run.status.as_str(), "succeeded");
     (t.elapsed(), r.world.checkpoints)
 }

@@ -8,7 +8,7 @@
 //! - **Documents:** [`validate_workflow`] (save-time checks, every problem a
 //!   [`ValidationError`] with a stable code and a JSON Pointer) gives a [`Workflow`];
 //!   [`plan()`] gives its deterministic execution order ([`Plan`]).
-//! - **The simulator:** [`run()`], [`resume`] and [`replay`] run a workflow against a
+//! - **The simulator:** a [`Simulation`] runs, replays or resumes a workflow against a
 //!   [`Scenario`] on a virtual clock with injected faults and crashes, under [`SimOptions`]
 //!   and its [`Limits`]; the [`Report`] holds the final [`RunState`], the world and the
 //!   trace; every failure is a [`SimError`].
@@ -48,7 +48,7 @@
 //!     {"output": {"id": "acc_42"}}
 //! ]}}}))
 //! .expect("a valid scenario");
-//! let report = w6w_sim::run(&workflow, &scenario, &Default::default(), None).expect("runs");
+//! let report = w6w_sim::Simulation::new(&workflow, &scenario).run().expect("runs");
 //! assert_eq!(report.run.status, w6w_sim::RunStatus::Succeeded);
 //! assert_eq!(report.run.steps["fetch"].attempt, 2);
 //! ```
@@ -76,8 +76,8 @@ pub use model::{
 };
 pub use plan::{Plan, plan};
 pub use sim::{
-    EngineFactory, Limits, Report, Scenario, SimError, SimOptions, StoreChoice, WorkflowEngine,
-    load_scenario, load_workflow, replay, resume, run,
+    EngineFactory, Limits, Report, Scenario, SimError, SimOptions, Simulation, StoreChoice,
+    WorkflowEngine, load_scenario, load_workflow,
 };
 pub use validate::{ValidateOptions, validate_workflow};
 

@@ -61,7 +61,10 @@ pub fn run(workflow: &Workflow) -> sim::Report {
         ..SimOptions::default()
     };
     let scenario = sim::load_scenario(&json!({})).expect("scenario");
-    let r = sim::run(workflow, &scenario, &options, None).expect("report");
+    let r = sim::Simulation::new(workflow, &scenario)
+        .options(&options)
+        .run()
+        .expect("report");
     assert_eq!(r.run.status.as_str(), "succeeded");
     r
 }

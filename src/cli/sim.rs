@@ -20,7 +20,7 @@ use std::rc::Rc;
 use serde_json::Value;
 
 use crate::model::RunState;
-use crate::sim::{self, Report, SimError, SimOptions, StoreChoice};
+use crate::sim::{self, Report, SimError, SimOptions, Simulation, StoreChoice};
 
 /// Environment variable of the abort testing hook.
 pub(crate) const ABORT_ENV: &str = "W6W_SIM_ABORT_AFTER_CHECKPOINT";
@@ -581,7 +581,10 @@ fn run_cmd(a: RunArgs) -> Result<(), Fail> {
         run_scripts: !a.no_scripts,
     };
     let (sink, trace) = trace_sink(a.trace.as_deref())?;
-    let report = sim::run(&loaded.workflow, &loaded.scenario, &options, sink)
+    let report = Simulation::new(&loaded.workflow, &loaded.scenario)
+        .options(&options)
+        .trace_sink(sink)
+        .run()
         .map_err(sim_fail(&loaded.scenario))?;
     print_loaded(&loaded, report, a.html.as_deref().map(|p| (p, "run")))?;
     trace.finish()
@@ -616,15 +619,11 @@ fn replay_cmd(a: ReplayArgs) -> Result<(), Fail> {
         run_scripts: !a.no_scripts,
     };
     let (sink, trace) = trace_sink(a.trace.as_deref())?;
-    let report = sim::replay(
-        &loaded.workflow,
-        scenario,
-        &original,
-        a.from.as_deref(),
-        &options,
-        sink,
-    )
-    .map_err(sim_fail(scenario))?;
+    let report = Simulation::new(&loaded.workflow, scenario)
+        .options(&options)
+        .trace_sink(sink)
+        .replay(&original, a.from.as_deref())
+        .map_err(sim_fail(scenario))?;
     print_loaded(&loaded, report, a.html.as_deref().map(|p| (p, "replay")))?;
     trace.finish()
 }
@@ -642,15 +641,11 @@ fn resume_cmd(a: ResumeArgs) -> Result<(), Fail> {
         run_scripts: !a.no_scripts,
     };
     let (sink, trace) = trace_sink(a.trace.as_deref())?;
-    let report = sim::resume(
-        &loaded.workflow,
-        &loaded.scenario,
-        &options,
-        &a.run,
-        a.token.as_deref(),
-        sink,
-    )
-    .map_err(sim_fail(&loaded.scenario))?;
+    let report = Simulation::new(&loaded.workflow, &loaded.scenario)
+        .options(&options)
+        .trace_sink(sink)
+        .resume(&a.run, a.token.as_deref())
+        .map_err(sim_fail(&loaded.scenario))?;
     print_loaded(&loaded, report, a.html.as_deref().map(|p| (p, "resume")))?;
     trace.finish()
 }

@@ -27,7 +27,7 @@ pub trait Adapter {
     /// right after checkpoint `k` — for each `k` of `points.select(its checkpoints)`; each
     /// exactly as [`Adapter::handle`] gives it, which is what the default asks. The
     /// in-process reference answers all of them from one simulation of the crash-free run,
-    /// copied at each checkpoint (`sim::run_crash_points`, D-180).
+    /// copied at each checkpoint (`sim::Simulation::crash_points`, D-180).
     fn run_and_crash_points(
         &mut self,
         workflow: &Value,

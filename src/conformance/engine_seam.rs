@@ -98,7 +98,9 @@ impl<E: EngineAdapter> Adapter for EngineOnSim<E> {
         options.judge_secrets = true;
         let run = |plain: &Value| {
             crate::service::sim::run_with(plain, |workflow, scenario| {
-                crate::sim::run_engine(factory, workflow, scenario, &options)
+                crate::sim::Simulation::with_engine(factory, workflow, scenario)
+                    .options(&options)
+                    .run()
             })
         };
         let op = request.get("op").and_then(Value::as_str);
@@ -125,7 +127,9 @@ impl<E: EngineAdapter> Adapter for EngineOnSim<E> {
             Some("run") => run(request),
             Some("replay") => {
                 crate::service::sim::replay_with(request, |workflow, scenario, original, from| {
-                    crate::sim::replay_engine(factory, workflow, scenario, original, from, &options)
+                    crate::sim::Simulation::with_engine(factory, workflow, scenario)
+                        .options(&options)
+                        .replay(original, from)
                 })
             }
             Some(op) => {

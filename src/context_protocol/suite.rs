@@ -47,8 +47,7 @@ use crate::sim::exec::{Exec, block_on};
 use crate::sim::host::SimHost;
 use crate::sim::world::World;
 use crate::sim::{
-    Driver, MemoryStore, Mode, Scenario, SimError, SimOptions, load_scenario, replay_with_driver,
-    run_with_driver,
+    Driver, MemoryStore, Mode, Scenario, SimError, SimOptions, Simulation, load_scenario,
 };
 
 /// At most this many messages (calls, logs, cancels) in one turn: a candidate that never
@@ -1026,39 +1025,39 @@ impl EngineProcess {
             .map(|(id, _)| id.clone())
             .collect();
         let run_seed = self.cand.borrow().run_seed(request);
-        let driver = Box::new(RemoteEngine {
+        let driver = RemoteEngine {
             cand: &self.cand,
             workflow,
             idempotent,
             shift: ClockShift::for_request(request, options.limits.virtual_ms, run_seed),
             salt: OutputSalt::avoiding(run_seed, scenario.secrets.values()),
-        });
+        };
         let (original_id, salt, result) = if replay {
             let (original, from, original_id, salt) = match replay_inputs(request, run_seed) {
                 Ok(inputs) => inputs,
                 Err(response) => return Ok(response),
             };
-            let result = replay_with_driver(
-                driver,
+            let result = Simulation::remote(
+                &driver,
                 workflow,
                 &scenario,
-                &original,
-                from,
-                &options,
                 Box::new(MemoryStore::default()),
-            );
+            )
+            .options(&options)
+            .replay(&original, from);
             (original_id, salt, result)
         } else {
             let original_id = scenario.run_id.clone();
             let salt = salted(&original_id, run_seed);
             scenario.run_id.clone_from(&salt);
-            let result = run_with_driver(
-                driver,
+            let result = Simulation::remote(
+                &driver,
                 workflow,
                 &scenario,
-                &options,
                 Box::new(MemoryStore::default()),
-            );
+            )
+            .options(&options)
+            .run();
             (original_id, salt, result)
         };
         session_response(request, result, &salt, &original_id)

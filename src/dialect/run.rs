@@ -101,9 +101,12 @@ pub fn run(
     let prepared = prepare_scenario(imported, scenario)?;
     let scenario = sim::load_scenario(&prepared).map_err(DialectRunError::Sim)?;
     let workflow = sim::load_workflow(&imported.workflow).map_err(DialectRunError::Sim)?;
+    let simulation = sim::Simulation::new(&workflow, &scenario)
+        .options(options)
+        .trace_sink(sink);
     let report = match store {
-        Some(store) => sim::run_on_store(&workflow, &scenario, options, store, sink),
-        None => sim::run(&workflow, &scenario, options, sink),
+        Some(store) => simulation.store(store).run(),
+        None => simulation.run(),
     }
     .map_err(DialectRunError::Sim)?;
     let mut out = report.into_json();

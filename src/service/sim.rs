@@ -15,7 +15,9 @@ use serde_json::{Map, Value, json};
 use super::{bad_request, ok};
 use crate::host::StoreFactory;
 use crate::model::{RunState, Workflow};
-use crate::sim::{MemoryStore, Scenario, SimError, SimOptions, load_scenario, load_workflow};
+use crate::sim::{
+    MemoryStore, Scenario, SimError, SimOptions, Simulation, load_scenario, load_workflow,
+};
 
 fn error(e: &SimError) -> Value {
     json!({ "error": e.to_json() })
@@ -237,8 +239,11 @@ pub fn run_and_crash_points(
         };
         super::finish(redact_with(sink.as_ref(), answer))
     };
-    let forked =
-        crate::sim::with_stack(|| crate::sim::run_crash_points(&loaded, &parsed, &options, max));
+    let forked = crate::sim::with_stack(|| {
+        crate::sim::Simulation::new(&loaded, &parsed)
+            .options(&options)
+            .crash_points(max)
+    });
     let checkpoints = forked
         .plain
         .as_ref()
@@ -261,13 +266,10 @@ pub(crate) fn run(request: &Value) -> Value {
         Err(e) => return e,
     };
     run_with(request, |workflow, scenario| {
-        crate::sim::run_on_store(
-            workflow,
-            scenario,
-            &options,
-            Box::new(MemoryStore::default()),
-            None,
-        )
+        Simulation::new(workflow, scenario)
+            .options(&options)
+            .store(Box::new(MemoryStore::default()))
+            .run()
     })
 }
 
@@ -278,7 +280,10 @@ pub(crate) fn run_on_host(request: &Value, factory: Box<dyn StoreFactory>) -> Va
         Err(e) => return e,
     };
     run_with(request, |workflow, scenario| {
-        crate::sim::run_on_host_store(workflow, scenario, &options, factory)
+        Simulation::new(workflow, scenario)
+            .options(&options)
+            .host_store(factory)
+            .run()
     })
 }
 
@@ -313,15 +318,10 @@ pub(crate) fn replay(request: &Value) -> Value {
         Err(e) => return e,
     };
     replay_with(request, |workflow, scenario, original, from| {
-        crate::sim::replay_on_store(
-            workflow,
-            scenario,
-            original,
-            from,
-            &options,
-            Box::new(MemoryStore::default()),
-            None,
-        )
+        Simulation::new(workflow, scenario)
+            .options(&options)
+            .store(Box::new(MemoryStore::default()))
+            .replay(original, from)
     })
 }
 
@@ -332,7 +332,10 @@ pub(crate) fn replay_on_host(request: &Value, factory: Box<dyn StoreFactory>) ->
         Err(e) => return e,
     };
     replay_with(request, |workflow, scenario, original, from| {
-        crate::sim::replay_on_host_store(workflow, scenario, original, from, &options, factory)
+        Simulation::new(workflow, scenario)
+            .options(&options)
+            .host_store(factory)
+            .replay(original, from)
     })
 }
 

@@ -41,7 +41,7 @@ pub(crate) struct SimHost<'a> {
     pub(crate) store: &'a RefCell<Box<dyn Store>>,
     /// The simulator's own fold of acknowledged checkpoints (RUN-3 check), if verifying.
     pub(crate) acked: &'a RefCell<Option<super::Acked>>,
-    /// Copies taken at checkpoints for `sim::run_crash_points` (none unless asked).
+    /// Copies taken at checkpoints for `sim::Simulation::crash_points` (none unless asked).
     pub(crate) forks: &'a RefCell<super::Forks>,
     pub(crate) scrub: &'a Scrubber,
     pub(crate) options: &'a SimOptions,
@@ -57,7 +57,7 @@ pub(crate) fn crash_after_checkpoint(n: u64) -> Value {
 }
 
 impl SimHost<'_> {
-    /// `sim::run_crash_points`: keep a copy of the world and the store as a crash right
+    /// `sim::Simulation::crash_points`: keep a copy of the world and the store as a crash right
     /// after top-level checkpoint `n` would leave them (asked for up to `forks.upto`).
     fn fork_at(&self, n: u64) {
         let mut forks = self.forks.borrow_mut();

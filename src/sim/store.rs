@@ -135,7 +135,7 @@ pub trait Store {
         true
     }
     /// A copy of everything this store holds, to continue a simulation from this moment
-    /// twice (`sim::run_crash_points`); `None` when the store cannot be copied (a file, a
+    /// twice (`sim::Simulation::crash_points`); `None` when the store cannot be copied (a file, a
     /// candidate's store), and then the caller runs each continuation from the top.
     fn fork(&self) -> Option<Box<dyn Store>> {
         None

@@ -245,7 +245,7 @@ impl World {
     }
 
     /// This world as a process dying right now would leave it, for a simulation continued
-    /// from here (`sim::run_crash_points`): everything but the pending timers, which belong
+    /// from here (`sim::Simulation::crash_points`): everything but the pending timers, which belong
     /// to the engine future the crash drops (each `Sleep` removes its own on drop); the
     /// redaction sink is copied with the secret-derived values it has learned. `None`
     /// when part of it cannot be copied: a trace streamed to a sink, a durable `seq` lease.

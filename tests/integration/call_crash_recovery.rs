@@ -13,7 +13,7 @@
 use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
-use w6w_sim::sim::{self, Report, SimOptions};
+use w6w_sim::sim::{self, Report};
 
 fn app(id: &str, with: Value) -> Value {
     json!({"id": id, "uses": {"app": "demo", "action": id}, "with": with})
@@ -119,7 +119,9 @@ fn reroute_that_waits() -> (Value, Value) {
 fn simulate(wf: &Value, sc: &Value) -> Report {
     let wf = sim::load_workflow(wf).expect("workflow is valid");
     let sc = sim::load_scenario(sc).expect("scenario is valid");
-    sim::run(&wf, &sc, &SimOptions::default(), None).expect("the simulator produces a report")
+    sim::Simulation::new(&wf, &sc)
+        .run()
+        .expect("the simulator produces a report")
 }
 
 /// Completed invocations per (run, step).

@@ -1,4 +1,4 @@
-//! `sim::run_crash_points` (RUN-3/RUN-4 campaigns): the crash after each checkpoint
+//! `Simulation::crash_points` (RUN-3/RUN-4 campaigns): the crash after each checkpoint
 //! answered from one simulation copied at every checkpoint must be, report and trace
 //! alike, what running each fault plan from the top gives. Checked on the workflow and
 //! scenario of every `run` case of the conformance suite (strands, foreach, calls, waits,
@@ -45,10 +45,15 @@ fn crash_points_from_one_simulation_match_each_run_from_the_top() {
                 continue;
             };
             scenario.faults = Faults::default();
-            let Ok(plain) = sim::run(&workflow, &scenario, &options, None) else {
+            let Ok(plain) = sim::Simulation::new(&workflow, &scenario)
+                .options(&options)
+                .run()
+            else {
                 continue;
             };
-            let points_of = sim::run_crash_points(&workflow, &scenario, &options, 40);
+            let points_of = sim::Simulation::new(&workflow, &scenario)
+                .options(&options)
+                .crash_points(40);
             let (got, want) = (observed(&points_of.plain), observed(&Ok(plain.clone())));
             assert!(
                 got == want,
@@ -67,7 +72,9 @@ fn crash_points_from_one_simulation_match_each_run_from_the_top() {
                     },
                     ..scenario.clone()
                 };
-                let want = sim::run(&workflow, &alone, &options, None);
+                let want = sim::Simulation::new(&workflow, &alone)
+                    .options(&options)
+                    .run();
                 let (got, want) = (observed(got), observed(&want));
                 assert!(
                     got == want,
@@ -92,4 +99,44 @@ fn crash_points_from_one_simulation_match_each_run_from_the_top() {
         "only {from_copies} of {points} points continued a copy"
     );
     eprintln!("{workflows} workflows, {points} crash points compared, {from_copies} from copies");
+}
+
+/// A campaign of an engine under test (an [`sim::EngineFactory`], booted afresh at every
+/// crash) copies nothing: each crash runs from the top, exactly as that engine's own run of
+/// the fault plan `crashAfterCheckpoint: [k]` does.
+#[test]
+fn an_engine_factorys_crash_points_are_each_run_from_the_top() {
+    let workflow = sim::load_workflow(&serde_json::json!({
+        "manifestVersion": "2", "id": "chain", "name": "chain",
+        "steps": [
+            {"id": "a", "uses": {"app": "x", "action": "a"}},
+            {"id": "b", "uses": {"app": "x", "action": "b"}},
+            {"id": "c", "uses": {"app": "x", "action": "c"}}
+        ],
+        "edges": [{"from": "a", "to": "b"}, {"from": "b", "to": "c"}]
+    }))
+    .expect("workflow");
+    let scenario = sim::load_scenario(&serde_json::json!({})).expect("scenario");
+    let factory = sim::ReferenceEngine;
+    let points = sim::Simulation::with_engine(&factory, &workflow, &scenario).crash_points(40);
+    let plain = points.plain.as_ref().expect("the crash-free run");
+    assert!(plain.world.checkpoints >= 3, "{}", plain.world.checkpoints);
+    assert_eq!(points.copied, 0, "an engine factory's runs are not copied");
+    assert_eq!(points.reports.len() as u64, plain.world.checkpoints.min(40));
+    for (k, got) in (1..).zip(&points.reports) {
+        let alone = Scenario {
+            faults: Faults {
+                crash_after_checkpoint: vec![k],
+                crash_in_invoke: Vec::new(),
+            },
+            ..scenario.clone()
+        };
+        let want = sim::Simulation::with_engine(&factory, &workflow, &alone).run();
+        assert!(
+            observed(got) == observed(&want),
+            "crash after checkpoint {k} differs"
+        );
+        let crashes = got.as_ref().map_or(0, |r| r.world.crashes);
+        assert_eq!(crashes, 1, "crash after checkpoint {k} crashed once");
+    }
 }

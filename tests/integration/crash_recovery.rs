@@ -9,7 +9,7 @@
 //! the attempt it scheduled — never the failed one again.
 
 use serde_json::{Map, Value, json};
-use w6w_sim::sim::{self, Report, SimOptions};
+use w6w_sim::sim::{self, Report};
 
 fn app(id: &str) -> Value {
     json!({"id": id, "uses": {"app": "demo", "action": id}})
@@ -135,7 +135,9 @@ fn backoffs_under_strands() -> (Value, Value, Option<&'static str>) {
 fn simulate(wf: &Value, sc: &Value) -> Report {
     let wf = sim::load_workflow(wf).expect("workflow is valid");
     let sc = sim::load_scenario(sc).expect("scenario is valid");
-    sim::run(&wf, &sc, &SimOptions::default(), None).expect("the simulator produces a report")
+    sim::Simulation::new(&wf, &sc)
+        .run()
+        .expect("the simulator produces a report")
 }
 
 /// Drop timestamps at any depth (sub-block records sit inside the control's `extra`).

@@ -5,7 +5,7 @@
 
 use std::path::PathBuf;
 
-use w6w_sim::sim::{self, SimOptions};
+use w6w_sim::sim;
 
 #[test]
 fn example_reports() {
@@ -26,7 +26,8 @@ fn example_reports() {
         };
         let workflow = sim::load_workflow(&read("workflow")).expect("valid example workflow");
         let scenario = sim::load_scenario(&read("scenario")).expect("valid example scenario");
-        let report = sim::run(&workflow, &scenario, &SimOptions::default(), None)
+        let report = sim::Simulation::new(&workflow, &scenario)
+            .run()
             .unwrap_or_else(|e| panic!("{name}: {}", e.to_json()));
         insta::with_settings!({
             snapshot_path => "../../snapshots",

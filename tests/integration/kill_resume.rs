@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 
 use crate::support::bin;
 use serde_json::{Value, json};
-use w6w_sim::sim::{self, SimOptions};
+use w6w_sim::sim;
 
 /// A number from the environment (decimal or `0x` hex); a malformed one is an error.
 fn env_u64(name: &str, default: u64) -> u64 {
@@ -217,12 +217,11 @@ fn killed_at_random_moments_and_resumed_the_run_ends_as_the_crash_free_run() {
     let rounds = env_u64("W6W_KILL_ROUNDS", 2);
     let kills = env_u64("W6W_KILL_KILLS", 3);
     let (wf, sc) = workflow(60);
-    let reference = sim::run(
+    let reference = sim::Simulation::new(
         &sim::load_workflow(&wf).expect("workflow"),
         &sim::load_scenario(&sc).expect("scenario"),
-        &SimOptions::default(),
-        None,
     )
+    .run()
     .expect("crash-free run")
     .to_json();
 

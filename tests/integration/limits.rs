@@ -59,7 +59,10 @@ fn values_built_at_run_time_past_the_limit_fail_their_step_not_the_store() {
         keep_trace: false,
         ..SimOptions::default()
     };
-    let report = sim::run(&workflow, &scenario, &options, None).expect("a report");
+    let report = sim::Simulation::new(&workflow, &scenario)
+        .options(&options)
+        .run()
+        .expect("a report");
     assert_eq!(report.run.status.as_str(), "failed");
     let err = report.run.error.clone().expect("run error");
     assert_eq!(err.code, "limit_exceeded", "{err:?}");

@@ -463,12 +463,12 @@ mod engine_seam {
         .expect("workflow");
         let scenario = w6w_sim::sim::load_scenario(&serde_json::json!({"secrets": {"K": SECRET}}))
             .expect("scenario");
-        let report = w6w_sim::sim::run_engine(
+        let report = w6w_sim::sim::Simulation::with_engine(
             &FlawedFactory(Flaw::LeaksASecret),
             &workflow,
             &scenario,
-            &Default::default(),
         )
+        .run()
         .expect("report");
         let leak = &report.world.invocations[0];
         assert_eq!(&*leak.step_id, "leak");

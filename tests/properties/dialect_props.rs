@@ -291,7 +291,7 @@ proptest! {
             .map_err(|e| TestCaseError::fail(format!("{}", e.to_json())))?;
         let sc = sim::load_scenario(&scenario(&steps, true, &faults))
             .map_err(|e| TestCaseError::fail(format!("{}", e.to_json())))?;
-        let direct = sim::run(&workflow, &sc, &SimOptions::default(), None)
+        let direct = sim::Simulation::new(&workflow, &sc).run()
             .map_err(|e| TestCaseError::fail(format!("{}", e.to_json())))?
             .to_json();
         prop_assert_eq!(comparable(&via_woml), comparable(&direct), "{}", woml);

@@ -137,7 +137,9 @@ fn sid(i: usize) -> String {
 fn simulate(g: &Gen, faults: Value) -> Report {
     let wf = sim::load_workflow(&g.workflow()).expect("generated workflow is valid");
     let sc = sim::load_scenario(&g.scenario(faults)).expect("generated scenario is valid");
-    sim::run(&wf, &sc, &SimOptions::default(), None).expect("the simulator produces a report")
+    sim::Simulation::new(&wf, &sc)
+        .run()
+        .expect("the simulator produces a report")
 }
 
 fn invocations(r: &Report, step: &str) -> u64 {
@@ -239,7 +241,7 @@ proptest! {
         // (b) replay: same terminal status and outputs, no invocation of succeeded steps.
         let wf = sim::load_workflow(&g.workflow()).expect("valid");
         let sc = sim::load_scenario(&g.scenario(json!({}))).expect("valid");
-        let replayed = sim::replay(&wf, &sc, &plain.run, None, &SimOptions::default(), None)
+        let replayed = sim::Simulation::new(&wf, &sc).replay(&plain.run, None)
             .expect("replay report");
         prop_assert_eq!(replayed.run.status, plain.run.status, "{}", repro(&g, json!({})));
         prop_assert_eq!(outputs(&replayed.run), outputs(&plain.run));
@@ -255,7 +257,7 @@ proptest! {
         // Replay from a step: that step and its descendants run again, nothing upstream.
         let from = g.from_pick.index(g.g.steps.len());
         let from_id = sid(from);
-        let replayed_from = sim::replay(&wf, &sc, &plain.run, Some(&from_id), &SimOptions::default(), None)
+        let replayed_from = sim::Simulation::new(&wf, &sc).replay(&plain.run, Some(&from_id))
             .expect("replay-from report");
         let mut desc = BTreeSet::from([from]);
         if g.g.edges.is_empty() {
@@ -348,7 +350,7 @@ fn run_echo(wf: &Value, sc: &Value, faults: Value) -> Report {
     sc["faults"] = faults;
     let wf = sim::load_workflow(wf).expect("valid workflow");
     let sc = sim::load_scenario(&sc).expect("valid scenario");
-    sim::run(&wf, &sc, &SimOptions::default(), None).expect("report")
+    sim::Simulation::new(&wf, &sc).run().expect("report")
 }
 
 fn untimed(s: &RunState) -> Value {
@@ -425,7 +427,7 @@ proptest! {
         let wfm = sim::load_workflow(&wf).expect("valid");
         let scm = sim::load_scenario(&sc).expect("valid");
         for from in [None, Some("g0")] {
-            let replayed = sim::replay(&wfm, &scm, &plain.run, from, &SimOptions::default(), None)
+            let replayed = sim::Simulation::new(&wfm, &scm).replay(&plain.run, from)
                 .expect("replay report");
             prop_assert_eq!(replayed.run.status, plain.run.status, "replay from {:?}{}", from, ctx);
             prop_assert_eq!(statuses(&replayed.run), statuses(&plain.run), "replay from {:?}{}", from, ctx);
@@ -466,7 +468,10 @@ fn a_late_step_reads_an_early_entry_as_a_short_run_does() {
     };
     let last = |n: usize| -> Value {
         let wf = sim::load_workflow(&chain(n)).expect("workflow");
-        let r = sim::run(&wf, &scenario, &options, None).expect("report");
+        let r = sim::Simulation::new(&wf, &scenario)
+            .options(&options)
+            .run()
+            .expect("report");
         assert_eq!(r.run.status.as_str(), "succeeded", "{n} steps");
         r.run.steps["last"]
             .output

@@ -347,12 +347,10 @@ fn check(c: &Case) -> Result<(), String> {
     };
     let trace = Shared::default();
     let mut recorded: Vec<(String, Vec<u8>)> = Vec::new();
-    let result = sim::run(
-        &workflow,
-        &scenario,
-        &options,
-        Some(Box::new(trace.clone())),
-    );
+    let result = sim::Simulation::new(&workflow, &scenario)
+        .options(&options)
+        .trace_sink(Some(Box::new(trace.clone())))
+        .run();
     let report = match &result {
         Ok(r) => {
             recorded.push(("report".into(), r.to_json().to_string().into_bytes()));
@@ -375,14 +373,11 @@ fn check(c: &Case) -> Result<(), String> {
             keep_trace: false,
             ..SimOptions::default()
         };
-        match sim::replay(
-            &workflow,
-            &scenario,
-            &run,
-            None,
-            &ropts,
-            Some(Box::new(trace.clone())),
-        ) {
+        match sim::Simulation::new(&workflow, &scenario)
+            .options(&ropts)
+            .trace_sink(Some(Box::new(trace.clone())))
+            .replay(&run, None)
+        {
             Ok(r) => recorded.push(("replay report".into(), r.to_json().to_string().into_bytes())),
             Err(e) => recorded.push(("replay error".into(), e.to_json().to_string().into_bytes())),
         }

@@ -24,7 +24,7 @@ use std::collections::BTreeSet;
 use proptest::prelude::*;
 use serde_json::{Map, Value, json};
 use w6w_sim::model::RunState;
-use w6w_sim::sim::{self, Report, SimOptions};
+use w6w_sim::sim::{self, Report};
 
 #[derive(Debug, Clone)]
 struct GenOutcome {
@@ -261,7 +261,9 @@ impl Gen {
 fn simulate(wf: &Value, scenario: &Value) -> Report {
     let wf = sim::load_workflow(wf).expect("generated workflow is valid");
     let sc = sim::load_scenario(scenario).expect("generated scenario is valid");
-    sim::run(&wf, &sc, &SimOptions::default(), None).expect("the simulator produces a report")
+    sim::Simulation::new(&wf, &sc)
+        .run()
+        .expect("the simulator produces a report")
 }
 
 /// A step record without its timestamps (they depend on timing by design).
