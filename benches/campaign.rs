@@ -20,7 +20,7 @@ use std::hint::black_box;
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use serde_json::Value;
-use w6w_sim::conformance::generate::{Generated, check};
+use w6w_sim::__internals::conformance::generate::{Generated, check};
 use w6w_sim::conformance::{FnAdapter, Reference};
 
 #[global_allocator]
@@ -31,7 +31,9 @@ const BATCH: u64 = 50;
 
 fn bench(c: &mut Criterion) {
     let batch: Vec<Generated> = (1..=BATCH).map(Generated::from_seed).collect();
-    let mut point_by_point = FnAdapter::new("handle", |r: &Value| w6w_sim::service::handle(r));
+    let mut point_by_point = FnAdapter::new("handle", |r: &Value| {
+        w6w_sim::__internals::service::handle(r)
+    });
     // Both must pass every property, or the timing compares unequal work.
     for g in &batch {
         check(&mut Reference, g).expect("the reference passes");
@@ -41,7 +43,7 @@ fn bench(c: &mut Criterion) {
     group.sample_size(20);
     group.bench_function("reference", |b| {
         b.iter(|| {
-            w6w_sim::sim::with_stack(|| {
+            w6w_sim::__internals::sim::with_stack(|| {
                 for g in &batch {
                     black_box(check(&mut Reference, g).is_ok());
                 }
@@ -50,7 +52,7 @@ fn bench(c: &mut Criterion) {
     });
     group.bench_function("point_by_point", |b| {
         b.iter(|| {
-            w6w_sim::sim::with_stack(|| {
+            w6w_sim::__internals::sim::with_stack(|| {
                 for g in &batch {
                     black_box(check(&mut point_by_point, g).is_ok());
                 }

@@ -13,7 +13,7 @@ use std::time::Duration;
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use serde_json::json;
 use w6w_sim::conformance::{self, Adapter, RunOptions};
-use w6w_sim::context_protocol::{EngineOptions, EngineProcess};
+use w6w_sim::conformance::{EngineOptions, EngineProcess};
 use w6w_sim::sim;
 
 mod common;

@@ -16,9 +16,10 @@ use std::time::{Duration, Instant};
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use serde_json::json;
+use w6w_sim::__internals::sim::Invocation;
+use w6w_sim::sim::{JournalStore, Store};
 use w6w_sim::model::{RunState, RunStatePatch};
-use w6w_sim::sim::world::Invocation;
-use w6w_sim::sim::{self, JournalStore, SimOptions, Store, StoreChoice, WorldSnapshot};
+use w6w_sim::sim::{self, SimOptions, StoreChoice, WorldSnapshot};
 
 mod common;
 use common::{chain, run};
@@ -74,7 +75,7 @@ impl Grown {
             action: "echo".into(),
             connection: None,
             attempt: 1,
-            params: w6w_sim::sim::world::JsonText::new(&json!({})),
+            params: w6w_sim::model::JsonText::new(&json!({})),
             at_ms: self.world.clock_ms,
             run_id: None,
             script: None,

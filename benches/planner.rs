@@ -33,8 +33,8 @@ use foldhash::fast::FixedState;
 use petgraph::graph::{DiGraph, NodeIndex};
 use serde_json::{Value, json};
 use w6w_sim::model::Workflow;
-use w6w_sim::plan::plan;
-use w6w_sim::validate::{ValidateOptions, validate_workflow};
+use w6w_sim::plan;
+use w6w_sim::{ValidateOptions, validate_workflow};
 
 mod heap;
 use heap::{Counting, counted};

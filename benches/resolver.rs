@@ -30,7 +30,9 @@ use criterion::{Criterion, criterion_group, criterion_main};
 use datalogic_rs::bumpalo::Bump;
 use datalogic_rs::{DataValue, Engine};
 use serde_json::{Map, Value, json};
-use w6w_sim::expr::{CompiledWith, Dialect, Logic, ResolveMode, RunScope, resolve_with};
+use w6w_sim::__internals::expr::{
+    CompiledWith, Dialect, Logic, ResolveMode, RunScope, resolve_with,
+};
 
 fn rules() -> Vec<(&'static str, Value)> {
     vec![

@@ -16,7 +16,9 @@
 use std::process::{Command, Output};
 
 use serde_json::Value;
-use w6w_sim::conformance::mutants::{AnyMutant, Mutant, kill_table, kill_table_text, with_mutant};
+use w6w_sim::__internals::conformance::mutants::{
+    AnyMutant, Mutant, kill_table, kill_table_text, with_mutant,
+};
 use w6w_sim::conformance::{self, Reference, RunOptions, Selection, SimulatedHost, Suite};
 
 const BIN: &str = env!("CARGO_BIN_EXE_w6w-sim");
@@ -59,7 +61,7 @@ fn the_suite_kills_every_mutant_naming_its_clause() {
 
 #[test]
 fn names_are_unique_and_clauses_are_catalogued() {
-    let catalogue: Vec<String> = conformance::clause_catalogue()
+    let catalogue: Vec<String> = w6w_sim::__internals::conformance::clause_catalogue()
         .into_iter()
         .map(|(id, _)| id)
         .collect();
@@ -86,11 +88,11 @@ fn a_mutant_is_active_only_inside_with_mutant() {
     // live, and it is inert by default.
     let request = serde_json::json!({"op": "resolve", "with": {"c": {"$expr": {"var": ""}}},
                                      "scope": {"vars": {}, "secrets": {"K": "plaintext-k"}}});
-    let clean = w6w_sim::service::handle(&request).to_string();
+    let clean = w6w_sim::__internals::service::handle(&request).to_string();
     let broken = with_mutant(Mutant::SecretsOnDataRoot, || {
-        w6w_sim::service::handle(&request).to_string()
+        w6w_sim::__internals::service::handle(&request).to_string()
     });
-    let after = w6w_sim::service::handle(&request).to_string();
+    let after = w6w_sim::__internals::service::handle(&request).to_string();
     assert!(!clean.contains("plaintext-k"), "{clean}");
     assert!(broken.contains("plaintext-k"), "{broken}");
     assert_eq!(clean, after, "the mutant was restored");
@@ -104,9 +106,9 @@ fn the_plan_tie_mutant_orders_ties_by_the_largest_index() {
         {"id": "c", "uses": {"app": "x", "action": "y"}}],
         "edges": [{"from": "a", "to": "c"}]});
     let request = serde_json::json!({"op": "plan", "workflow": doc});
-    let clean = w6w_sim::service::handle(&request);
+    let clean = w6w_sim::__internals::service::handle(&request);
     let broken = with_mutant(Mutant::TiesByReverseDeclaredOrder, || {
-        w6w_sim::service::handle(&request)
+        w6w_sim::__internals::service::handle(&request)
     });
     // Roots a and b tie; the reference takes the first declared (PLAN-5).
     assert_eq!(clean, serde_json::json!({"ok": ["a", "b", "c"]}));
@@ -221,7 +223,7 @@ fn a_generated_failure_prints_its_seed_and_writes_shrunk_files_that_run_replays(
 fn mutants_prints_the_kill_table() {
     let out = conformance(&["--mutants"]);
     let text = stdout(&out);
-    let n = w6w_sim::conformance::mutants::AnyMutant::all().len();
+    let n = w6w_sim::__internals::conformance::mutants::AnyMutant::all().len();
     assert_eq!(out.status.code(), Some(0), "{text}");
     assert!(
         text.trim_end()

@@ -6,7 +6,7 @@ use libfuzzer_sys::fuzz_target;
 use serde_json::Value;
 
 fuzz_target!(|data: &[u8]| {
-    let line = w6w_sim::service::handle_bytes(data);
+    let line = w6w_sim::__internals::service::handle_bytes(data);
     let response: Value = match serde_json::from_str(&line) {
         Ok(v) => v,
         Err(e) => panic!("the response is not JSON ({e}): {line}"),

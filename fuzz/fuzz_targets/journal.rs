@@ -10,8 +10,8 @@
 use std::path::Path;
 
 use libfuzzer_sys::fuzz_target;
+use w6w_sim::__internals::sim::{MAGIC, read_journal};
 use w6w_sim::model::RunState;
-use w6w_sim::sim::journal::{MAGIC, read_journal};
 
 /// `MAGIC` then each non-empty record framed as `len: u32 LE | crc: u32 LE | body`, the
 /// CRC over the length bytes and the body (the format in `src/sim/journal.rs`).

@@ -4,7 +4,7 @@
 
 use libfuzzer_sys::fuzz_target;
 use serde_json::{Value, json};
-use w6w_sim::expr::{Dialect, Logic};
+use w6w_sim::__internals::expr::{Dialect, Logic};
 
 fuzz_target!(|data: &[u8]| {
     let Ok(rule) = serde_json::from_slice::<Value>(data) else {

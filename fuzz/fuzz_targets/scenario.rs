@@ -5,10 +5,13 @@ use libfuzzer_sys::fuzz_target;
 use w6w_sim::sim::parse_scenario;
 
 fuzz_target!(|data: &[u8]| {
-    let Ok(doc) = w6w_sim::json::parse_bytes(data) else {
+    let Ok(doc) = w6w_sim::__internals::json::parse_bytes(data) else {
         return;
     };
     if let Err(errors) = parse_scenario(&doc) {
-        assert!(!errors.is_empty(), "a refused scenario names at least one problem");
+        assert!(
+            !errors.is_empty(),
+            "a refused scenario names at least one problem"
+        );
     }
 });

@@ -3,7 +3,9 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use w6w_sim::expr::{Mode, Part, parse_root_anchored, parse_template, serialize_template};
+use w6w_sim::__internals::expr::{
+    Mode, Part, parse_root_anchored, parse_template, serialize_template,
+};
 
 fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else {

@@ -3,15 +3,15 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use w6w_sim::validate::{ValidateOptions, validate_workflow};
+use w6w_sim::{ValidateOptions, validate_workflow};
 
 fuzz_target!(|data: &[u8]| {
-    let Ok(doc) = w6w_sim::json::parse_bytes(data) else {
+    let Ok(doc) = w6w_sim::__internals::json::parse_bytes(data) else {
         return;
     };
     for runnable in [false, true] {
         if let Ok(workflow) = validate_workflow(&doc, ValidateOptions { runnable }) {
-            let _ = w6w_sim::plan::plan(&workflow);
+            let _ = w6w_sim::plan(&workflow);
         }
     }
 });

@@ -1,7 +1,7 @@
 //! The conformance suite: case files as data, one checker, per-clause coverage, and the
 //! adapters a candidate host plugs in through.
 //!
-//! Owns: the case format (`conformance/cases/*.json`), [`check_case`], and clause
+//! Owns: the case format (`conformance/cases/*.json`), [`check_expectations`], and clause
 //! bookkeeping. Invariant: a case is pure data — adding one never needs Rust code. A case
 //! is a request to the same op service `w6w-sim eval` speaks, plus expectations over the
 //! response. The clause catalogue is embedded from `conformance/clauses.md`.
@@ -46,7 +46,7 @@
 
 pub(crate) mod adapter;
 pub mod capability;
-mod diff;
+pub(crate) mod diff;
 mod engine_seam;
 pub mod generate;
 mod host;
@@ -70,18 +70,15 @@ pub use adapter::{
 pub use capability::{CAPABILITIES, Capabilities, UnknownCapability};
 pub use engine_seam::{EngineAdapter, EngineOnSim, ReferenceEngineAdapter, run_engine};
 pub use host::{EngineOnHost, HostAdapter, MemoryDisk, SimulatedHost, run_host};
-pub use load::{
-    EXPECTATION_KINDS, LoadError, LoadProblem, LoadedFile, MAX_CASE_FILE_BYTES, Selection, Suite,
-    default_cases_dir,
-};
+#[cfg(test)]
+pub(crate) use load::LoadedFile;
+pub use load::{LoadError, LoadProblem, Selection, Suite, default_cases_dir};
 pub use matrix::{CandidateKind, CandidateSpec, Matrix};
 pub use process::{DEFAULT_DEADLINE, ProcessAdapter, ProcessOptions, split_command};
 pub use report::{
     CaseResult, ClauseRow, SelectionSummary, SuiteReport, regenerate, rerun_case, xml_escape,
 };
 pub use runner::{RunOptions, check_with, run, run_suite};
-
-use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -151,7 +148,8 @@ impl CaseOutcome {
 }
 
 /// Run one case through `handler` (the op service, or a candidate adapter) and check it.
-pub fn check_case(case: &Case, handler: &dyn Fn(&Value) -> Value) -> CaseOutcome {
+#[cfg(test)]
+pub(crate) fn check_case(case: &Case, handler: &dyn Fn(&Value) -> Value) -> CaseOutcome {
     let mut response = handler(&case.request);
     // SEC-1: what the report keeps (failure texts, the response, JSON/JUnit) passes
     // through the case's redaction sink — an adapter may echo a secret anywhere. A failure
@@ -349,21 +347,6 @@ pub fn includes(got: &Value, want: &Value) -> bool {
         }
         _ => json_eq(got, want),
     }
-}
-
-/// Per-clause tallies: clause → (cases, passed).
-pub fn coverage(outcomes: &[CaseOutcome]) -> BTreeMap<String, (usize, usize)> {
-    let mut table: BTreeMap<String, (usize, usize)> = BTreeMap::new();
-    for o in outcomes {
-        for c in &o.clauses {
-            let entry = table.entry(c.clone()).or_default();
-            entry.0 += 1;
-            if o.passed() {
-                entry.1 += 1;
-            }
-        }
-    }
-    table
 }
 
 #[cfg(test)]

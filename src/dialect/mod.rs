@@ -31,8 +31,7 @@ mod yaml_tree;
 
 pub use manifest::Manifest;
 pub use run::{
-    DialectRunError, decorate_report, prepare_scenario, run, script_failure_kinds, source_identity,
-    split_manifest,
+    decorate_report, prepare_scenario, run, script_failure_kinds, source_identity, split_manifest,
 };
 
 /// The most problems one document reports (D-221).

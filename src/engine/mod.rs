@@ -15,8 +15,8 @@
 
 mod code;
 mod control;
-mod graph;
-mod journal;
+pub(crate) mod graph;
+pub(crate) mod journal;
 mod meta;
 mod replay;
 mod retry;
@@ -25,15 +25,15 @@ mod run;
 mod runerr;
 mod sealed;
 mod sink;
-mod step;
-mod strand;
+pub(crate) mod step;
+pub(crate) mod strand;
 mod taint;
 #[cfg(test)]
-mod testing;
+pub(crate) mod testing;
 #[cfg(test)]
 mod tidy;
 mod vars;
-mod walk;
+pub(crate) mod walk;
 
 use serde_json::{Map, Value, json};
 
@@ -41,15 +41,10 @@ use crate::host::HostError;
 use crate::model::{RunState, RunStatus, StepError, ValidationError};
 
 pub use code::EngineCode;
-pub use control::{CALL_DEPTH_MAX, FOREACH_ITEMS_MAX};
-pub use meta::{META_STRING_UTF16_MAX, normalize_meta};
-pub use retry::{
-    EXT_MAX_DELAY_MS, EXT_RETRY_ON, WAIT_MS_MAX, retry_allowed, retry_allowed_by,
-    wait_before_attempt_ms,
-};
-pub use run::{DIALECT_KEY, Engine, workflow_dialect};
+pub use control::CALL_DEPTH_MAX;
+pub(crate) use retry::{EXT_MAX_DELAY_MS, EXT_RETRY_ON, WAIT_MS_MAX};
+pub use run::{Engine, workflow_dialect};
 pub(crate) use run::{secret_variables, taint_pointers};
-pub use vars::seed_variables;
 
 /// What a host hands the engine to start a run (engine.md `RunSeed`).
 #[derive(Debug, Clone, PartialEq)]

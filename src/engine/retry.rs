@@ -8,7 +8,7 @@ use crate::model::{Backoff, Phase, RetryPolicy, StepError};
 /// RETRY-5: no single computed wait between two attempts exceeds this (WF 2026-10-04).
 pub const WAIT_MS_MAX: u64 = 300_000;
 
-pub use crate::model::{EXT_MAX_DELAY_MS, EXT_RETRY_ON};
+pub(crate) use crate::model::{EXT_MAX_DELAY_MS, EXT_RETRY_ON};
 
 /// [`retry_allowed`] narrowed by the policy's [`EXT_RETRY_ON`] list, when it has one.
 pub fn retry_allowed_by(policy: Option<&RetryPolicy>, error: &StepError, idempotent: bool) -> bool {

@@ -378,8 +378,9 @@ impl Logic {
     }
 }
 
-/// Compile and evaluate in one go.
-pub fn apply(rule: &Value, data: &Value, dialect: Dialect) -> Result<Value, ExprError> {
+/// Compile and evaluate in one go (the unit tests' shorthand).
+#[cfg(test)]
+fn apply(rule: &Value, data: &Value, dialect: Dialect) -> Result<Value, ExprError> {
     Ok(Logic::compile(rule, dialect)?.evaluate(data))
 }
 

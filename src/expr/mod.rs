@@ -26,16 +26,14 @@ mod template;
 mod value;
 
 pub use compile::{CompiledWith, json_type_name};
-pub use jsonlogic::{Dialect, ExprCode, ExprError, Logic, apply};
-pub use limits::{MAX_NESTING_DEPTH, MAX_TEMPLATE_BYTES, MAX_TEMPLATE_SCAN_BYTES};
+pub use jsonlogic::{Dialect, ExprCode, Logic};
+pub use limits::{MAX_NESTING_DEPTH, MAX_TEMPLATE_BYTES};
 pub use resolve::{
-    REDACTED, ResolveCode, ResolveError, ResolveMode, ResolveOptions, Resolved, binding_step,
-    check_required, redact_params, resolve_with, resolve_with_mode, resolve_with_options,
-    resolve_with_test,
+    REDACTED, ResolveCode, ResolveError, ResolveMode, ResolveOptions, Resolved, check_required,
+    redact_params, resolve_with,
 };
-pub use scope::{DataRoot, DataScope, ROOTS, RunScope, Secrets, TaintAt, is_root, step_into};
+pub use scope::RunScope;
 pub use template::{
-    ChainOp, Mode, Parsed, Part, TemplateTooLarge, coalesce_operand_refs, has_refused_chain_token,
-    parse as parse_template, parse_coalesce_chain, parse_root_anchored, part_is_anchored,
-    root_anchor, serialize as serialize_template,
+    Mode, Part, parse as parse_template, parse_coalesce_chain, parse_root_anchored, root_anchor,
+    serialize as serialize_template,
 };

@@ -171,23 +171,6 @@ pub fn resolve_with_mode(
     )
 }
 
-/// BIND-2…5: resolve the with block of `tested_step` for a single-step test.
-pub fn resolve_with_test(
-    with: &Map<String, Value>,
-    scope: &RunScope,
-    tested_step: &str,
-) -> Result<Resolved, ResolveError> {
-    resolve_with_options(
-        with,
-        scope,
-        &ResolveOptions {
-            mode: ResolveMode::Test,
-            tested_step: Some(tested_step),
-            dialect: Dialect::W6w,
-        },
-    )
-}
-
 /// Resolve with every option spelled out (compiles, then resolves once).
 pub fn resolve_with_options(
     with: &Map<String, Value>,

@@ -55,6 +55,7 @@ pub fn key_grammar_problems(key: &str) -> Vec<String> {
 }
 
 /// Whether `key` matches the MODEL-5 grammar.
+#[cfg(test)]
 pub fn is_valid_key(key: &str) -> bool {
     key_grammar_problems(key).is_empty()
 }

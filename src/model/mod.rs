@@ -10,10 +10,10 @@
 //! JSON value.
 
 mod error;
-mod extra;
+pub(crate) mod extra;
 mod key;
 mod run;
-mod serde_util;
+pub(crate) mod serde_util;
 mod validate;
 mod workflow;
 
@@ -21,16 +21,14 @@ pub use error::{
     ValidationCode, ValidationError, errors_to_json, json_kind, pointer_token, show_value,
 };
 pub use extra::Extra;
-pub use key::{
-    KEY_LEN_MAX, KEY_LEN_MIN, is_first_key_assignment, is_valid_key, key_grammar_problems,
-    stored_key,
-};
+pub use key::{is_first_key_assignment, stored_key};
 pub use run::{
     BlockKind, Blocks, FRAME_PREFIX, FrameHasher, FrameRecords, Frames, PatchField, PatchFrames,
     Phase, RunState, RunStatePatch, RunStatus, StepError, StepExecution, StepMeta, StepStatus,
     records_json,
 };
-pub use validate::MAX_NESTING_DEPTH;
+#[cfg(test)]
+pub(crate) use validate::MAX_NESTING_DEPTH;
 #[cfg(test)]
 pub(crate) use validate::storage_problems;
 pub(crate) use validate::{KeyGate, StorageChecked, storage_checked_workflow};

@@ -28,13 +28,13 @@ mod wait;
 
 pub(crate) use analysis::{Analysis, Needs, UNRESOLVED, analyse};
 pub use control::{
-    BlockSlot, CONTROL_APP, ControlKind, ControlParams, ControlPlan, ControlStep, JoinMode,
-    MAX_CONTROL_NESTING, ParallelStrategy, PlanValue, SubBlockKind, SubPlan, WaitSpec,
+    BlockSlot, CONTROL_APP, ControlKind, ControlParams, ControlPlan, JoinMode, MAX_CONTROL_NESTING,
+    ParallelStrategy, PlanValue, SubBlockKind, SubPlan, WaitSpec,
 };
 pub(crate) use document::document_problems;
 pub use graph::{Adjacency, Edges};
 
-pub use wait::{MAX_TIME_TEXT_LEN, parse_duration_ms, parse_timestamp_ms};
+pub use wait::{parse_duration_ms, parse_timestamp_ms};
 
 use crate::model::{FanOut, ValidationCode, ValidationError, When, Workflow};
 use control::{ControlAnalysis, StepView, analyse_controls};

@@ -39,7 +39,7 @@ pub fn handle(request: &Value) -> Value {
     finish(route(request))
 }
 
-pub use sim::{crash_request, run_and_crash_points, run_and_crash_points_with};
+pub use sim::{run_and_crash_points, run_and_crash_points_with};
 
 /// The envelope every answer leaves with: an error carries a string `code` and `message`.
 fn finish(mut response: Value) -> Value {

@@ -24,7 +24,7 @@ use crate::validate::{ValidateOptions, validate_workflow};
 
 /// CALL-2: the composition depth bound (node-types.md 2026-08-20, default 16): the
 /// engine's own bound, enforced again here for the run-level reroute.
-pub use crate::engine::CALL_DEPTH_MAX;
+pub(crate) use crate::engine::CALL_DEPTH_MAX;
 
 /// Whether this host serves the top-level run or a composed child run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

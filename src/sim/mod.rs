@@ -48,14 +48,16 @@ pub(crate) use driver::{Driver, Mode};
 pub(crate) use durable::Acked;
 pub use engine_seam::{EngineFactory, ReferenceEngine, WorkflowEngine};
 pub use errors::{SimError, check_reachable, load_scenario, load_workflow};
-pub use host::CALL_DEPTH_MAX;
-pub use journal::{JOURNAL_FORMAT, JournalError, JournalStore};
+pub(crate) use host::CALL_DEPTH_MAX;
+pub use journal::JournalStore;
 pub use options::{Limits, SimOptions, StoreChoice};
 pub use report::Report;
 pub use resume::check_source;
 pub use scenario::{Scenario, ScenarioError, parse_scenario};
 pub use simulation::{Simulation, StoreFromOptions, StoreGiven};
-pub use store::{DiskStore, MemoryStore, STORE_FORMAT, Store, StoreError, StoredRun};
+#[cfg(test)]
+pub(crate) use store::DiskStore;
+pub use store::{MemoryStore, STORE_FORMAT, Store, StoreError, StoredRun};
 pub use world::{EPOCH_MS, WorldSnapshot};
 
 /// The stack a simulation runs on when its caller's is short: engine futures of an

@@ -9,12 +9,16 @@
 //! bytes per checkpoint, which is why the journal replaced it.
 
 use std::collections::BTreeMap;
+#[cfg(test)]
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
+#[cfg(test)]
+use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+#[cfg(test)]
 use super::scenario::run_id_ok;
 use super::world::{SeqLease, WorldSnapshot};
 use crate::model::{RunState, RunStatePatch};
@@ -74,6 +78,7 @@ pub(crate) fn create_temp(path: &Path) -> std::io::Result<std::fs::File> {
 }
 
 /// The message for a store file that could not be opened: a symbolic link is named as one.
+#[cfg(test)]
 pub(crate) fn open_error(path: &Path, e: &std::io::Error) -> String {
     if is_link_refusal(path, e) {
         format!(
@@ -231,13 +236,16 @@ impl Store for MemoryStore {
 
 /// The legacy on-disk store (`w6w-sim/run-1`): `DIR/<runId>.json`, the whole run rewritten
 /// per checkpoint (O(run) each). The simulator uses [`super::JournalStore`], which still
-/// reads (and migrates) these files; this type remains for hosts built on it.
+/// reads (and migrates) these files; this type remains only to write them in the journal's
+/// migration tests (D-311).
+#[cfg(test)]
 #[derive(Debug)]
 pub struct DiskStore {
     dir: PathBuf,
     cache: BTreeMap<String, RunState>,
 }
 
+#[cfg(test)]
 impl DiskStore {
     /// Open (creating if needed) a store directory.
     pub fn open(dir: &Path) -> Result<Self, StoreError> {
@@ -303,6 +311,7 @@ impl DiskStore {
     }
 }
 
+#[cfg(test)]
 impl Store for DiskStore {
     fn checkpoint(
         &mut self,

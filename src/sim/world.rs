@@ -334,10 +334,6 @@ impl World {
         true
     }
 
-    pub fn advance(&mut self, ms: u64) {
-        self.snap.clock_ms = self.snap.clock_ms.saturating_add(ms);
-    }
-
     /// Whether [`World::event`] records anything (the trace is kept or streamed).
     pub fn tracing(&self) -> bool {
         self.keep_trace || self.sink.is_some()

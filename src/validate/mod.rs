@@ -18,7 +18,7 @@
 
 mod registry;
 
-pub use registry::{Registry, SaveError};
+pub use registry::Registry;
 
 use serde_json::Value;
 

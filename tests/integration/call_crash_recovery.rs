@@ -149,7 +149,7 @@ fn baseline(name: &str, wf: &Value, sc: &Value) -> Report {
         "{name}: every wait is a child's"
     );
     assert!(
-        plain.world.clock_ms >= sim::EPOCH_MS + 3_600_000,
+        plain.world.clock_ms >= w6w_sim::__internals::sim::EPOCH_MS + 3_600_000,
         "{name}: the caller waited for the child's wait on the virtual clock"
     );
     assert!(

@@ -100,7 +100,7 @@ fn a_killed_process_is_resumed_from_the_disk_store() {
         .expect("spawn");
     assert!(!killed.status.success(), "the process was aborted");
     assert!(killed.stdout.is_empty(), "no report from a dead process");
-    let stored = w6w_sim::sim::journal::read_run_file(&store.join("run_1.journal"))
+    let stored = w6w_sim::__internals::sim::read_run_file(&store.join("run_1.journal"))
         .expect("the journal reads back whole");
     assert_eq!(stored.state.status.as_str(), "running");
     assert_eq!(stored.world.expect("world").checkpoints, 4);

@@ -8,7 +8,7 @@ use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use w6w_sim::conformance::clause_catalogue;
+use w6w_sim::__internals::conformance::clause_catalogue;
 
 const BIN: &str = env!("CARGO_BIN_EXE_w6w-sim");
 

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use w6w_sim::conformance::{self, Adapter, AdapterError, RunOptions};
-use w6w_sim::context_protocol::{EngineOptions, EngineProcess};
+use w6w_sim::conformance::{EngineOptions, EngineProcess};
 
 fn serve_cmd() -> String {
     format!("'{}' engine serve", env!("CARGO_BIN_EXE_w6w-sim"))
@@ -54,7 +54,7 @@ fn a_crash_is_a_real_kill_and_the_fresh_process_recovers_through_state_load() {
     let traffic = candidate.traffic();
     assert_eq!(
         got,
-        w6w_sim::service::handle(&request),
+        w6w_sim::__internals::service::handle(&request),
         "same report as in process"
     );
     assert_eq!(got["ok"]["crashes"], json!(2));
@@ -82,7 +82,8 @@ fn the_same_scenario_gives_a_byte_identical_report_every_time() {
             .collect();
         assert_eq!(reports[0], reports[1], "{name}");
         assert_eq!(reports[1], reports[2], "{name}");
-        let reference = serde_json::to_string(&w6w_sim::service::handle(&request)).expect("ser");
+        let reference =
+            serde_json::to_string(&w6w_sim::__internals::service::handle(&request)).expect("ser");
         assert_eq!(reports[0], reference, "{name}: the seam changes nothing");
     }
 }
@@ -211,7 +212,7 @@ fn the_documented_transcript_is_what_engine_serve_says() {
     }
     assert!(expected.len() > 20, "the transcript has a session");
     let mut out = Vec::new();
-    w6w_sim::context_protocol::serve::serve_engine(&mut input.as_bytes(), &mut out)
+    w6w_sim::__internals::context_protocol::serve_engine(&mut input.as_bytes(), &mut out)
         .expect("serves");
     let got: Vec<String> = String::from_utf8(out)
         .expect("utf-8")

@@ -7,9 +7,9 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde_json::Value;
+use w6w_sim::conformance::HostProcess;
 use w6w_sim::conformance::{self, EngineOnHost, RunOptions, SuiteReport};
-use w6w_sim::context_protocol::host_seam::HostProcess;
-use w6w_sim::context_protocol::{EngineOptions, EngineProcess};
+use w6w_sim::conformance::{EngineOptions, EngineProcess};
 
 /// Whether to run: `node` must be on PATH — a missing `node` fails the test rather than
 /// passing it vacuously (issue 43 item 6) — unless `W6W_SKIP_NODE=1` says to skip.
@@ -312,7 +312,9 @@ fn an_engine_that_writes_a_secret_fails_naming_sec_1_the_message_and_the_field()
         .filter(|(_, c)| c.clauses.iter().any(|k| selection.clauses.contains(k)))
         .filter_map(|(_, c)| {
             let secret = first_secret(c.request.pointer("/scenario/secrets")?)?;
-            let effectful = w6w_sim::service::handle(&c.request).get("ok").is_some();
+            let effectful = w6w_sim::__internals::service::handle(&c.request)
+                .get("ok")
+                .is_some();
             (effectful && secret.chars().count() >= 8).then(|| (c.id.clone(), secret))
         })
         .collect();
@@ -575,6 +577,8 @@ fn request_and_reports(suite: &conformance::Suite, id: &str) -> (Value, bool) {
         .find(|(_, c)| c.id == id)
         .map(|(_, c)| c.request.clone())
         .unwrap_or(Value::Null);
-    let reports = w6w_sim::service::handle(&request).get("ok").is_some();
+    let reports = w6w_sim::__internals::service::handle(&request)
+        .get("ok")
+        .is_some();
     (request, reports)
 }

@@ -6,7 +6,7 @@
 use std::path::PathBuf;
 
 use w6w_sim::conformance::{self, RunOptions};
-use w6w_sim::context_protocol::{EngineOptions, EngineProcess};
+use w6w_sim::conformance::{EngineOptions, EngineProcess};
 
 /// A floor under what the Python engine passes (every case of its profile — the sequential
 /// core, one signal case (RUN-7) and the META cases; 132 when this was written): the

@@ -7,7 +7,7 @@
 use std::path::Path;
 
 use serde_json::Value;
-use w6w_sim::sim::scenario::Faults;
+use w6w_sim::__internals::sim::Faults;
 use w6w_sim::sim::{self, Report, Scenario, SimError, SimOptions};
 
 fn observed(r: &Result<Report, SimError>) -> (Value, Vec<Value>) {
@@ -117,7 +117,7 @@ fn an_engine_factorys_crash_points_are_each_run_from_the_top() {
     }))
     .expect("workflow");
     let scenario = sim::load_scenario(&serde_json::json!({})).expect("scenario");
-    let factory = sim::ReferenceEngine;
+    let factory = w6w_sim::engine::ReferenceEngine;
     let points = sim::Simulation::with_engine(&factory, &workflow, &scenario).crash_points(40);
     let plain = points.plain.as_ref().expect("the crash-free run");
     assert!(plain.world.checkpoints >= 3, "{}", plain.world.checkpoints);

@@ -6,7 +6,7 @@
 use std::path::PathBuf;
 
 use serde_json::{Value, json};
-use w6w_sim::dialect::{self, Dialect, Manifest};
+use w6w_sim::__internals::dialect::{self, Dialect, Manifest};
 use w6w_sim::sim::SimOptions;
 
 #[test]

@@ -8,7 +8,8 @@
 use std::path::Path;
 use std::process::Command;
 
-use w6w_sim::conformance::{CAPABILITIES, split_command};
+use w6w_sim::__internals::conformance::split_command;
+use w6w_sim::conformance::CAPABILITIES;
 
 const BIN: &str = env!("CARGO_BIN_EXE_w6w-sim");
 

@@ -3,7 +3,8 @@
 
 use std::process::Command;
 
-use w6w_sim::conformance::{Suite, default_cases_dir};
+use w6w_sim::__internals::conformance::default_cases_dir;
+use w6w_sim::conformance::Suite;
 
 const BIN: &str = env!("CARGO_BIN_EXE_w6w-sim");
 

@@ -361,7 +361,7 @@ fn a_script_error_on_a_page_fails_the_check() {
     // The same shell, CSP and data as every page, with a script that throws: the checker
     // must see it (so a broken run.js or matrix.js cannot pass as a blank page).
     let page = dir.path().join("broken.html");
-    let html = w6w_sim::sim::html::page(&json!({"lanes": []}), "DATA.lanes.x.y;");
+    let html = w6w_sim::__internals::sim::page(&json!({"lanes": []}), "DATA.lanes.x.y;");
     std::fs::write(&page, html).expect("write");
     let l = load(&page);
     assert!(
@@ -421,7 +421,7 @@ const SECRET: &str = "sk_live_9f8e7d6c5b4a3210zyxw";
 /// No secret byte in `text`: not raw, not in any encoding the leak detector knows (escaped,
 /// base64 at every alignment, hex, percent-encoded), and no 8-character piece of it.
 fn no_secret(what: &str, text: &str) {
-    let detector = w6w_sim::redact::leak::Detector::new([&json!(SECRET)]);
+    let detector = w6w_sim::__internals::redact::Detector::new([&json!(SECRET)]);
     assert!(
         detector.in_text(text).is_none(),
         "{what}: holds the secret ({:?})",

@@ -272,8 +272,8 @@ fn a_second_process_on_a_run_in_use_is_refused_before_it_invokes_anything() {
     let (_, _) = run_with_kills(&f, &mut Rng(1), 0, 0, Duration::ZERO);
     let before = std::fs::read(f.store.join("run_k.journal")).expect("journal");
     // This process holds the run open, as a live `w6w-sim resume` would.
-    let holder = sim::JournalStore::open(&f.store).expect("open");
-    let held = sim::Store::load(&holder, "run_k").expect("load");
+    let holder = w6w_sim::sim::JournalStore::open(&f.store).expect("open");
+    let held = w6w_sim::sim::Store::load(&holder, "run_k").expect("load");
     assert!(held.is_some());
     let out = command(&f, true).output().expect("spawn");
     let stderr = String::from_utf8_lossy(&out.stderr);

@@ -5,7 +5,8 @@
 use std::process::Command;
 
 use serde_json::{Value, json};
-use w6w_sim::sim::{self, JournalStore, SimOptions, Store, StoreChoice};
+use w6w_sim::sim::{JournalStore, Store};
+use w6w_sim::sim::{self, SimOptions, StoreChoice};
 
 const BIN: &str = env!("CARGO_BIN_EXE_w6w-sim");
 
@@ -22,7 +23,7 @@ fn nested(levels: usize) -> Value {
 fn validation_refuses_what_the_store_could_not_hold() {
     let wf = json!({"manifestVersion": "2", "id": "wf", "name": "wf", "steps": [
         {"id": "a", "uses": {"app": "app", "action": "act"},
-         "with": {"deep": nested(w6w_sim::limits::MAX_NESTING_DEPTH)}}]});
+         "with": {"deep": nested(w6w_sim::__internals::limits::MAX_NESTING_DEPTH)}}]});
     let errors = sim::load_workflow(&wf).err();
     assert!(
         matches!(&errors, Some(sim::SimError::InvalidWorkflow(e)) if !e.is_empty()),
@@ -30,7 +31,7 @@ fn validation_refuses_what_the_store_could_not_hold() {
     );
     let ok = json!({"manifestVersion": "2", "id": "wf", "name": "wf", "steps": [
         {"id": "a", "uses": {"app": "app", "action": "act"},
-         "with": {"deep": nested(w6w_sim::limits::MAX_NESTING_DEPTH - 6)}}]});
+         "with": {"deep": nested(w6w_sim::__internals::limits::MAX_NESTING_DEPTH - 6)}}]});
     assert!(sim::load_workflow(&ok).is_ok());
 }
 
@@ -38,7 +39,7 @@ fn validation_refuses_what_the_store_could_not_hold() {
 /// would pass the limit fails with `limit_exceeded`, and the store reads back (resumable).
 #[test]
 fn values_built_at_run_time_past_the_limit_fail_their_step_not_the_store() {
-    let n = w6w_sim::limits::MAX_NESTING_DEPTH + 5;
+    let n = w6w_sim::__internals::limits::MAX_NESTING_DEPTH + 5;
     let mut steps = vec![json!({"id": "s0", "uses": {"app": "app", "action": "act"},
                                 "with": {"w": 0}})];
     let mut edges = Vec::new();

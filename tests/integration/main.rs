@@ -34,6 +34,7 @@ mod limits;
 mod matrix_cli;
 mod model_roundtrip;
 mod package;
+mod public_api;
 mod redaction;
 mod reference_snapshots;
 mod rust_seams;

@@ -11,7 +11,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 use w6w_sim::model::{RetryPolicy, RunState, StepExecution, Workflow};
-use w6w_sim::validate::{ValidateOptions, validate_workflow};
+use w6w_sim::{ValidateOptions, validate_workflow};
 
 fn rfc_examples() -> Vec<(String, Value)> {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/rfc");

@@ -11,8 +11,8 @@
 use std::path::PathBuf;
 
 use serde_json::{Map, Value};
+use w6w_sim::__internals::json::json_diff;
 use w6w_sim::conformance::{Adapter, AdapterError, Reference, Suite};
-use w6w_sim::json::json_diff;
 
 /// A candidate that ignores error edges (ERR-4), broken at the seam: it drops every
 /// `when: "error"` edge from a request's workflow before the reference answers it.

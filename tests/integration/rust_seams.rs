@@ -239,9 +239,9 @@ mod engine_seam {
         self, Capabilities, EngineAdapter, ReferenceEngineAdapter, RunOptions,
     };
     use w6w_sim::engine::{Engine, EngineError, RunSeed};
+    use w6w_sim::engine::{EngineFactory, WorkflowEngine};
     use w6w_sim::host::{InvokeRequest, OnExecuted, WorkflowContext};
     use w6w_sim::model::Workflow;
-    use w6w_sim::sim::{EngineFactory, WorkflowEngine};
 
     #[test]
     fn the_reference_engine_passes_through_the_engine_seam() {
@@ -430,7 +430,9 @@ mod engine_seam {
                 .and_then(|m| m.values().find_map(serde_json::Value::as_str));
             // The flaw is in `start`: a run (a replay starts no run).
             let effectful = c.request["op"] == "run"
-                && w6w_sim::service::handle(&c.request).get("ok").is_some();
+                && w6w_sim::__internals::service::handle(&c.request)
+                    .get("ok")
+                    .is_some();
             let Some(secret) = secret.filter(|s| s.len() >= 4 && effectful) else {
                 continue;
             };
@@ -485,7 +487,10 @@ mod engine_seam {
             let bare = form.trim_matches('"');
             assert!(!text.contains(bare), "the secret leaked: {text}");
         }
-        assert!(text.contains(w6w_sim::expr::REDACTED), "{text}");
+        assert!(
+            text.contains(w6w_sim::__internals::expr::REDACTED),
+            "{text}"
+        );
     }
 }
 

@@ -46,8 +46,9 @@ fn every_example_scenario_and_its_report_validate() {
             continue;
         };
         let workflow: Value = serde_json::from_slice(&bytes).expect("json");
-        let answer =
-            w6w_sim::service::handle(&json!({"op": "run", "workflow": workflow, "scenario": doc}));
+        let answer = w6w_sim::__internals::service::handle(
+            &json!({"op": "run", "workflow": workflow, "scenario": doc}),
+        );
         let ok = answer
             .get("ok")
             .unwrap_or_else(|| panic!("{name}: {answer}"));
@@ -78,7 +79,7 @@ fn every_scenario_and_report_of_the_suite_validates() {
         if !matches!(op, Some("run" | "replay")) {
             continue;
         }
-        let answer = w6w_sim::service::handle(&case.request);
+        let answer = w6w_sim::__internals::service::handle(&case.request);
         // A WOML / YAML run adds its dialect's own scenario rules on top of the schema.
         let rejected_scenario = answer.pointer("/error/code").and_then(Value::as_str)
             == Some("invalid_scenario")

@@ -75,6 +75,70 @@ fn every_case_file_names_clauses() {
 }
 
 // ---------------------------------------------------------------------------------------
+// The public API (D-310, D-311): five public modules and the hidden `__internals`; the
+// compile test implements every seam without the latter.
+
+/// The only modules `src/lib.rs` may declare `pub`.
+const PUBLIC_MODULES: &[&str] = &[
+    "model",
+    "host",
+    "engine",
+    "sim",
+    "conformance",
+    "__internals",
+];
+
+/// The names of the top-level modules a crate root declares `pub` (`pub mod x;` or `pub mod
+/// x {` at the start of a line; modules nested in an inline one are its business), in code
+/// (comments and strings do not count).
+fn pub_mods(root: &str) -> Vec<String> {
+    code_only(root)
+        .lines()
+        .filter_map(|line| line.strip_prefix("pub mod "))
+        .map(|rest| {
+            rest.chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                .collect()
+        })
+        .collect()
+}
+
+#[test]
+fn the_crate_root_declares_only_the_public_modules_pub() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let lib = std::fs::read_to_string(root.join("src/lib.rs")).expect("src/lib.rs");
+    let mut got = pub_mods(&lib);
+    got.sort();
+    let mut want: Vec<String> = PUBLIC_MODULES.iter().map(|m| (*m).to_owned()).collect();
+    want.sort();
+    assert_eq!(
+        got, want,
+        "src/lib.rs's `pub mod`s vs the public modules (D-310); every other module is private"
+    );
+    assert_eq!(
+        pub_mods("// pub mod a;\npub mod b {\n    pub mod c;\n}\nmod d;\n"),
+        ["b"],
+        "the checker sees top-level modules only, and skips comments"
+    );
+}
+
+#[test]
+fn the_compile_test_uses_public_paths_only() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let path = root.join("tests/integration/public_api.rs");
+    let text = std::fs::read_to_string(&path).expect("tests/integration/public_api.rs");
+    assert!(
+        !code_only(&text).contains("__internals"),
+        "{} must implement the seams from public paths only (D-310)",
+        path.display()
+    );
+    assert!(
+        code_only(&text).contains("impl RunStore for"),
+        "it implements the store"
+    );
+}
+
+// ---------------------------------------------------------------------------------------
 // One-way layering (ARCHITECTURE.md#layers). The order is written twice on purpose — here
 // and in ARCHITECTURE.md — and `the_layer_order_is_the_one_architecture_md_documents`
 // keeps the two equal, so the document cannot drift from what is enforced.

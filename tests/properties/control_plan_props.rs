@@ -14,8 +14,8 @@
 use proptest::prelude::*;
 use serde_json::{Value, json};
 use w6w_sim::model::Workflow;
-use w6w_sim::plan::plan;
-use w6w_sim::validate::{ValidateOptions, validate_workflow};
+use w6w_sim::plan;
+use w6w_sim::{ValidateOptions, validate_workflow};
 
 /// A generated workflow: steps `s0…`, the block each step sits in (`None` = main
 /// graph), which steps are controls owning which blocks, and the edges.

@@ -12,7 +12,7 @@
 
 use proptest::prelude::*;
 use serde_json::{Value, json};
-use w6w_sim::dialect::{self, Dialect, script_failure_kinds};
+use w6w_sim::__internals::dialect::{self, Dialect, script_failure_kinds};
 use w6w_sim::sim::{self, SimOptions};
 
 fn cases() -> u32 {

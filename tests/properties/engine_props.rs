@@ -12,7 +12,7 @@
 //!     invocations of originally succeeded steps;
 //! (c) each step's invocations, attempts and status equal what the model allows — the
 //!     retry classification, onError and edge routing written out naively in
-//!     `w6w_sim::conformance::generate` (shared with `w6w-sim conformance --generate`, which
+//!     `w6w_sim::__internals::conformance::generate` (shared with `w6w-sim conformance --generate`, which
 //!     checks the same model through op responses; this test also sees traces);
 //! (d) no secret plaintext appears in any checkpoint, trace event or report;
 //! (e) secret-echoing actions (D-112): a crash after any checkpoint, a replay and a replay
@@ -25,7 +25,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use proptest::prelude::*;
 use serde_json::{Value, json};
-use w6w_sim::conformance::generate::{GenOutcome, GenStep, Generated, Model, SECRET};
+use w6w_sim::__internals::conformance::generate::{GenOutcome, GenStep, Generated, Model, SECRET};
 use w6w_sim::model::RunState;
 use w6w_sim::sim::{self, Report, SimOptions};
 

@@ -11,7 +11,7 @@
 
 use proptest::prelude::*;
 use serde_json::{Map, Value, json};
-use w6w_sim::expr::{
+use w6w_sim::__internals::expr::{
     CompiledWith, MAX_NESTING_DEPTH, MAX_TEMPLATE_BYTES, Mode, Part, ResolveCode, ResolveMode,
     RunScope, parse_root_anchored, parse_template, resolve_with, serialize_template,
 };
@@ -170,7 +170,9 @@ fn without_secret_parts(v: &Value) -> Value {
     }
 }
 
-fn outcome(r: Result<w6w_sim::expr::Resolved, w6w_sim::expr::ResolveError>) -> Value {
+fn outcome(
+    r: Result<w6w_sim::__internals::expr::Resolved, w6w_sim::__internals::expr::ResolveError>,
+) -> Value {
     match r {
         Ok(r) => json!({"params": r.params, "secret": r.secret_paths}),
         Err(e) => json!({"error": e.code.as_str(), "path": e.path}),
@@ -275,11 +277,11 @@ proptest! {
     /// rendering path), unless resolving T fails (a missing secret, a non-JSON `=`).
     #[test]
     fn anchored_parse_and_resolve_agree(t in any_text(), s in scope_json()) {
-        let parsed = w6w_sim::service::handle(
+        let parsed = w6w_sim::__internals::service::handle(
             &json!({"op": "parse", "text": t, "mode": "editor", "rootAnchored": true}),
         );
         let parts = parsed["ok"].as_array().cloned().expect("small texts parse");
-        let resolved = w6w_sim::service::handle(
+        let resolved = w6w_sim::__internals::service::handle(
             &json!({"op": "resolve", "with": {"v": t}, "scope": s}),
         );
         let literal = parts.is_empty()
@@ -287,7 +289,7 @@ proptest! {
         if literal {
             prop_assert_eq!(&resolved["ok"]["v"], &Value::String(t.clone()), "parse said literal");
         } else if resolved.get("ok").is_some() {
-            let via_parts = w6w_sim::service::handle(&json!({
+            let via_parts = w6w_sim::__internals::service::handle(&json!({
                 "op": "resolve",
                 "with": {"v": {"type": "expr", "parts": parts}},
                 "scope": s,

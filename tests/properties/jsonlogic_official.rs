@@ -10,7 +10,7 @@
 use std::collections::BTreeMap;
 
 use serde_json::Value;
-use w6w_sim::expr::{Dialect, ExprCode, Logic};
+use w6w_sim::__internals::expr::{Dialect, ExprCode, Logic};
 
 /// expr-notes: the complete operator list of the dialect.
 const DIALECT_OPS: [&str; 23] = [

@@ -13,8 +13,8 @@
 use proptest::prelude::*;
 use serde_json::{Value, json};
 use w6w_sim::model::{ValidationCode, When, Workflow};
-use w6w_sim::plan::plan;
-use w6w_sim::validate::{ValidateOptions, validate_workflow};
+use w6w_sim::plan;
+use w6w_sim::{ValidateOptions, validate_workflow};
 
 /// A graph: `n` steps named `s0…`, edges by declared index, each with a `when`.
 #[derive(Debug, Clone)]
@@ -172,7 +172,7 @@ proptest! {
                 })
                 .collect()
         };
-        let seen = |edges: w6w_sim::plan::Edges<'_>| -> Vec<(u32, u32, u32, When)> {
+        let seen = |edges: w6w_sim::__internals::plan::Edges<'_>| -> Vec<(u32, u32, u32, When)> {
             edges.map(|e| (e.index, e.from, e.to, e.when)).collect()
         };
         for v in 0..g.n {

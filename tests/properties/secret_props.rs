@@ -362,7 +362,7 @@ fn check(c: &Case) -> Result<(), String> {
         }
     };
     // The op service's answer (what `eval` prints) for the same request.
-    let answer = w6w_sim::service::handle_line(
+    let answer = w6w_sim::__internals::service::handle_line(
         &json!({"op": "run", "workflow": wf_doc, "scenario": sc_doc}).to_string(),
     );
     recorded.push(("eval".into(), answer.into_bytes()));
@@ -437,7 +437,7 @@ fn the_leak_check_sees_every_encoding() {
 // `resolve` op's answer. The type-level half is the compile-fail doc test in
 // `src/expr/scope.rs`.
 
-use w6w_sim::expr::{
+use w6w_sim::__internals::expr::{
     CompiledWith, Dialect, Mode, Part, ResolveMode, ResolveOptions, RunScope, parse_template,
 };
 
@@ -638,7 +638,7 @@ fn barrier_bytes(c: &BarrierCase, with: &serde_json::Map<String, Value>) -> Vec<
         Err(e) => json!({"code": e.code.as_str(), "message": e.message, "ref": e.reference,
                          "path": e.path, "step": e.step}),
     };
-    let answer = w6w_sim::service::handle(&json!({
+    let answer = w6w_sim::__internals::service::handle(&json!({
         "op": "resolve", "with": with, "scope": scope_doc,
         "dialect": if c.extended { "extended" } else { "w6w" },
     }));

@@ -32,7 +32,6 @@ use crate::plan::ControlParams;
 
 pub use call::CALL_DEPTH_MAX;
 pub(crate) use call::call;
-pub use foreach::FOREACH_ITEMS_MAX;
 
 /// Run one control step (CTRL-2…8). Returns its end and, under `continue-record`, the
 /// failures it swallowed.

@@ -19,10 +19,7 @@ use crate::model::{RunState, RunStatePatch, StepError};
 
 pub mod sealing;
 pub mod store;
-pub use sealing::{
-    KeyError, SEALING_KEY_ENV, SEALING_KEY_MAX_BYTES, SEALING_KEY_MIN_BITS, SEALING_KEY_MIN_BYTES,
-    SealingKey,
-};
+pub use sealing::{KeyError, SEALING_KEY_ENV, SEALING_KEY_MAX_BYTES, SealingKey};
 pub use store::{RunStore, ScheduleEntry, StoreError, StoreFactory};
 
 /// How a run was started (`RunTrigger`).
