@@ -134,27 +134,29 @@ pub use sim::{
 };
 pub use validate::{ValidateOptions, validate_workflow};
 
-/// The RFC's documents and run records: a [`Workflow`] and its steps, a run's
-/// [`RunState`], the [`RunStatePatch`] a checkpoint carries, and validation problems.
-///
-/// Every type the [`host`] and [`engine`] seams mention is here. A document is plain serde
-/// (unknown fields are kept in each type's `extra`); [`crate::validate_workflow`] is the
-/// save-time gate that gives one with every problem named.
-///
-/// ```
-/// use w6w_sim::model::{RunState, RunStatus, Workflow};
-///
-/// let workflow: Workflow = serde_json::from_value(serde_json::json!({
-///     "manifestVersion": "2", "id": "wf_demo", "name": "demo",
-///     "steps": [{"id": "fetch", "uses": {"app": "crm", "action": "get"}}]
-/// }))
-/// .expect("a well-formed document");
-/// assert_eq!(workflow.steps[0].uses.app, "crm");
-///
-/// let state = RunState::new("run_1", &workflow.id);
-/// assert_eq!(state.status, RunStatus::Pending);
-/// ```
 pub mod model {
+    //! The RFC's documents and run records: a [`Workflow`] and its steps, a run's
+    //! [`RunState`], the [`RunStatePatch`] a checkpoint carries, and validation problems.
+    //!
+    //! Every type the [`host`](crate::host) and [`engine`](crate::engine) seams mention is
+    //! here. A document is plain serde
+    //! (unknown fields are kept in each type's `extra`); [`crate::validate_workflow`] is the
+    //! save-time gate that gives one with every problem named.
+    //!
+    //! ```
+    //! use w6w_sim::model::{RunState, RunStatus, Workflow};
+    //!
+    //! let workflow: Workflow = serde_json::from_value(serde_json::json!({
+    //!     "manifestVersion": "2", "id": "wf_demo", "name": "demo",
+    //!     "steps": [{"id": "fetch", "uses": {"app": "crm", "action": "get"}}]
+    //! }))
+    //! .expect("a well-formed document");
+    //! assert_eq!(workflow.steps[0].uses.app, "crm");
+    //!
+    //! let state = RunState::new("run_1", &workflow.id);
+    //! assert_eq!(state.status, RunStatus::Pending);
+    //! ```
+
     pub use crate::json::JsonText;
     #[allow(unused_imports)]
     pub(crate) use crate::model_impl::*;
@@ -166,44 +168,45 @@ pub mod model {
     };
 }
 
-/// The host seam: what a host implements so an engine can run on it.
-///
-/// [`WorkflowContext`] is the engine's only door to the world (RUN-8): invoking actions,
-/// logging, durable checkpoints, loading state, the clock, sleeping, scheduling. A host
-/// that embeds this crate's engine supplies only durability: a [`RunStore`] opened by a
-/// [`StoreFactory`], judged by [`crate::conformance::run_host`]. [`SealingKey`] seals
-/// secrets at rest.
-///
-/// ```
-/// use std::collections::HashMap;
-/// use w6w_sim::host::{RunStore, StoreError};
-/// use w6w_sim::model::{RunState, RunStatePatch};
-///
-/// #[derive(Default)]
-/// struct InMemory(HashMap<String, RunState>);
-///
-/// impl RunStore for InMemory {
-///     fn checkpoint(&mut self, patch: &RunStatePatch) -> Result<(), StoreError> {
-///         let state = self.0.entry(patch.run_id.clone()).or_insert_with(|| {
-///             RunState::new(&patch.run_id, patch.workflow_id.as_deref().unwrap_or(""))
-///         });
-///         state.apply(patch);
-///         Ok(())
-///     }
-///     fn put(&mut self, state: &RunState) -> Result<(), StoreError> {
-///         self.0.insert(state.run_id.clone(), state.clone());
-///         Ok(())
-///     }
-///     fn load(&self, run_id: &str) -> Result<Option<RunState>, StoreError> {
-///         Ok(self.0.get(run_id).cloned())
-///     }
-/// }
-///
-/// let mut store = InMemory::default();
-/// store.put(&RunState::new("run_1", "wf_demo")).expect("in memory");
-/// assert!(store.load("run_1").expect("in memory").is_some());
-/// ```
 pub mod host {
+    //! The host seam: what a host implements so an engine can run on it.
+    //!
+    //! [`WorkflowContext`] is the engine's only door to the world (RUN-8): invoking actions,
+    //! logging, durable checkpoints, loading state, the clock, sleeping, scheduling. A host
+    //! that embeds this crate's engine supplies only durability: a [`RunStore`] opened by a
+    //! [`StoreFactory`], judged by [`crate::conformance::run_host`]. [`SealingKey`] seals
+    //! secrets at rest.
+    //!
+    //! ```
+    //! use std::collections::HashMap;
+    //! use w6w_sim::host::{RunStore, StoreError};
+    //! use w6w_sim::model::{RunState, RunStatePatch};
+    //!
+    //! #[derive(Default)]
+    //! struct InMemory(HashMap<String, RunState>);
+    //!
+    //! impl RunStore for InMemory {
+    //!     fn checkpoint(&mut self, patch: &RunStatePatch) -> Result<(), StoreError> {
+    //!         let state = self.0.entry(patch.run_id.clone()).or_insert_with(|| {
+    //!             RunState::new(&patch.run_id, patch.workflow_id.as_deref().unwrap_or(""))
+    //!         });
+    //!         state.apply(patch);
+    //!         Ok(())
+    //!     }
+    //!     fn put(&mut self, state: &RunState) -> Result<(), StoreError> {
+    //!         self.0.insert(state.run_id.clone(), state.clone());
+    //!         Ok(())
+    //!     }
+    //!     fn load(&self, run_id: &str) -> Result<Option<RunState>, StoreError> {
+    //!         Ok(self.0.get(run_id).cloned())
+    //!     }
+    //! }
+    //!
+    //! let mut store = InMemory::default();
+    //! store.put(&RunState::new("run_1", "wf_demo")).expect("in memory");
+    //! assert!(store.load("run_1").expect("in memory").is_some());
+    //! ```
+
     #[allow(unused_imports)]
     pub(crate) use crate::host_impl::*;
     pub use crate::host_impl::{
@@ -213,32 +216,33 @@ pub mod host {
     };
 }
 
-/// The engine seam: what an engine implements so a host (the simulator, the suite) can
-/// drive it — [`WorkflowEngine`] booted by an [`EngineFactory`] — and this crate's engine,
-/// [`ReferenceEngine`] ([`Engine`] once booted).
-///
-/// An engine talks to the world only through [`crate::host::WorkflowContext`]; a run is
-/// started from a [`RunSeed`]; anything but a run's own failure is an [`EngineError`].
-/// [`crate::conformance::run_engine`] judges an engine against the simulator.
-///
-/// ```
-/// use w6w_sim::engine::{EngineFactory, ReferenceEngine, RunSeed};
-///
-/// let workflow = w6w_sim::load_workflow(&serde_json::json!({
-///     "manifestVersion": "2", "id": "wf_demo", "name": "demo",
-///     "steps": [{"id": "fetch", "uses": {"app": "crm", "action": "get"}}]
-/// }))
-/// .expect("a runnable workflow");
-/// let _engine = ReferenceEngine.boot(&workflow).expect("boots");
-///
-/// let scenario = Default::default();
-/// let report = w6w_sim::sim::Simulation::with_engine(&ReferenceEngine, &workflow, &scenario)
-///     .run()
-///     .expect("runs");
-/// assert_eq!(report.run.status, w6w_sim::model::RunStatus::Succeeded);
-/// assert_eq!(RunSeed::manual("run_1").call_depth, 0);
-/// ```
 pub mod engine {
+    //! The engine seam: what an engine implements so a host (the simulator, the suite) can
+    //! drive it — [`WorkflowEngine`] booted by an [`EngineFactory`] — and this crate's engine,
+    //! [`ReferenceEngine`] ([`Engine`] once booted).
+    //!
+    //! An engine talks to the world only through [`crate::host::WorkflowContext`]; a run is
+    //! started from a [`RunSeed`]; anything but a run's own failure is an [`EngineError`].
+    //! [`crate::conformance::run_engine`] judges an engine against the simulator.
+    //!
+    //! ```
+    //! use w6w_sim::engine::{EngineFactory, ReferenceEngine, RunSeed};
+    //!
+    //! let workflow = w6w_sim::load_workflow(&serde_json::json!({
+    //!     "manifestVersion": "2", "id": "wf_demo", "name": "demo",
+    //!     "steps": [{"id": "fetch", "uses": {"app": "crm", "action": "get"}}]
+    //! }))
+    //! .expect("a runnable workflow");
+    //! let _engine = ReferenceEngine.boot(&workflow).expect("boots");
+    //!
+    //! let scenario = Default::default();
+    //! let report = w6w_sim::sim::Simulation::with_engine(&ReferenceEngine, &workflow, &scenario)
+    //!     .run()
+    //!     .expect("runs");
+    //! assert_eq!(report.run.status, w6w_sim::model::RunStatus::Succeeded);
+    //! assert_eq!(RunSeed::manual("run_1").call_depth, 0);
+    //! ```
+
     pub use crate::engine_impl::{Engine, EngineError, RunResult, RunSeed};
     // The seam sits in `sim` (above `engine`, whose types it names); its public home is
     // here, where an engine author looks (D-310).
@@ -247,38 +251,39 @@ pub mod engine {
     pub use crate::sim_impl::{EngineFactory, ReferenceEngine, WorkflowEngine};
 }
 
-/// The deterministic simulator: run a [`crate::model::Workflow`] against a [`Scenario`]
-/// (scripted action outcomes, faults, crashes) on a virtual clock.
-///
-/// A [`Simulation`] runs, replays or resumes one: with this crate's engine
-/// ([`Simulation::new`]) or any [`crate::engine::EngineFactory`]
-/// ([`Simulation::with_engine`]), on the store [`SimOptions`] chooses or one you give
-/// ([`Simulation::store`], [`Simulation::host_store`]), and [`Simulation::crash_points`]
-/// answers "a crash right after checkpoint k" for every k. Each gives a [`Report`] (the final
-/// run state, the world, the trace) or a [`SimError`].
-///
-/// ```
-/// use serde_json::json;
-/// use w6w_sim::sim::{self, SimOptions};
-///
-/// let workflow = sim::load_workflow(&json!({
-///     "manifestVersion": "2", "id": "wf_demo", "name": "demo",
-///     "steps": [{"id": "fetch", "uses": {"app": "crm", "action": "get"}}]
-/// }))
-/// .expect("a runnable workflow");
-/// let scenario = sim::load_scenario(&json!({
-///     "actions": {"fetch": {"outcomes": [{"output": {"id": "acc_42"}}]}}
-/// }))
-/// .expect("a valid scenario");
-/// let options = SimOptions::default();
-/// let report = sim::Simulation::new(&workflow, &scenario)
-///     .options(&options)
-///     .run()
-///     .expect("runs");
-/// assert_eq!(report.run.steps["fetch"].attempt, 1);
-/// assert_eq!(report.world.invocations.len(), 1);
-/// ```
 pub mod sim {
+    //! The deterministic simulator: run a [`crate::model::Workflow`] against a [`Scenario`]
+    //! (scripted action outcomes, faults, crashes) on a virtual clock.
+    //!
+    //! A [`Simulation`] runs, replays or resumes one: with this crate's engine
+    //! ([`Simulation::new`]) or any [`crate::engine::EngineFactory`]
+    //! ([`Simulation::with_engine`]), on the store [`SimOptions`] chooses or one you give
+    //! ([`Simulation::store`], [`Simulation::host_store`]), and [`Simulation::crash_points`]
+    //! answers "a crash right after checkpoint k" for every k. Each gives a [`Report`] (the final
+    //! run state, the world, the trace) or a [`SimError`].
+    //!
+    //! ```
+    //! use serde_json::json;
+    //! use w6w_sim::sim::{self, SimOptions};
+    //!
+    //! let workflow = sim::load_workflow(&json!({
+    //!     "manifestVersion": "2", "id": "wf_demo", "name": "demo",
+    //!     "steps": [{"id": "fetch", "uses": {"app": "crm", "action": "get"}}]
+    //! }))
+    //! .expect("a runnable workflow");
+    //! let scenario = sim::load_scenario(&json!({
+    //!     "actions": {"fetch": {"outcomes": [{"output": {"id": "acc_42"}}]}}
+    //! }))
+    //! .expect("a valid scenario");
+    //! let options = SimOptions::default();
+    //! let report = sim::Simulation::new(&workflow, &scenario)
+    //!     .options(&options)
+    //!     .run()
+    //!     .expect("runs");
+    //! assert_eq!(report.run.steps["fetch"].attempt, 1);
+    //! assert_eq!(report.world.invocations.len(), 1);
+    //! ```
+
     #[allow(unused_imports)]
     pub(crate) use crate::sim_impl::*;
     pub use crate::sim_impl::{
@@ -288,25 +293,26 @@ pub mod sim {
     };
 }
 
-/// The conformance suite: judge a candidate against the spec's cases and get a
-/// [`SuiteReport`].
-///
-/// Three ways in: [`run_host`] (a [`HostAdapter`]: your store under our engine),
-/// [`run_engine`] (an [`EngineAdapter`]: your engine under our simulator) and [`run`] (any
-/// [`Adapter`] answering op requests: the in-process [`Reference`], a [`ProcessAdapter`]
-/// speaking JSON lines, an [`EngineProcess`] or [`HostProcess`] speaking the context
-/// protocol). [`RunOptions`] selects cases; a [`Capabilities`] profile marks what a
-/// candidate leaves out as not applicable.
-///
-/// ```
-/// use w6w_sim::conformance::{self, Reference, RunOptions};
-///
-/// let options = RunOptions { clauses: vec!["PLAN-1".into()], ..Default::default() };
-/// let report = conformance::run(&mut Reference, &options).expect("the suite loads");
-/// assert!(report.passed() > 0);
-/// report.assert_all_passed();
-/// ```
 pub mod conformance {
+    //! The conformance suite: judge a candidate against the spec's cases and get a
+    //! [`SuiteReport`].
+    //!
+    //! Three ways in: [`run_host`] (a [`HostAdapter`]: your store under our engine),
+    //! [`run_engine`] (an [`EngineAdapter`]: your engine under our simulator) and [`run`] (any
+    //! [`Adapter`] answering op requests: the in-process [`Reference`], a [`ProcessAdapter`]
+    //! speaking JSON lines, an [`EngineProcess`] or [`HostProcess`] speaking the context
+    //! protocol). [`RunOptions`] selects cases; a [`Capabilities`] profile marks what a
+    //! candidate leaves out as not applicable.
+    //!
+    //! ```
+    //! use w6w_sim::conformance::{self, Reference, RunOptions};
+    //!
+    //! let options = RunOptions { clauses: vec!["PLAN-1".into()], ..Default::default() };
+    //! let report = conformance::run(&mut Reference, &options).expect("the suite loads");
+    //! assert!(report.passed() > 0);
+    //! report.assert_all_passed();
+    //! ```
+
     #[allow(unused_imports)]
     pub(crate) use crate::conformance_impl::*;
     pub use crate::conformance_impl::{
@@ -321,11 +327,12 @@ pub mod conformance {
     pub use crate::context_protocol::{EngineOptions, EngineProcess};
 }
 
-/// Not API: what the crate's benches, fuzz targets, the binary and the integration tests
-/// that exercise an internal need, named by its private path. May change in any release
-/// (D-311); the compile test `tests/integration/public_api.rs` never names it.
 #[doc(hidden)]
 pub mod __internals {
+    //! Not API: what the crate's benches, fuzz targets, the binary and the integration tests
+    //! that exercise an internal need, named by its private path. May change in any release
+    //! (D-311); the compile test `tests/integration/public_api.rs` never names it.
+
     #[cfg(feature = "cli")]
     pub use crate::cli::main as cli_main;
 

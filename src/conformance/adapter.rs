@@ -23,7 +23,7 @@ pub trait Adapter {
 
     /// RUN-3/RUN-4 for a generated workflow: the answer to the `run` of `workflow` and
     /// `scenario`, then, if it is a report, the answers to
-    /// [`crate::service::crash_request`]`(workflow, scenario, k)` — the `run` with a crash
+    /// [`crate::service::sim::crash_request`]`(workflow, scenario, k)` — the `run` with a crash
     /// right after checkpoint `k` — for each `k` of `points.select(its checkpoints)`; each
     /// exactly as [`Adapter::handle`] gives it, which is what the default asks. The
     /// in-process reference answers all of them from one simulation of the crash-free run,
