@@ -17,9 +17,9 @@ use std::time::{Duration, Instant};
 use criterion::{Criterion, criterion_group, criterion_main};
 use serde_json::json;
 use w6w_sim::__internals::sim::Invocation;
-use w6w_sim::sim::{JournalStore, Store};
 use w6w_sim::model::{RunState, RunStatePatch};
 use w6w_sim::sim::{self, SimOptions, StoreChoice, WorldSnapshot};
+use w6w_sim::sim::{JournalStore, Store};
 
 mod common;
 use common::{chain, run};

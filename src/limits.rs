@@ -14,10 +14,10 @@
 //! can always be read back and a run always resumed.
 
 /// The nesting depth `serde_json` reads back (its fixed recursion limit).
-pub const READ_DEPTH: usize = 128;
+pub(crate) const READ_DEPTH: usize = 128;
 
 /// Levels a recorded value may sit under in any file the tool writes.
-pub const ENVELOPE_DEPTH: usize = 32;
+pub(crate) const ENVELOPE_DEPTH: usize = 32;
 
 /// Deepest nesting of any document or value the tool accepts, produces or records.
 pub const MAX_NESTING_DEPTH: usize = READ_DEPTH - ENVELOPE_DEPTH;
@@ -33,125 +33,125 @@ pub const MAX_NESTING_DEPTH: usize = READ_DEPTH - ENVELOPE_DEPTH;
 /// Longest `{{ … }}` template text the resolver parses (EXPR-*; SEC-2).
 pub const MAX_TEMPLATE_BYTES: usize = 256 * 1024;
 /// Most bytes a template scan may walk (8× the template cap: escapes, nested markers).
-pub const MAX_TEMPLATE_SCAN_BYTES: usize = 8 * MAX_TEMPLATE_BYTES;
+pub(crate) const MAX_TEMPLATE_SCAN_BYTES: usize = 8 * MAX_TEMPLATE_BYTES;
 /// Deepest nesting of sub-blocks (a body inside a body …); a main-graph control's is 1.
-pub const MAX_CONTROL_NESTING: usize = 16;
+pub(crate) const MAX_CONTROL_NESTING: usize = 16;
 /// Longest duration or timestamp text looked at; longer is refused before parsing.
-pub const MAX_TIME_TEXT_LEN: usize = 64;
+pub(crate) const MAX_TIME_TEXT_LEN: usize = 64;
 /// Step ids spelled out in one cycle message; longer cycles are abbreviated.
-pub const MAX_CYCLE_IDS_IN_MESSAGE: usize = 100;
+pub(crate) const MAX_CYCLE_IDS_IN_MESSAGE: usize = 100;
 /// Most steps, and most edges, one workflow may declare (the planner's indices are `u32`).
-pub const MAX_GRAPH_SIZE: usize = u32::MAX as usize - 1;
+pub(crate) const MAX_GRAPH_SIZE: usize = u32::MAX as usize - 1;
 /// Most bytes of steps (or edges) reserved up front on a sequence's announced length when a
 /// workflow is deserialized (D-196); past it the vector grows as usual.
-pub const MAX_RESERVED_BYTES: usize = 256 << 20;
+pub(crate) const MAX_RESERVED_BYTES: usize = 256 << 20;
 /// Largest WOML / YAML source document a front-end reads: 8 MiB.
-pub const SOURCE_BYTES_MAX: usize = 8 * 1024 * 1024;
+pub(crate) const SOURCE_BYTES_MAX: usize = 8 * 1024 * 1024;
 /// Most nodes a WOML / YAML document may hold, alias expansion included.
-pub const NODES_MAX: usize = 200_000;
+pub(crate) const NODES_MAX: usize = 200_000;
 /// Most bytes the `context.steps` bindings of a WOML document's imported steps may total:
 /// each lists every earlier step (WOML-12), so they grow with the square of the step count
 /// (about 500 steps with short ids; D-220).
-pub const WOML_CONTEXT_BYTES_MAX: usize = 4 * 1024 * 1024;
+pub(crate) const WOML_CONTEXT_BYTES_MAX: usize = 4 * 1024 * 1024;
 /// Most problems a WOML / YAML document reports; past it one `too_many_problems` says so
 /// (each problem repeats its path, which can be long; D-221).
-pub const DIALECT_PROBLEMS_MAX: usize = 100;
+pub(crate) const DIALECT_PROBLEMS_MAX: usize = 100;
 /// Longest map key of a YAML document, in characters: YAML's own bound for an implicit key,
 /// applied to explicit (`? key`) ones too — every problem under a key repeats it (D-221).
-pub const YAML_KEY_CHARS_MAX: usize = 1024;
+pub(crate) const YAML_KEY_CHARS_MAX: usize = 1024;
 /// Most attributes, namespace declarations included, on one element of a WOML document
 /// (roxmltree's duplicate check is quadratic in them; D-219).
-pub const WOML_ATTRIBUTES_MAX: usize = 64;
+pub(crate) const WOML_ATTRIBUTES_MAX: usize = 64;
 /// Most XML namespace declarations in a whole WOML document (roxmltree copies every one in
 /// scope into each element that declares one; D-219).
-pub const WOML_NAMESPACES_MAX: usize = 64;
+pub(crate) const WOML_NAMESPACES_MAX: usize = 64;
 /// Longest run id (run ids become file names in the disk store).
-pub const RUN_ID_CHARS_MAX: usize = 128;
+pub(crate) const RUN_ID_CHARS_MAX: usize = 128;
 
 // A run's budgets: the defaults of `sim::Limits` (README "Limits"; `--max-*` override them).
 
 /// Action invocations, top-level and composed, across restarts.
-pub const DEFAULT_INVOCATIONS_MAX: u64 = 20_000;
+pub(crate) const DEFAULT_INVOCATIONS_MAX: u64 = 20_000;
 /// Virtual time a run may span from the epoch: 100 years of 366 days, in ms.
-pub const DEFAULT_VIRTUAL_MS_MAX: u64 = 100 * 366 * 24 * 3_600_000;
+pub(crate) const DEFAULT_VIRTUAL_MS_MAX: u64 = 100 * 366 * 24 * 3_600_000;
 /// Bytes of checkpoint patches a run may record: 64 MiB.
-pub const DEFAULT_RECORDED_BYTES_MAX: u64 = 64 * 1024 * 1024;
+pub(crate) const DEFAULT_RECORDED_BYTES_MAX: u64 = 64 * 1024 * 1024;
 /// Bytes of trace events a run may emit: 256 MiB.
-pub const DEFAULT_TRACE_BYTES_MAX: u64 = 256 * 1024 * 1024;
+pub(crate) const DEFAULT_TRACE_BYTES_MAX: u64 = 256 * 1024 * 1024;
 
 // The simulator and its store.
 
 /// In-process restarts of one simulated run (each crash fault fires once; a bug's bound).
-pub const RESTARTS_MAX: u64 = 10_000;
+pub(crate) const RESTARTS_MAX: u64 = 10_000;
 /// The stack segment a simulation switches to when its caller's is short (reserved only).
-pub const SIM_STACK_BYTES: usize = 64 << 20;
+pub(crate) const SIM_STACK_BYTES: usize = 64 << 20;
 /// Below this much stack left, the simulation switches to a fresh [`SIM_STACK_BYTES`] one.
-pub const STACK_RED_ZONE: usize = 16 << 20;
+pub(crate) const STACK_RED_ZONE: usize = 16 << 20;
 /// Largest journal record a reader accepts (a larger length field is damage).
-pub const JOURNAL_RECORD_MAX: usize = 1 << 30;
+pub(crate) const JOURNAL_RECORD_MAX: usize = 1 << 30;
 /// Most bytes of sealing-key material read (a key file that is really something else is
 /// refused, `sealing_key_too_long`; D-250).
-pub const SEALING_KEY_MAX_BYTES: usize = 4096;
+pub(crate) const SEALING_KEY_MAX_BYTES: usize = 4096;
 
 // Peers across a process boundary and the conformance suite.
 
 /// Longest line read from an adapter, engine or host process: 16 MiB.
-pub const PEER_LINE_BYTES_MAX: usize = 16 * 1024 * 1024;
+pub(crate) const PEER_LINE_BYTES_MAX: usize = 16 * 1024 * 1024;
 /// Lines of a peer's stdout queued before its reader stops reading (back-pressure).
-pub const PEER_READER_QUEUE_LINES: usize = 16;
+pub(crate) const PEER_READER_QUEUE_LINES: usize = 16;
 /// Longest line of a peer's stderr read for its tail (a longer one is "(an overlong line)").
-pub const STDERR_LINE_BYTES_MAX: usize = 64 * 1024;
+pub(crate) const STDERR_LINE_BYTES_MAX: usize = 64 * 1024;
 /// Lines of a peer's stderr kept for error messages.
-pub const STDERR_TAIL_LINES: usize = 5;
+pub(crate) const STDERR_TAIL_LINES: usize = 5;
 /// How long an exited peer's stderr reader gets to drain the pipe before a message quotes it.
-pub const STDERR_DRAIN: std::time::Duration = std::time::Duration::from_millis(500);
+pub(crate) const STDERR_DRAIN: std::time::Duration = std::time::Duration::from_millis(500);
 /// How long a peer gets to exit after its stdin closes before its group is killed.
-pub const PEER_EXIT_GRACE: std::time::Duration = std::time::Duration::from_millis(1000);
+pub(crate) const PEER_EXIT_GRACE: std::time::Duration = std::time::Duration::from_millis(1000);
 /// Messages in one context-protocol turn before the candidate must say `idle`.
-pub const MAX_MESSAGES_PER_TURN: usize = 100_000;
+pub(crate) const MAX_MESSAGES_PER_TURN: usize = 100_000;
 /// Longest `w6w-sim eval` request line: 64 MiB.
-pub const MAX_REQUEST_LINE_BYTES: usize = 64 * 1024 * 1024;
+pub(crate) const MAX_REQUEST_LINE_BYTES: usize = 64 * 1024 * 1024;
 /// Largest conformance case file read: 64 MiB.
-pub const MAX_CASE_FILE_BYTES: u64 = 64 * 1024 * 1024;
+pub(crate) const MAX_CASE_FILE_BYTES: u64 = 64 * 1024 * 1024;
 /// Bytes of one adapter response a conformance report keeps (a longer one keeps a prefix).
-pub const RESPONSE_KEEP_MAX: usize = 64 * 1024;
+pub(crate) const RESPONSE_KEEP_MAX: usize = 64 * 1024;
 /// Differences a field-level diff collects before it stops.
-pub const MAX_DIFF_ENTRIES: usize = 200;
+pub(crate) const MAX_DIFF_ENTRIES: usize = 200;
 /// No crash point of a generated workflow lies past this checkpoint.
-pub const CRASH_POINTS_MAX: u64 = 64;
+pub(crate) const CRASH_POINTS_MAX: u64 = 64;
 /// Crash points checked per generated workflow: every checkpoint while there are at most
 /// this many, else this many of them (D-224).
-pub const CRASH_POINTS_SAMPLED: u64 = 12;
+pub(crate) const CRASH_POINTS_SAMPLED: u64 = 12;
 /// The same on the host seam, where our engine runs and the host's store is judged (D-225).
-pub const CRASH_POINTS_HOST_SAMPLED: u64 = 6;
+pub(crate) const CRASH_POINTS_HOST_SAMPLED: u64 = 6;
 /// Candidate checks the shrinker may spend per generated failure.
-pub const SHRINK_BUDGET: usize = 2_000;
+pub(crate) const SHRINK_BUDGET: usize = 2_000;
 /// A whole adapter run's default deadline (`--deadline`, 0 = none).
 pub const DEFAULT_DEADLINE: std::time::Duration = std::time::Duration::from_secs(600);
 
 // Excerpts in messages: a pathological input never makes a megabyte-long message.
 
 /// Characters of a value shown in a validation message (`model::show_value`).
-pub const SHOWN_VALUE_CHARS_MAX: usize = 60;
+pub(crate) const SHOWN_VALUE_CHARS_MAX: usize = 60;
 /// Bytes of a peer process's line quoted in an error.
-pub const PEER_LINE_CLIP_BYTES: usize = 300;
+pub(crate) const PEER_LINE_CLIP_BYTES: usize = 300;
 /// Bytes of a generated workflow's failure text kept in its report.
-pub const GENERATED_TEXT_CLIP_BYTES: usize = 600;
+pub(crate) const GENERATED_TEXT_CLIP_BYTES: usize = 600;
 /// Bytes of one value shown in a field-level diff entry.
-pub const DIFF_VALUE_CLIP_BYTES: usize = 200;
+pub(crate) const DIFF_VALUE_CLIP_BYTES: usize = 200;
 
 // The picture of a run (`--html`, issue 41 item 4): a page someone can open and scroll.
 
 /// Lanes (steps and strands) drawn on a run's timeline; the rest are counted, not drawn.
-pub const HTML_LANES_MAX: usize = 2_000;
+pub(crate) const HTML_LANES_MAX: usize = 2_000;
 /// Events listed under "what happened"; the rest are counted, not listed.
-pub const HTML_EVENTS_MAX: usize = 5_000;
+pub(crate) const HTML_EVENTS_MAX: usize = 5_000;
 
 /// Whether `v` nests deeper than `max` levels (a scalar is depth 0, `[]` depth 1).
 /// Its stack depth is bounded whatever the input: up to [`RECURSION_DEPTH_MAX`] levels it
 /// recurses (no allocation: it runs on every step's output), beyond that it walks with a
 /// heap stack.
-pub fn nests_deeper_than(v: &serde_json::Value, max: usize) -> bool {
+pub(crate) fn nests_deeper_than(v: &serde_json::Value, max: usize) -> bool {
     use serde_json::Value;
     // Stops one level past `room`, so the recursion is at most `max` + 1 deep.
     fn deeper(v: &Value, room: usize) -> bool {
@@ -191,42 +191,42 @@ pub fn nests_deeper_than(v: &serde_json::Value, max: usize) -> bool {
 
 /// Heap one script attempt's JavaScript runtime may allocate: 64 MiB. Past it an allocation
 /// fails inside the script (an allocation bomb ends as a failed step, D-283).
-pub const SCRIPT_MEMORY_BYTES_MAX: usize = 64 * 1024 * 1024;
+pub(crate) const SCRIPT_MEMORY_BYTES_MAX: usize = 64 * 1024 * 1024;
 /// Native stack one script attempt's interpreter may use: 512 KiB (deep recursion throws a
 /// `RangeError` inside the script).
-pub const SCRIPT_STACK_BYTES_MAX: usize = 512 * 1024;
+pub(crate) const SCRIPT_STACK_BYTES_MAX: usize = 512 * 1024;
 /// Interrupt checks one script attempt may pass: QuickJS checks once per 10,000 function
 /// calls and loop iterations, so this is about 20 million of them — the deterministic CPU
 /// budget that ends an endless loop as `timeout` (D-283).
-pub const SCRIPT_INTERRUPT_BUDGET: u64 = 2_000;
+pub(crate) const SCRIPT_INTERRUPT_BUDGET: u64 = 2_000;
 /// Wall-clock milliseconds one script attempt may run before it is stopped as `timeout`:
 /// the guard for loops whose every iteration is slow native work (building megabyte
 /// strings), which the interrupt budget alone would let run for minutes (D-283).
-pub const SCRIPT_WALL_MS_MAX: u64 = 10_000;
+pub(crate) const SCRIPT_WALL_MS_MAX: u64 = 10_000;
 /// Virtual-clock events (timers, settled calls) one script attempt may fire before it is a
 /// `timeout` (an endless `setInterval` with no `<config>` timeout ends too).
-pub const SCRIPT_TICKS_MAX: u64 = 100_000;
+pub(crate) const SCRIPT_TICKS_MAX: u64 = 100_000;
 /// Longest JSON text a script may return: 1 MiB; longer is the `size` failure (WOML-11).
-pub const SCRIPT_RETURN_BYTES_MAX: usize = 1024 * 1024;
+pub(crate) const SCRIPT_RETURN_BYTES_MAX: usize = 1024 * 1024;
 /// Most `services`/`fetch` calls one script attempt may make; past it the run stops with
 /// `limit_exceeded` like any run budget.
-pub const SCRIPT_CALLS_MAX: usize = 1_000;
+pub(crate) const SCRIPT_CALLS_MAX: usize = 1_000;
 /// Most `console` lines one script attempt writes to the trace; later lines are counted,
 /// not written.
-pub const SCRIPT_CONSOLE_LINES_MAX: usize = 1_000;
+pub(crate) const SCRIPT_CONSOLE_LINES_MAX: usize = 1_000;
 /// Longest `console` line, in UTF-16 units, before it is cut (with `…`).
-pub const SCRIPT_CONSOLE_LINE_CHARS_MAX: usize = 8 * 1024;
+pub(crate) const SCRIPT_CONSOLE_LINE_CHARS_MAX: usize = 8 * 1024;
 
 /// The deepest limit [`nests_deeper_than`] checks by recursion.
-pub const RECURSION_DEPTH_MAX: usize = 128;
+pub(crate) const RECURSION_DEPTH_MAX: usize = 128;
 
 /// The smallest per-run shift of an engine-seam session clock, in days (D-104): 300 years,
 /// twice beyond the longest virtual-time window that is shifted at all.
-pub const CLOCK_SHIFT_DAYS_MIN: u64 = 109_575;
+pub(crate) const CLOCK_SHIFT_DAYS_MIN: u64 = 109_575;
 
 /// The largest per-run shift of an engine-seam session clock, in days (D-104): about 7,000
 /// years, so a shifted ISO year keeps four digits.
-pub const CLOCK_SHIFT_DAYS_MAX: u64 = 2_556_750;
+pub(crate) const CLOCK_SHIFT_DAYS_MAX: u64 = 2_556_750;
 
 #[cfg(test)]
 mod tests {

@@ -17,8 +17,8 @@
 //! [`DERIVED_NEEDLE_MIN`] characters is replaced where it stands as a whole value, never as a
 //! substring of unrelated text.
 
-pub mod leak;
-pub mod taint;
+pub(crate) mod leak;
+pub(crate) mod taint;
 
 use std::cell::RefCell;
 use std::sync::Arc;
@@ -33,7 +33,7 @@ use crate::model::{FrameRecords, RunState, RunStatePatch, StepError, StepExecuti
 
 /// A declared secret-derived string shorter than this is not scrubbed as a substring (it
 /// would erase unrelated text); it is still replaced wherever it is a whole value.
-pub const DERIVED_NEEDLE_MIN: usize = 4;
+pub(crate) const DERIVED_NEEDLE_MIN: usize = 4;
 
 /// The secret values of one run, ready to scrub with.
 #[derive(Debug, Default)]

@@ -142,7 +142,7 @@ pub enum Evidence {
 
 /// The failure of an effectful case (or generated workflow) against a self-reporting
 /// adapter; stable prefix `self_reported:`.
-pub const SELF_REPORTED: &str = "self_reported: `run`/`replay` through the adapter protocol are \
+pub(crate) const SELF_REPORTED: &str = "self_reported: `run`/`replay` through the adapter protocol are \
 answered with a report the adapter writes itself, so nothing in it was observed (an adapter \
 replaying recorded answers would pass). Judge an engine with --engine 'CMD' or a host with \
 --host 'CMD' (docs/context-protocol.md), where the suite observes every invocation and \

@@ -137,7 +137,7 @@ pub const CAPABILITIES: &[(&str, &str)] = &[
 
 /// Coarse names (the context protocol's `ready` message, docs/context-protocol.md) and the
 /// capabilities each stands for.
-pub const ALIASES: &[(&str, &[&str])] = &[
+pub(crate) const ALIASES: &[(&str, &[&str])] = &[
     (
         "ops",
         &[
@@ -174,7 +174,7 @@ fn expand(name: &str) -> Vec<&str> {
 /// The error codes the spec itself names (workflow-rfc.txt, companion-notes.md,
 /// expr-notes.md). Asserting any other code is reference vocabulary, unless the code is
 /// in the request (a scripted action error the engine must carry through).
-pub const SPEC_CODES: &[&str] = &[
+pub(crate) const SPEC_CODES: &[&str] = &[
     "call_depth_exceeded",
     "connection_broken",
     "connection_pending",
@@ -199,24 +199,24 @@ pub const SPEC_CODES: &[&str] = &[
 ];
 
 /// The name of the capability for assertions on the reference's own codes and messages.
-pub const REFERENCE_VOCABULARY: &str = "reference-vocabulary";
+pub(crate) const REFERENCE_VOCABULARY: &str = "reference-vocabulary";
 
 /// The name a case's `missing` carries when the host seam does not judge it (never a
 /// capability a candidate declares): see [`SEAM_HOST_MEANS`].
-pub const SEAM_HOST: &str = "seam.host";
+pub(crate) const SEAM_HOST: &str = "seam.host";
 
 /// What [`SEAM_HOST`] means, as the report says it.
-pub const SEAM_HOST_MEANS: &str = "the host seam judges only runs and replays that reach a \
+pub(crate) const SEAM_HOST_MEANS: &str = "the host seam judges only runs and replays that reach a \
 report, and `validate` when the host brings its own validator; pure ops and refusals are \
 answered by the suite's own engine and never touch the host";
 
 /// Whether a `missing` entry names a seam that does not judge the case, not a capability.
-pub fn is_seam(name: &str) -> bool {
+pub(crate) fn is_seam(name: &str) -> bool {
     name.starts_with("seam.")
 }
 
 /// The failure text of a case that was not run.
-pub fn not_applicable_because(missing: &[String]) -> String {
+pub(crate) fn not_applicable_because(missing: &[String]) -> String {
     if missing.iter().any(|m| is_seam(m)) {
         format!("not judged at this seam: {SEAM_HOST_MEANS}")
     } else {
@@ -226,7 +226,7 @@ pub fn not_applicable_because(missing: &[String]) -> String {
 
 /// Whether a case's expectations are about a refusal (an `error` answer) rather than a
 /// report.
-pub fn expects_refusal(case: &Case) -> bool {
+pub(crate) fn expects_refusal(case: &Case) -> bool {
     case.expect.contains_key("error")
         || ["match", "includes", "contains"].iter().any(|k| {
             case.expect
@@ -237,7 +237,7 @@ pub fn expects_refusal(case: &Case) -> bool {
 }
 
 /// Whether `name` is a capability name (`op.<anything>` included).
-pub fn is_capability(name: &str) -> bool {
+pub(crate) fn is_capability(name: &str) -> bool {
     CAPABILITIES.iter().any(|(n, _)| *n == name)
         || ALIASES.iter().any(|(n, _)| *n == name)
         || name.strip_prefix("op.").is_some_and(|op| {
@@ -394,7 +394,7 @@ impl<'de> Deserialize<'de> for Capabilities {
 }
 
 /// What `case` needs: its explicit `requires`, plus what its content shows.
-pub fn required(case: &Case) -> BTreeSet<String> {
+pub(crate) fn required(case: &Case) -> BTreeSet<String> {
     let mut out: BTreeSet<String> = case.requires.iter().cloned().collect();
     out.extend(required_by_request(&case.request));
     if asserts_reference_vocabulary(&case.expect, &case.request) {
@@ -404,7 +404,7 @@ pub fn required(case: &Case) -> BTreeSet<String> {
 }
 
 /// What a request needs, from its content alone (also used for generated workflows).
-pub fn required_by_request(request: &Value) -> BTreeSet<String> {
+pub(crate) fn required_by_request(request: &Value) -> BTreeSet<String> {
     let mut out = BTreeSet::new();
     let op = request.get("op").and_then(Value::as_str);
     if let Some(op) = op {
@@ -619,7 +619,7 @@ fn scenario_needs(scenario: &Map<String, Value>, out: &mut BTreeSet<String>) {
 
 /// Whether the expectations assert an error code the spec does not define, or message
 /// text, that the request does not itself contain.
-pub fn asserts_reference_vocabulary(expect: &Map<String, Value>, request: &Value) -> bool {
+pub(crate) fn asserts_reference_vocabulary(expect: &Map<String, Value>, request: &Value) -> bool {
     let mut strings = HashSet::new();
     collect_strings(request, &mut strings);
     let audit = Audit { strings };

@@ -29,21 +29,21 @@ use super::{Adapter, AdapterError};
 pub const SECRET: &str = "S3CRET-gen-7f3a9c";
 /// The test sealing key material of every generated scenario (D-250): the simulated host
 /// holds it outside its store.
-pub const SEALING_KEY: &str = "gen-key-Kq93vLx0Zt7mWb2Nc8Rd5Yp1Hs6Jf4Ge";
+pub(crate) const SEALING_KEY: &str = "gen-key-Kq93vLx0Zt7mWb2Nc8Rd5Yp1Hs6Jf4Ge";
 
 /// Crash points checked per workflow (every checkpoint of a generated run fits).
-pub use crate::limits::{CRASH_POINTS_HOST_SAMPLED, CRASH_POINTS_MAX, CRASH_POINTS_SAMPLED};
+pub(crate) use crate::limits::{CRASH_POINTS_HOST_SAMPLED, CRASH_POINTS_MAX, CRASH_POINTS_SAMPLED};
 
 /// The batch size `w6w-sim conformance` runs unless `--generate` says otherwise.
-pub const DEFAULT_GENERATE: usize = 200;
+pub(crate) const DEFAULT_GENERATE: usize = 200;
 
 /// The seed of the default batch (any fixed value: the batch must be reproducible).
-pub const DEFAULT_SEED: u64 = 6;
+pub(crate) const DEFAULT_SEED: u64 = 6;
 
 /// SplitMix64 (Steele, Lea, Flood 2014): a tiny, well-mixed, seedable PRNG. Ours, so the
 /// sequence for a seed never changes under a dependency upgrade.
 #[derive(Debug, Clone)]
-pub struct SplitMix64(u64);
+pub(crate) struct SplitMix64(u64);
 
 /// Which crash points a generated workflow is checked at, from how many checkpoints its
 /// crash-free run wrote: every one up to `sampled`; past that, the first two, the last two
@@ -88,7 +88,7 @@ impl CrashPoints {
 /// A fresh random seed, for generated workflows and engine sessions (D-215): not
 /// reproducible on purpose — what uses it prints it, and `--seed` / `--session-seed`
 /// reproduce it. Kept below 10^9 so it reads the same as a JSON number anywhere.
-pub fn fresh_seed() -> u64 {
+pub(crate) fn fresh_seed() -> u64 {
     use std::hash::{BuildHasher, Hasher};
     let mut h = std::collections::hash_map::RandomState::new().build_hasher();
     h.write_u64(0x5eed);
@@ -96,11 +96,11 @@ pub fn fresh_seed() -> u64 {
 }
 
 impl SplitMix64 {
-    pub fn new(seed: u64) -> Self {
+    pub(crate) fn new(seed: u64) -> Self {
         SplitMix64(seed)
     }
 
-    pub fn next_u64(&mut self) -> u64 {
+    pub(crate) fn next_u64(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
@@ -109,12 +109,12 @@ impl SplitMix64 {
     }
 
     /// Uniform in `0..n` (`0` when `n == 0`); the modulo bias is irrelevant here.
-    pub fn below(&mut self, n: u64) -> u64 {
+    pub(crate) fn below(&mut self, n: u64) -> u64 {
         if n == 0 { 0 } else { self.next_u64() % n }
     }
 
     /// True with probability `percent`/100.
-    pub fn chance(&mut self, percent: u64) -> bool {
+    pub(crate) fn chance(&mut self, percent: u64) -> bool {
         self.below(100) < percent
     }
 }
@@ -157,8 +157,8 @@ pub struct Generated {
     pub meta: bool,
 }
 
-pub const ON_ERROR: [&str; 3] = ["fail", "continue", "continue-record"];
-pub const PHASES: [&str; 4] = ["resolution", "auth", "execute", "output"];
+pub(crate) const ON_ERROR: [&str; 3] = ["fail", "continue", "continue-record"];
+pub(crate) const PHASES: [&str; 4] = ["resolution", "auth", "execute", "output"];
 
 fn sid(i: usize) -> String {
     format!("s{i}")
@@ -878,7 +878,7 @@ fn check_replay(
 
 /// Greedily shrink a failing workflow: keep taking the first smaller variant that still
 /// fails, until none does (bounded by `budget` checks).
-pub fn shrink(
+pub(crate) fn shrink(
     adapter: &mut dyn Adapter,
     g: &Generated,
     v: &Violation,
@@ -955,16 +955,16 @@ impl GeneratedReport {
 }
 
 /// How many candidate checks the shrinker may spend per failure.
-pub use crate::limits::SHRINK_BUDGET;
+pub(crate) use crate::limits::SHRINK_BUDGET;
 
 /// Run `count` generated workflows (seeds `seed`, `seed + 1`, …) against `adapter`.
-pub fn run_generated(adapter: &mut dyn Adapter, count: usize, seed: u64) -> GeneratedReport {
+pub(crate) fn run_generated(adapter: &mut dyn Adapter, count: usize, seed: u64) -> GeneratedReport {
     run_generated_shard(adapter, count, seed, None)
 }
 
 /// [`run_generated`], only the seeds of `shard` (`--shard K/N`): workflow `i` of `count`
 /// runs in shard `i mod N`.
-pub fn run_generated_shard(
+pub(crate) fn run_generated_shard(
     adapter: &mut dyn Adapter,
     count: usize,
     seed: u64,

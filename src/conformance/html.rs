@@ -26,14 +26,14 @@ const MATRIX_JS: &str = include_str!("html/matrix.js");
 /// (`w6w-sim conformance --adapter '…'`, `w6w-sim matrix --candidate 'a=…'`), and the
 /// command a generated seed is appended to, where the command line has one.
 #[derive(Debug, Clone)]
-pub struct Rerun {
+pub(crate) struct Rerun {
     pub case: String,
     pub seed: Option<String>,
 }
 
 impl Rerun {
     /// A `conformance` run's own commands ([`SuiteReport::command`]).
-    pub fn of(report: &SuiteReport) -> Rerun {
+    pub(crate) fn of(report: &SuiteReport) -> Rerun {
         Rerun {
             case: report.command(),
             seed: Some(report.command()),
@@ -43,7 +43,7 @@ impl Rerun {
 
 /// The page's model: [`Matrix::to_json`] (candidates with their totals, clause rows with
 /// each candidate's counts) plus every failure with its messages and rerun command.
-pub fn matrix_model(title: &str, matrix: &Matrix, reruns: &[Rerun]) -> Value {
+pub(crate) fn matrix_model(title: &str, matrix: &Matrix, reruns: &[Rerun]) -> Value {
     let mut model = matrix.to_json();
     let mut failures = Vec::new();
     let mut generated = Vec::new();
@@ -76,12 +76,12 @@ pub fn matrix_model(title: &str, matrix: &Matrix, reruns: &[Rerun]) -> Value {
 }
 
 /// The page of `matrix` (one column per candidate; `reruns` in column order).
-pub fn matrix_page(title: &str, matrix: &Matrix, reruns: &[Rerun]) -> String {
+pub(crate) fn matrix_page(title: &str, matrix: &Matrix, reruns: &[Rerun]) -> String {
     page(&matrix_model(title, matrix, reruns), MATRIX_JS)
 }
 
 /// The page of one `conformance` run: its report as a one-column matrix.
-pub fn suite_page(report: &SuiteReport) -> String {
+pub(crate) fn suite_page(report: &SuiteReport) -> String {
     let matrix = Matrix {
         columns: vec![(report.implementation.clone(), report.clone())],
     };

@@ -15,10 +15,10 @@ use crate::model::json_kind;
 
 /// The largest case file read, in bytes: a limit, so a stray multi-gigabyte file in the
 /// cases directory is an error rather than an out-of-memory abort.
-pub use crate::limits::MAX_CASE_FILE_BYTES;
+pub(crate) use crate::limits::MAX_CASE_FILE_BYTES;
 
 /// The expectation kinds [`super::check_expectations`] understands.
-pub const EXPECTATION_KINDS: &[&str] = &[
+pub(crate) const EXPECTATION_KINDS: &[&str] = &[
     "response",
     "ok",
     "error",

@@ -18,7 +18,7 @@ use super::{Capabilities, SuiteReport};
 
 /// What kind of implementation a candidate is.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum CandidateKind {
+pub(crate) enum CandidateKind {
     /// `reference`: the built-in reference, in process.
     Reference,
     /// `reference-engine`: this crate's engine through the Rust engine seam.
@@ -36,7 +36,7 @@ pub enum CandidateKind {
 
 impl CandidateKind {
     /// Parse `KIND[:ARG]`.
-    pub fn parse(spec: &str) -> Result<Self, String> {
+    pub(crate) fn parse(spec: &str) -> Result<Self, String> {
         let (kind, arg) = match spec.split_once(':') {
             Some((k, a)) => (k, Some(a)),
             None => (spec, None),
@@ -73,7 +73,7 @@ impl CandidateKind {
 
 /// One column of the matrix: `NAME=KIND[:ARG]`, optionally with a declared profile.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CandidateSpec {
+pub(crate) struct CandidateSpec {
     pub name: String,
     pub kind: CandidateKind,
     /// Overrides whatever the candidate declares itself.
@@ -82,7 +82,7 @@ pub struct CandidateSpec {
 
 impl CandidateSpec {
     /// Parse `NAME=KIND[:ARG]`.
-    pub fn parse(text: &str) -> Result<Self, String> {
+    pub(crate) fn parse(text: &str) -> Result<Self, String> {
         let Some((name, spec)) = text.split_once('=') else {
             return Err(format!("{text:?}: a candidate is NAME=KIND[:ARG]"));
         };
@@ -100,14 +100,14 @@ impl CandidateSpec {
 
 /// Every candidate's report, side by side.
 #[derive(Debug, Clone)]
-pub struct Matrix {
+pub(crate) struct Matrix {
     /// (column name, that candidate's report), in command-line order.
     pub columns: Vec<(String, SuiteReport)>,
 }
 
 /// One cell: a candidate's tally for one clause.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct Cell {
+pub(crate) struct Cell {
     pub passed: usize,
     pub failed: usize,
     pub not_applicable: usize,
@@ -136,7 +136,7 @@ impl Cell {
 impl Matrix {
     /// Clause rows: every clause some candidate's report lists, in catalogue order, with
     /// one cell per column.
-    pub fn rows(&self) -> Vec<(String, String, Vec<Cell>)> {
+    pub(crate) fn rows(&self) -> Vec<(String, String, Vec<Cell>)> {
         let Some((_, first)) = self.columns.first() else {
             return Vec::new();
         };
@@ -166,7 +166,7 @@ impl Matrix {
     }
 
     /// Each column's totals over cases (not clauses: a case naming two clauses counts once).
-    pub fn totals(&self) -> Vec<Cell> {
+    pub(crate) fn totals(&self) -> Vec<Cell> {
         self.columns
             .iter()
             .map(|(_, r)| Cell {
@@ -178,7 +178,7 @@ impl Matrix {
     }
 
     /// The Markdown table: one row per clause, one column per candidate.
-    pub fn to_markdown(&self) -> String {
+    pub(crate) fn to_markdown(&self) -> String {
         let mut out = String::from("# w6w conformance matrix\n\n");
         out.push_str(
             "Each cell counts the clause's cases: ✓ passed, ✗ failed, n/a outside the \
@@ -222,7 +222,7 @@ impl Matrix {
     }
 
     /// The same as JSON: candidates with their totals, and clause rows keyed by name.
-    pub fn to_json(&self) -> Value {
+    pub(crate) fn to_json(&self) -> Value {
         let candidates: Vec<Value> = self
             .columns
             .iter()

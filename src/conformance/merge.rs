@@ -18,7 +18,7 @@ use crate::json::DiffEntry;
 
 /// Why shard reports cannot be merged. Codes are stable.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum MergeError {
+pub(crate) enum MergeError {
     /// A file is not a suite report written by `--json` (`not_a_report`).
     #[error("{file}: not a w6w-sim conformance --json report: {why}")]
     NotAReport { file: String, why: String },
@@ -29,7 +29,7 @@ pub enum MergeError {
 
 impl MergeError {
     /// The stable machine code.
-    pub fn code(&self) -> &'static str {
+    pub(crate) fn code(&self) -> &'static str {
         match self {
             MergeError::NotAReport { .. } => "not_a_report",
             MergeError::NotOneCampaign(_) => "not_one_campaign",
@@ -214,7 +214,7 @@ fn selection_from_json(v: &Value) -> Result<SelectionSummary, String> {
 }
 
 /// A suite report read back from what [`SuiteReport::to_json`] wrote.
-pub fn report_from_json(v: &Value) -> Result<SuiteReport, String> {
+pub(crate) fn report_from_json(v: &Value) -> Result<SuiteReport, String> {
     let cases = v
         .get("cases")
         .and_then(Value::as_array)
@@ -266,7 +266,7 @@ pub fn report_from_json(v: &Value) -> Result<SuiteReport, String> {
 
 /// Join the reports of shards 1..N of one campaign (`(file name, report JSON)` each) into
 /// the report one unsharded run would have printed (timing: the sum of the shards').
-pub fn merge(parts: &[(String, Value)]) -> Result<SuiteReport, MergeError> {
+pub(crate) fn merge(parts: &[(String, Value)]) -> Result<SuiteReport, MergeError> {
     let mut reports = Vec::with_capacity(parts.len());
     for (file, v) in parts {
         let r = report_from_json(v).map_err(|why| MergeError::NotAReport {

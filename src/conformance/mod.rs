@@ -45,27 +45,27 @@
 //! returns a [`SuiteReport`] (text, JSON, JUnit).
 
 pub(crate) mod adapter;
-pub mod capability;
+pub(crate) mod capability;
 pub(crate) mod diff;
 mod engine_seam;
-pub mod generate;
+pub(crate) mod generate;
 mod host;
-pub mod html;
+pub(crate) mod html;
 mod load;
-pub mod matrix;
-pub mod merge;
+pub(crate) mod matrix;
+pub(crate) mod merge;
 #[cfg(w6w_mutants)]
 pub mod mutants;
-pub mod pool;
+pub(crate) mod pool;
 mod process;
-pub mod protocol;
+pub(crate) mod protocol;
 mod report;
 mod runner;
-pub mod shard;
+pub(crate) mod shard;
 
+pub(crate) use adapter::SELF_REPORTED;
 pub use adapter::{
-    Adapter, AdapterError, Evidence, FnAdapter, Reference, RunAndCrashes, SELF_REPORTED,
-    WithCapabilities,
+    Adapter, AdapterError, Evidence, FnAdapter, Reference, RunAndCrashes, WithCapabilities,
 };
 pub use capability::{CAPABILITIES, Capabilities, UnknownCapability};
 pub use engine_seam::{EngineAdapter, EngineOnSim, ReferenceEngineAdapter, run_engine};
@@ -73,12 +73,12 @@ pub use host::{EngineOnHost, HostAdapter, MemoryDisk, SimulatedHost, run_host};
 #[cfg(test)]
 pub(crate) use load::LoadedFile;
 pub use load::{LoadError, LoadProblem, Selection, Suite, default_cases_dir};
-pub use matrix::{CandidateKind, CandidateSpec, Matrix};
+pub(crate) use matrix::{CandidateKind, CandidateSpec, Matrix};
 pub use process::{DEFAULT_DEADLINE, ProcessAdapter, ProcessOptions, split_command};
-pub use report::{
-    CaseResult, ClauseRow, SelectionSummary, SuiteReport, regenerate, rerun_case, xml_escape,
-};
-pub use runner::{RunOptions, check_with, run, run_suite};
+pub use report::{CaseResult, ClauseRow, SelectionSummary, SuiteReport};
+pub(crate) use report::{regenerate, rerun_case};
+pub use runner::{RunOptions, run};
+pub(crate) use runner::run_suite;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -86,7 +86,7 @@ use serde_json::{Map, Value};
 use crate::json::json_eq;
 
 /// The clause catalogue, vendored from the spec (`conformance/clauses.md`).
-pub const CLAUSES_MD: &str = include_str!("../../conformance/clauses.md");
+pub(crate) const CLAUSES_MD: &str = include_str!("../../conformance/clauses.md");
 
 /// Every clause ID in the catalogue, with its one-line text, in catalogue order.
 pub fn clause_catalogue() -> Vec<(String, String)> {
@@ -168,7 +168,7 @@ pub(crate) fn check_case(case: &Case, handler: &dyn Fn(&Value) -> Value) -> Case
 /// The redaction sink of one case: the secrets its request hands the service (a run's
 /// `scenario.secrets`, a resolve's `scope.secrets`), in every encoding the leak detector
 /// knows — a report keeps what a candidate answered, and a candidate may have encoded them.
-pub fn case_scrubber(request: &Value) -> crate::redact::Scrubber {
+pub(crate) fn case_scrubber(request: &Value) -> crate::redact::Scrubber {
     let secrets = ["/scenario/secrets", "/scope/secrets"]
         .iter()
         .filter_map(|p| request.pointer(p).and_then(Value::as_object))
@@ -180,7 +180,7 @@ pub fn case_scrubber(request: &Value) -> crate::redact::Scrubber {
 /// Every value a message quotes (the response's, and the case's own) is shown through
 /// `scrub`; the message's own words are not (a one-letter secret must not turn
 /// "expected" into `e[redacted]pected`).
-pub fn check_expectations(
+pub(crate) fn check_expectations(
     expect: &Map<String, Value>,
     response: &Value,
     scrub: &crate::redact::Scrubber,
@@ -337,7 +337,7 @@ fn string_leaves<'v>(v: &'v Value, out: &mut Vec<&'v str>) {
 }
 
 /// Whether `got` includes `want` (see the module docs).
-pub fn includes(got: &Value, want: &Value) -> bool {
+pub(crate) fn includes(got: &Value, want: &Value) -> bool {
     match (got, want) {
         (Value::Object(g), Value::Object(w)) => w
             .iter()

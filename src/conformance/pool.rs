@@ -22,12 +22,12 @@ use super::{Adapter, Case, Selection, Suite, SuiteReport};
 
 /// Makes one candidate for worker `job` (0-based): a fresh process, say. Called once per
 /// worker, on that worker's thread.
-pub type Factory<'a> = dyn Fn(usize) -> Result<Box<dyn Adapter>, String> + Sync + 'a;
+pub(crate) type Factory<'a> = dyn Fn(usize) -> Result<Box<dyn Adapter>, String> + Sync + 'a;
 
 /// What a pool run covers besides the cases: `generate` workflows from `seed` (the seeds
 /// `shard` takes), and whether a failing case is diffed against the reference.
 #[derive(Debug, Clone, Copy)]
-pub struct PoolPlan {
+pub(crate) struct PoolPlan {
     pub jobs: usize,
     pub diff_reference: bool,
     pub generate: usize,
@@ -47,7 +47,7 @@ enum Done {
 /// Judge `suite`'s selected cases and `plan`'s generated workflows on `plan.jobs`
 /// candidates at once. `progress(done, total, label)` is called after each case and each
 /// generated workflow. `Err` only when no worker's candidate could be made.
-pub fn run_pool(
+pub(crate) fn run_pool(
     make: &Factory<'_>,
     suite: &Suite,
     selection: &Selection,

@@ -14,12 +14,12 @@ use super::Adapter;
 use crate::process::{clip, read_line};
 
 /// The `protocol` field of the hello and the ack.
-pub const PROTOCOL: &str = "w6w-adapter";
+pub(crate) const PROTOCOL: &str = "w6w-adapter";
 /// The protocol version this crate speaks.
-pub const VERSION: u64 = 1;
+pub(crate) const VERSION: u64 = 1;
 /// The longest line either side reads, in bytes: a limit, so a runaway peer is an error
 /// rather than an out-of-memory abort.
-pub use crate::limits::PEER_LINE_BYTES_MAX as MAX_LINE_BYTES;
+pub(crate) use crate::limits::PEER_LINE_BYTES_MAX as MAX_LINE_BYTES;
 
 /// A request envelope as `serve` reads it; `id` is echoed whatever it is.
 #[derive(Debug, Default, Deserialize)]
@@ -46,14 +46,14 @@ pub(crate) struct Reply {
 }
 
 /// The hello the suite sends first.
-pub fn hello() -> Value {
+pub(crate) fn hello() -> Value {
     json!({"protocol": PROTOCOL, "version": VERSION,
            "suite": {"name": "w6w-sim", "version": env!("CARGO_PKG_VERSION")}})
 }
 
 /// The ack an adapter answers a hello with (`version`, the implementation's own, is
 /// optional).
-pub fn ack(name: &str, version: Option<&str>) -> Value {
+pub(crate) fn ack(name: &str, version: Option<&str>) -> Value {
     let mut implementation = json!({"name": name});
     if let (Some(v), Some(obj)) = (version, implementation.as_object_mut()) {
         obj.insert("version".into(), v.into());
@@ -62,12 +62,12 @@ pub fn ack(name: &str, version: Option<&str>) -> Value {
 }
 
 /// A request envelope.
-pub fn request(id: u64, request: &Value) -> Value {
+pub(crate) fn request(id: u64, request: &Value) -> Value {
     json!({"id": id, "request": request})
 }
 
 /// Check an ack line; returns the implementation's display name (`name version`).
-pub fn parse_ack(line: &str) -> Result<String, String> {
+pub(crate) fn parse_ack(line: &str) -> Result<String, String> {
     let v: Value = serde_json::from_str(line)
         .map_err(|e| format!("the first line is not JSON ({e}): {}", clip(line)))?;
     if v.get("protocol").and_then(Value::as_str) != Some(PROTOCOL) {
@@ -108,7 +108,7 @@ pub fn parse_ack(line: &str) -> Result<String, String> {
 
 /// The optional `capabilities` of an ack (a JSON array of names, see
 /// [`super::Capabilities`]): `None` when absent (the adapter claims everything).
-pub fn ack_capabilities(line: &str) -> Result<Option<super::Capabilities>, String> {
+pub(crate) fn ack_capabilities(line: &str) -> Result<Option<super::Capabilities>, String> {
     let v: Value = serde_json::from_str(line).map_err(|e| format!("the ack is not JSON: {e}"))?;
     match v.get("capabilities") {
         None | Some(Value::Null) => Ok(None),
@@ -122,7 +122,7 @@ pub fn ack_capabilities(line: &str) -> Result<Option<super::Capabilities>, Strin
 /// `adapter.name()`), then answer one response line per request line until `input` ends. Never aborts on a bad line: a
 /// malformed envelope gets `{"id": …, "protocolError": "…"}`. Returns `Err` only when
 /// `input` or `output` fails.
-pub fn serve(
+pub(crate) fn serve(
     input: &mut impl BufRead,
     output: &mut impl Write,
     adapter: &mut dyn Adapter,

@@ -17,7 +17,8 @@ mod json;
 mod junit;
 mod text;
 
-pub use junit::xml_escape;
+#[cfg(test)]
+pub(crate) use junit::xml_escape;
 
 /// The result of one case.
 #[derive(Debug, Clone, PartialEq)]
@@ -255,11 +256,11 @@ impl SuiteReport {
 }
 
 /// `command --case 'ID'`: one case again, its id quoted for a POSIX shell.
-pub fn rerun_case(command: &str, case_id: &str) -> String {
+pub(crate) fn rerun_case(command: &str, case_id: &str) -> String {
     format!("{command} --case '{}'", case_id.replace('\'', "'\\''"))
 }
 
 /// `command --generate 1 --seed S`: one generated workflow again.
-pub fn regenerate(command: &str, seed: u64) -> String {
+pub(crate) fn regenerate(command: &str, seed: u64) -> String {
     format!("{command} --generate 1 --seed {seed}")
 }

@@ -86,7 +86,7 @@ fn run_on_this_stack(
 
 /// Run the selected cases of a loaded suite. `progress(done, total, case_id)` is called
 /// after each case.
-pub fn run_suite(
+pub(crate) fn run_suite(
     adapter: &mut dyn Adapter,
     suite: &Suite,
     selection: &Selection,
@@ -296,7 +296,7 @@ pub(crate) fn bounded_response(response: Value) -> Value {
 }
 
 /// Run one case through an adapter; the flag says the adapter gave no response.
-pub fn check_with(case: &Case, adapter: &mut dyn Adapter) -> (CaseOutcome, bool) {
+pub(crate) fn check_with(case: &Case, adapter: &mut dyn Adapter) -> (CaseOutcome, bool) {
     // SEC-1: the report keeps nothing the case's secrets could reach unredacted, and at
     // most a bounded prefix of what an adapter answered (a huge answer is not kept whole).
     // A failure text scrubs what it quotes, not the suite's own words (issue 38 item 8).
@@ -333,7 +333,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::conformance::xml_escape;
+    use super::super::report::xml_escape;
     use crate::conformance::{AdapterError, FnAdapter, LoadedFile};
     use crate::conformance::{Capabilities, CaseFile, Reference, WithCapabilities};
 

@@ -20,29 +20,29 @@
 //! boundary is bounded ([`crate::process`]): line length, per-line and per-session deadlines, and a
 //! kill that reaches the candidate's whole process group.
 
-pub mod host_seam;
+pub(crate) mod host_seam;
 pub(crate) mod message;
 pub(crate) mod salt;
-pub mod serve;
+pub(crate) mod serve;
 pub(crate) mod shift;
-pub mod suite;
+pub(crate) mod suite;
 
 use serde_json::{Value, json};
 
 use crate::process::clip;
 
 /// The longest line either side reads, in bytes.
-pub use crate::limits::PEER_LINE_BYTES_MAX as MAX_LINE_BYTES;
+pub(crate) use crate::limits::PEER_LINE_BYTES_MAX as MAX_LINE_BYTES;
 pub use suite::{EngineOptions, EngineProcess};
 
 /// The `protocol` field of the hello and the ready message.
-pub const PROTOCOL: &str = "w6w-context";
+pub(crate) const PROTOCOL: &str = "w6w-context";
 /// The protocol version this crate speaks.
-pub const VERSION: u64 = 1;
+pub(crate) const VERSION: u64 = 1;
 
 /// The capability names a candidate engine may declare in its `ready` message (the suite
 /// reports cases outside a declared profile as not applicable; see docs/context-protocol.md).
-pub const CAPABILITIES: &[&str] = &[
+pub(crate) const CAPABILITIES: &[&str] = &[
     "ops",
     "schedule",
     "strands",
@@ -64,14 +64,14 @@ pub const CAPABILITIES: &[&str] = &[
 ];
 
 /// The hello the suite sends a candidate first (`role`: `engine` or `host`).
-pub fn hello(role: &str) -> Value {
+pub(crate) fn hello(role: &str) -> Value {
     json!({"type": "hello", "protocol": PROTOCOL, "version": VERSION, "role": role,
            "suite": {"name": "w6w-sim", "version": env!("CARGO_PKG_VERSION")}})
 }
 
 /// A candidate's `ready` answer to the hello, parsed.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Ready {
+pub(crate) struct Ready {
     /// `name version` for reports.
     pub name: String,
     /// What the candidate declared it supports (names from [`CAPABILITIES`]; unknown
@@ -80,7 +80,7 @@ pub struct Ready {
 }
 
 /// Check a `ready` line.
-pub fn parse_ready(line: &str) -> Result<Ready, String> {
+pub(crate) fn parse_ready(line: &str) -> Result<Ready, String> {
     let v: Value = serde_json::from_str(line)
         .map_err(|e| format!("the first line is not JSON ({e}): {}", clip(line)))?;
     if v.get("protocol").and_then(Value::as_str) != Some(PROTOCOL)
@@ -130,7 +130,7 @@ pub fn parse_ready(line: &str) -> Result<Ready, String> {
 }
 
 /// The `ready` message an implementation answers the hello with.
-pub fn ready(name: &str, version: &str, capabilities: &[&str]) -> Value {
+pub(crate) fn ready(name: &str, version: &str, capabilities: &[&str]) -> Value {
     json!({"type": "ready", "protocol": PROTOCOL, "version": VERSION,
            "implementation": {"name": name, "version": version},
            "capabilities": capabilities})

@@ -33,7 +33,7 @@ use crate::sim::SimError;
 use crate::validate::{ValidateOptions, validate_workflow};
 
 /// What our engine declares it supports: everything.
-pub const REFERENCE_CAPABILITIES: &[&str] = super::CAPABILITIES;
+pub(crate) const REFERENCE_CAPABILITIES: &[&str] = super::CAPABILITIES;
 
 /// The shared half of the context: the output, the answers, the stamped clock.
 struct Wire<'o> {
@@ -123,7 +123,7 @@ struct HostData {
 }
 
 /// `WorkflowContext` over the protocol.
-pub struct RemoteContext<'w, 'o> {
+pub(crate) struct RemoteContext<'w, 'o> {
     wire: &'w Wire<'o>,
     info: RunInfo,
     host: HostData,

@@ -52,10 +52,10 @@ use crate::sim::{
 
 /// At most this many messages (calls, logs, cancels) in one turn: a candidate that never
 /// says `idle` cannot grow the trace without bound before the session deadline.
-pub use crate::limits::MAX_MESSAGES_PER_TURN;
+pub(crate) use crate::limits::MAX_MESSAGES_PER_TURN;
 
 /// The code of a session that ended because the candidate broke the protocol.
-pub const PROTOCOL_ERROR: &str = "context_protocol";
+pub(crate) const PROTOCOL_ERROR: &str = "context_protocol";
 
 /// Deadlines and restart policy of an [`EngineProcess`].
 #[derive(Debug, Clone, PartialEq, Eq)]

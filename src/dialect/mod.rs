@@ -25,23 +25,22 @@ mod lines;
 mod manifest;
 mod run;
 mod script;
-pub mod woml;
-pub mod yaml;
+pub(crate) mod woml;
+pub(crate) mod yaml;
 mod yaml_tree;
 
 pub use manifest::Manifest;
-pub use run::{
-    decorate_report, prepare_scenario, run, script_failure_kinds, source_identity, split_manifest,
-};
+pub(crate) use run::{decorate_report, prepare_scenario, source_identity};
+pub use run::{run, script_failure_kinds, split_manifest};
 
 /// The most problems one document reports (D-221).
-pub use crate::limits::DIALECT_PROBLEMS_MAX;
+pub(crate) use crate::limits::DIALECT_PROBLEMS_MAX;
 /// The deepest nesting a YAML document may have (the same bound as w6w JSON documents).
-pub use crate::limits::MAX_NESTING_DEPTH as DEPTH_MAX;
+pub(crate) use crate::limits::MAX_NESTING_DEPTH as DEPTH_MAX;
 /// The most nodes a document may hold, alias expansion included (SEC-2).
-pub use crate::limits::NODES_MAX;
+pub(crate) use crate::limits::NODES_MAX;
 /// The largest source document a front-end reads (SEC-2): 8 MiB.
-pub use crate::limits::SOURCE_BYTES_MAX;
+pub(crate) use crate::limits::SOURCE_BYTES_MAX;
 
 /// Which language a workflow document is written in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -174,7 +173,7 @@ impl Note {
 }
 
 /// The code of the problem that says a document's further problems were left out.
-pub const TOO_MANY_PROBLEMS: &str = "too_many_problems";
+pub(crate) const TOO_MANY_PROBLEMS: &str = "too_many_problems";
 
 /// Add a problem to a front-end's list, keeping at most [`DIALECT_PROBLEMS_MAX`] (D-221):
 /// the first one past it becomes a [`TOO_MANY_PROBLEMS`] problem at its position, and
@@ -210,13 +209,13 @@ pub(crate) fn problems_full(problems: &[Problem]) -> bool {
 
 /// A 1-based source position.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct Pos {
+pub(crate) struct Pos {
     pub line: usize,
     pub column: usize,
 }
 
 impl Pos {
-    pub const START: Pos = Pos { line: 1, column: 1 };
+    pub(crate) const START: Pos = Pos { line: 1, column: 1 };
 }
 
 /// The position of byte `offset` in `text` (column counted in characters).
@@ -316,7 +315,7 @@ impl Imported {
 
 /// Decode a source document: size bound, UTF-8 (a bad byte is reported at its position),
 /// a leading byte-order mark dropped.
-pub fn decode(bytes: &[u8]) -> Result<&str, Problem> {
+pub(crate) fn decode(bytes: &[u8]) -> Result<&str, Problem> {
     if bytes.len() > SOURCE_BYTES_MAX {
         return Err(Problem::new(
             "limit_exceeded",
@@ -397,7 +396,7 @@ pub fn import(
 
 /// What `validate` judges (D-237).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Check {
+pub(crate) enum Check {
     /// The document against its text: every rule of the dialect, every construct the
     /// text names accepted (`validate`).
     Document,
@@ -409,7 +408,7 @@ pub enum Check {
 
 /// Validate a dialect document: `Ok(notes)` when valid, every problem otherwise.
 /// [`Check::Runnable`] is exactly [`import`]'s judgement.
-pub fn validate(
+pub(crate) fn validate(
     dialect: Dialect,
     bytes: &[u8],
     manifest: Option<&Manifest>,

@@ -66,7 +66,7 @@ impl DialectRunError {
 /// what `resume`/`replay` compare before anything runs: the dialect, the SHA-256 of the
 /// document's bytes, and the SHA-256 of the w6w workflow it imported to (which the
 /// scenario's `manifest` shapes too). Neither the document nor any value of it is stored.
-pub fn source_identity(imported: &Imported, document: &[u8]) -> Value {
+pub(crate) fn source_identity(imported: &Imported, document: &[u8]) -> Value {
     use sha2::{Digest, Sha256};
     let hex = |bytes: &[u8]| {
         let mut out = String::with_capacity(64);
@@ -117,7 +117,10 @@ pub fn run(
 /// The scenario document a w6w engine runs for `imported` (any engine, any host): checked
 /// like any scenario, and each scripted error of a WOML script step classified as the
 /// script runtime does (phase `execute`, `retryable` only for `script_threw`; D-32).
-pub fn prepare_scenario(imported: &Imported, scenario: &Value) -> Result<Value, DialectRunError> {
+pub(crate) fn prepare_scenario(
+    imported: &Imported,
+    scenario: &Value,
+) -> Result<Value, DialectRunError> {
     let parsed = sim::load_scenario(scenario).map_err(|e| match e {
         SimError::InvalidScenario(errors) => DialectRunError::Scenario(errors),
         other => DialectRunError::Sim(other),
@@ -202,7 +205,7 @@ fn declare_secret_readers(imported: &Imported, scenario: &mut Value) {
 }
 
 /// Add the dialect's report fields (see the module doc) to a w6w run report.
-pub fn decorate_report(imported: &Imported, report: &mut Value) {
+pub(crate) fn decorate_report(imported: &Imported, report: &mut Value) {
     let run_id = report
         .pointer("/run/runId")
         .and_then(Value::as_str)

@@ -28,10 +28,10 @@ use crate::engine::{EXT_MAX_DELAY_MS, EXT_RETRY_ON, WAIT_MS_MAX};
 use crate::limits::WOML_CONTEXT_BYTES_MAX;
 
 /// The app every imported script step names; its outcome is scripted by step id.
-pub const SCRIPT_APP: &str = "woml";
-pub const SCRIPT_ACTION: &str = "script";
+pub(crate) const SCRIPT_APP: &str = "woml";
+pub(crate) const SCRIPT_ACTION: &str = "script";
 /// The one failure kind WOML retries automatically (WOML-11).
-pub const RETRIED_FAILURE: &str = "script_threw";
+pub(crate) const RETRIED_FAILURE: &str = "script_threw";
 
 /// Direct flow items the text lists (WOML-2) whose runtime meaning it does not define:
 /// valid for `validate`, refused by `validate --runnable`, `import` and `run` (D-238).
@@ -101,7 +101,7 @@ impl<'input> Walk<'input> {
 
 /// Check a WOML document against woml-steps.txt alone (`validate`, D-237): every flow
 /// item WOML-2 names is valid; `Ok(notes)` or every problem.
-pub fn validate(text: &str) -> Result<Vec<Note>, Vec<Problem>> {
+pub(crate) fn validate(text: &str) -> Result<Vec<Note>, Vec<Problem>> {
     let (w, _) = walk(text)?;
     if w.problems.is_empty() {
         Ok(w.notes)
@@ -112,7 +112,7 @@ pub fn validate(text: &str) -> Result<Vec<Note>, Vec<Problem>> {
 
 /// Parse, check and import a WOML document: the document's problems, then what cannot
 /// run (`unsupported_construct`, D-238).
-pub fn import(text: &str) -> Result<Imported, Vec<Problem>> {
+pub(crate) fn import(text: &str) -> Result<Imported, Vec<Problem>> {
     let (mut w, parts) = walk(text)?;
     if !w.problems.is_empty() || !w.unsupported.is_empty() {
         for p in std::mem::take(&mut w.unsupported) {

@@ -30,12 +30,12 @@ mod step;
 mod values;
 
 /// The app carried `run` and `agent` bodies name; their outcomes are scripted by step id.
-pub const BODY_APP: &str = "yaml";
+pub(crate) const BODY_APP: &str = "yaml";
 /// Prefix of the synthetic guard steps (YML-13).
-pub const GUARD_PREFIX: &str = "when__";
+pub(crate) const GUARD_PREFIX: &str = "when__";
 /// Prefixes of the other synthetic steps (D-234..D-236); ids starting with any of these
 /// are refused by the import (the workflow could not name both).
-pub const RESERVED_PREFIXES: [&str; 4] = [GUARD_PREFIX, "unless__", "fork__", "scope__"];
+pub(crate) const RESERVED_PREFIXES: [&str; 4] = [GUARD_PREFIX, "unless__", "fork__", "scope__"];
 
 const CONSTRUCTS: [&str; 13] = [
     "value", "render", "run", "agent", "call", "route", "choose", "for_each", "repeat", "parallel",
@@ -153,7 +153,7 @@ struct Checked {
 
 /// Check a YAML document against yaml-steps.txt alone (D-237): `Ok(notes)` or every
 /// problem of the document.
-pub fn validate(text: &str, manifest: Option<&Manifest>) -> Result<Vec<Note>, Vec<Problem>> {
+pub(crate) fn validate(text: &str, manifest: Option<&Manifest>) -> Result<Vec<Note>, Vec<Problem>> {
     let (cx, _) = check(text, manifest)?;
     if cx.problems.is_empty() {
         Ok(cx.notes)
@@ -163,7 +163,7 @@ pub fn validate(text: &str, manifest: Option<&Manifest>) -> Result<Vec<Note>, Ve
 }
 
 /// Parse, check and import a YAML document: its problems, then what cannot run.
-pub fn import(text: &str, manifest: Option<&Manifest>) -> Result<Imported, Vec<Problem>> {
+pub(crate) fn import(text: &str, manifest: Option<&Manifest>) -> Result<Imported, Vec<Problem>> {
     let (mut cx, checked) = check(text, manifest)?;
     if !cx.problems.is_empty() || !cx.unsupported.is_empty() {
         for p in std::mem::take(&mut cx.unsupported) {

@@ -9,7 +9,7 @@ use crate::model::StepMeta;
 
 /// META-2: the cap on each meta string, in UTF-16 code units (the RFC's "characters" are
 /// a TypeScript `string.length`; for ASCII the two agree). 256 is kept, 257 is over.
-pub const META_STRING_UTF16_MAX: usize = 256;
+pub(crate) const META_STRING_UTF16_MAX: usize = 256;
 
 fn capped(value: Option<&Value>) -> Option<String> {
     let s = value?.as_str()?;
@@ -21,7 +21,7 @@ fn capped(value: Option<&Value>) -> Option<String> {
 /// A report lacking a string `app`, `version` or `action` of at most 256 characters is
 /// discarded (`None`); a `connectionId` that is missing, not a string or over the cap
 /// becomes `null`. Every other key is dropped.
-pub fn normalize_meta(raw: &Value) -> Option<StepMeta> {
+pub(crate) fn normalize_meta(raw: &Value) -> Option<StepMeta> {
     let report = raw.as_object()?;
     Some(StepMeta {
         app: capped(report.get("app"))?,

@@ -40,10 +40,11 @@ use serde_json::{Map, Value, json};
 use crate::host::HostError;
 use crate::model::{RunState, RunStatus, StepError, ValidationError};
 
-pub use code::EngineCode;
-pub use control::CALL_DEPTH_MAX;
+pub(crate) use code::EngineCode;
+pub(crate) use control::CALL_DEPTH_MAX;
 pub(crate) use retry::{EXT_MAX_DELAY_MS, EXT_RETRY_ON, WAIT_MS_MAX};
-pub use run::{Engine, workflow_dialect};
+pub use run::Engine;
+pub(crate) use run::workflow_dialect;
 pub(crate) use run::{secret_variables, taint_pointers};
 
 /// What a host hands the engine to start a run (engine.md `RunSeed`).
@@ -160,7 +161,7 @@ impl EngineError {
 /// What a step is, computed from `uses.app` (node-types.md §Node kinds). `Control` and
 /// `Call` are interpreted natively by the engine (`control.rs`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum StepKind {
+pub(crate) enum StepKind {
     /// A registered app's action: retries, meta.
     App,
     /// `@w6w/*` host-internal apps (`@w6w/document`, `@w6w/script`, …): the invoke seam,
@@ -173,7 +174,7 @@ pub enum StepKind {
 }
 
 impl StepKind {
-    pub fn of_app(app: &str) -> StepKind {
+    pub(crate) fn of_app(app: &str) -> StepKind {
         match app {
             "@w6w/control" => StepKind::Control,
             "@w6w/call" => StepKind::Call,
@@ -183,12 +184,12 @@ impl StepKind {
     }
 
     /// RETRY-6: only these kinds run a retry loop.
-    pub fn retries(self) -> bool {
+    pub(crate) fn retries(self) -> bool {
         matches!(self, StepKind::App | StepKind::Internal)
     }
 
     /// META-4: only app steps carry meta.
-    pub fn carries_meta(self) -> bool {
+    pub(crate) fn carries_meta(self) -> bool {
         self == StepKind::App
     }
 }

@@ -6,12 +6,16 @@
 use crate::model::{Backoff, Phase, RetryPolicy, StepError};
 
 /// RETRY-5: no single computed wait between two attempts exceeds this (WF 2026-10-04).
-pub const WAIT_MS_MAX: u64 = 300_000;
+pub(crate) const WAIT_MS_MAX: u64 = 300_000;
 
 pub(crate) use crate::model::{EXT_MAX_DELAY_MS, EXT_RETRY_ON};
 
 /// [`retry_allowed`] narrowed by the policy's [`EXT_RETRY_ON`] list, when it has one.
-pub fn retry_allowed_by(policy: Option<&RetryPolicy>, error: &StepError, idempotent: bool) -> bool {
+pub(crate) fn retry_allowed_by(
+    policy: Option<&RetryPolicy>,
+    error: &StepError,
+    idempotent: bool,
+) -> bool {
     let listed = match policy.and_then(|p| p.extra.get(EXT_RETRY_ON)) {
         None => true,
         Some(serde_json::Value::Array(codes)) => {
@@ -29,7 +33,7 @@ pub fn retry_allowed_by(policy: Option<&RetryPolicy>, error: &StepError, idempot
 /// - `execute` is retried only when the action is idempotent or the error says
 ///   `retryable: true` (RETRY-2);
 /// - `resolution` ("never retry as-is") and `output` (a publisher bug) are never retried.
-pub fn retry_allowed(error: &StepError, idempotent: bool) -> bool {
+pub(crate) fn retry_allowed(error: &StepError, idempotent: bool) -> bool {
     let allowed = match error.phase {
         Phase::Execute => idempotent || error.retryable,
         Phase::Auth | Phase::Resolution | Phase::Output => false,
@@ -52,7 +56,7 @@ pub fn retry_allowed(error: &StepError, idempotent: bool) -> bool {
 /// 5/10/20/40 s series trigger.md works out for `delayMs: 5000`, companion §5 item 14).
 /// Every wait is capped at [`WAIT_MS_MAX`]; a fractional wait rounds up (a wait is a
 /// minimum), after the cap.
-pub fn wait_before_attempt_ms(policy: Option<&RetryPolicy>, next_attempt: u64) -> u64 {
+pub(crate) fn wait_before_attempt_ms(policy: Option<&RetryPolicy>, next_attempt: u64) -> u64 {
     let Some(policy) = policy else {
         return 0;
     };

@@ -89,10 +89,10 @@ fn compile_step(
 
 /// The workflow-level extension key that opts a workflow into the extended JSONLogic
 /// dialect (`docs/decisions.md` D-6). Absent means the normative @w6w/expr dialect.
-pub const DIALECT_KEY: &str = "x-w6w-dialect";
+pub(crate) const DIALECT_KEY: &str = "x-w6w-dialect";
 
 /// The dialect a workflow asked for, or a validation problem for a value we do not know.
-pub fn workflow_dialect(workflow: &Workflow) -> Result<Dialect, ValidationError> {
+pub(crate) fn workflow_dialect(workflow: &Workflow) -> Result<Dialect, ValidationError> {
     match workflow.extra.get(DIALECT_KEY) {
         None => Ok(Dialect::W6w),
         Some(Value::String(s)) if s == "w6w" => Ok(Dialect::W6w),

@@ -17,7 +17,7 @@ use crate::model::json_kind;
 /// - a declared `type` is checked against a supplied value ("hosts SHOULD validate at the
 ///   run boundary"): a mismatch rejects the run rather than surprising a step later;
 /// - supplied keys the workflow does not declare are kept (the caller's data is not lost).
-pub fn seed_variables(
+pub(crate) fn seed_variables(
     workflow: &Workflow,
     supplied: &Map<String, Value>,
 ) -> Result<Map<String, Value>, EngineError> {

@@ -414,7 +414,7 @@ fn compile_string(s: &str, dialect: Dialect, pointer: &str) -> Result<CNode, Res
 
 /// The JSON type of a value (`"string"`, `"object"`, …): what an error message may
 /// say about a resolved value without quoting it (SEC-1).
-pub fn json_type_name(v: &Value) -> &'static str {
+pub(crate) fn json_type_name(v: &Value) -> &'static str {
     match v {
         Value::Null => "null",
         Value::Bool(_) => "boolean",

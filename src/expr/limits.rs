@@ -14,4 +14,4 @@ pub use crate::limits::MAX_TEMPLATE_BYTES;
 /// Upper bound on the bytes the balanced close scan may visit while parsing one template.
 /// The scan restarts at every `{{ =` marker, so adversarial text could otherwise make
 /// parsing quadratic.
-pub use crate::limits::MAX_TEMPLATE_SCAN_BYTES;
+pub(crate) use crate::limits::MAX_TEMPLATE_SCAN_BYTES;

@@ -25,15 +25,16 @@ mod steps;
 mod template;
 mod value;
 
-pub use compile::{CompiledWith, json_type_name};
+pub use compile::CompiledWith;
+pub(crate) use compile::json_type_name;
 pub use jsonlogic::{Dialect, ExprCode, Logic};
 pub use limits::{MAX_NESTING_DEPTH, MAX_TEMPLATE_BYTES};
 pub use resolve::{
-    REDACTED, ResolveCode, ResolveError, ResolveMode, ResolveOptions, Resolved, check_required,
-    redact_params, resolve_with,
+    REDACTED, ResolveCode, ResolveError, ResolveMode, ResolveOptions, Resolved, resolve_with,
 };
+pub(crate) use resolve::{check_required, redact_params};
 pub use scope::RunScope;
 pub use template::{
-    Mode, Part, parse as parse_template, parse_coalesce_chain, parse_root_anchored, root_anchor,
-    serialize as serialize_template,
+    Mode, Part, parse as parse_template, parse_root_anchored, serialize as serialize_template,
 };
+pub(crate) use template::{parse_coalesce_chain, root_anchor};

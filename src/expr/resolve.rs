@@ -136,7 +136,10 @@ impl Resolved {
 
 /// `params` with the value at each of `secret_paths` (JSON Pointers) replaced by
 /// [`REDACTED`]: one copy of the params.
-pub fn redact_params(params: &Map<String, Value>, secret_paths: &[String]) -> Map<String, Value> {
+pub(crate) fn redact_params(
+    params: &Map<String, Value>,
+    secret_paths: &[String],
+) -> Map<String, Value> {
     // Short-lived: the recorded input is this copy's text (D-193).
     let mut root = Value::Object(params.clone());
     for p in secret_paths {
@@ -156,7 +159,7 @@ pub fn resolve_with(with: &Map<String, Value>, scope: &RunScope) -> Result<Resol
 }
 
 /// Resolve a with block in the given mode.
-pub fn resolve_with_mode(
+pub(crate) fn resolve_with_mode(
     with: &Map<String, Value>,
     scope: &RunScope,
     mode: ResolveMode,
@@ -172,7 +175,7 @@ pub fn resolve_with_mode(
 }
 
 /// Resolve with every option spelled out (compiles, then resolves once).
-pub fn resolve_with_options(
+pub(crate) fn resolve_with_options(
     with: &Map<String, Value>,
     scope: &RunScope,
     options: &ResolveOptions<'_>,
@@ -181,7 +184,7 @@ pub fn resolve_with_options(
 }
 
 /// BIND-6: the step a `{"$": "steps.<id>…"}` binding points at, if it is one.
-pub fn binding_step(value: &Value) -> Option<&str> {
+pub(crate) fn binding_step(value: &Value) -> Option<&str> {
     let map = value.as_object().filter(|m| m.len() == 1)?;
     let path = map.get("$")?.as_str()?;
     let mut segs = path.split('.');
@@ -190,7 +193,7 @@ pub fn binding_step(value: &Value) -> Option<&str> {
 
 /// BIND-6: fail when a required param resolved to null, naming the step its binding
 /// points at when it is a `$` binding to a step.
-pub fn check_required(
+pub(crate) fn check_required(
     with: &Map<String, Value>,
     resolved: &Resolved,
     required: &[&str],

@@ -43,7 +43,7 @@ use super::steps::{StepsLayer, entry_value};
 use crate::json::JsonText;
 
 /// The eight closed run-scope root names (TPL-7), in the RFC's order.
-pub const ROOTS: [&str; 8] = [
+pub(crate) const ROOTS: [&str; 8] = [
     "vars",
     "steps",
     "trigger",
@@ -55,7 +55,7 @@ pub const ROOTS: [&str; 8] = [
 ];
 
 /// Whether `name` is one of the eight closed roots (TPL-7).
-pub fn is_root(name: &str) -> bool {
+pub(crate) fn is_root(name: &str) -> bool {
     ROOTS.contains(&name)
 }
 
@@ -515,7 +515,7 @@ impl<'a> DataRoot<'a> {
     }
 
     /// Materialise the whole data root as one JSON object (secrets excluded). O(scope).
-    pub fn to_value(&self) -> Value {
+    pub fn to_value(self) -> Value {
         let s = self.data;
         s.note_read::<&str>(&[]);
         let mut m = Map::new();
@@ -551,7 +551,7 @@ impl<'a> DataRoot<'a> {
 /// This is the plain JSON step. Expression paths (`$`, `var`, var parts) additionally read
 /// `length` of arrays and strings and index strings, as the reference library does; see
 /// `docs/decisions.md (Expressions)`.
-pub fn step_into<'v>(value: &'v Value, segment: &str) -> Option<&'v Value> {
+pub(crate) fn step_into<'v>(value: &'v Value, segment: &str) -> Option<&'v Value> {
     match value {
         Value::Object(map) => super::value::object_get(map, segment),
         Value::Array(items) => super::value::canonical_index(segment).and_then(|i| items.get(i)),

@@ -171,7 +171,7 @@ fn chain_tokens(s: &str) -> Vec<(usize, u8)> {
 }
 
 /// `hasRefusedChainToken`: a var ref that still holds a top-level `||`/`??`.
-pub fn has_refused_chain_token(reference: &str) -> bool {
+pub(crate) fn has_refused_chain_token(reference: &str) -> bool {
     !chain_tokens(reference).is_empty()
 }
 
@@ -364,7 +364,7 @@ fn normalize_numbers(v: Value) -> Value {
 
 /// Which flat chain a payload is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ChainOp {
+pub(crate) enum ChainOp {
     /// `||` / `or`.
     Or,
     /// `??`.
@@ -373,7 +373,7 @@ pub enum ChainOp {
 
 /// `parseCoalesceChain`: a one-key `or`/`??` object over an array of ≥2 operands, each a
 /// JSON primitive or `{"var": <string>}`.
-pub fn parse_coalesce_chain(expr: &Value) -> Option<(ChainOp, &[Value])> {
+pub(crate) fn parse_coalesce_chain(expr: &Value) -> Option<(ChainOp, &[Value])> {
     let map = expr.as_object().filter(|m| m.len() == 1)?;
     let (key, value) = map.iter().next()?;
     let op = match key.as_str() {
@@ -394,7 +394,7 @@ fn var_operand(v: &Value) -> Option<&str> {
 }
 
 /// `coalesceOperandRefs`: the var refs of a recognised chain, in order.
-pub fn coalesce_operand_refs(expr: &Value) -> Option<Vec<&str>> {
+pub(crate) fn coalesce_operand_refs(expr: &Value) -> Option<Vec<&str>> {
     let (_, items) = parse_coalesce_chain(expr)?;
     Some(items.iter().filter_map(var_operand).collect())
 }
@@ -460,7 +460,7 @@ fn rooted(reference: &str) -> bool {
 }
 
 /// Whether one part passes the root-anchoring rule (TPL-1, TPL-7, TPL-8, CHAIN-5).
-pub fn part_is_anchored(part: &Part) -> bool {
+pub(crate) fn part_is_anchored(part: &Part) -> bool {
     match part {
         Part::Var(r) => !has_refused_chain_token(r) && rooted(r),
         // A chain-shaped payload is root-checked per var operand, even hand-written `=`.
@@ -477,7 +477,7 @@ pub fn part_is_anchored(part: &Part) -> bool {
 /// (`expr::compile`): `Some(parts)` — the editor-mode parts — iff the string has at least
 /// one marker, no unterminated `{{`, and every part passes [`part_is_anchored`]; `None`
 /// means the whole string is literal and is used byte-identical.
-pub fn root_anchor(text: &str) -> Result<Option<Vec<Part>>, TemplateTooLarge> {
+pub(crate) fn root_anchor(text: &str) -> Result<Option<Vec<Part>>, TemplateTooLarge> {
     if !text.contains("{{") {
         return Ok(None);
     }

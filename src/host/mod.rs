@@ -17,9 +17,10 @@ use serde_json::{Map, Value};
 
 use crate::model::{RunState, RunStatePatch, StepError};
 
-pub mod sealing;
-pub mod store;
-pub use sealing::{KeyError, SEALING_KEY_ENV, SEALING_KEY_MAX_BYTES, SealingKey};
+pub(crate) mod sealing;
+pub(crate) mod store;
+pub(crate) use sealing::SEALING_KEY_MAX_BYTES;
+pub use sealing::{KeyError, SEALING_KEY_ENV, SealingKey};
 pub use store::{RunStore, ScheduleEntry, StoreError, StoreFactory};
 
 /// How a run was started (`RunTrigger`).
@@ -295,7 +296,7 @@ pub trait WorkflowContext {
 
 /// Format ms since the Unix epoch as an RFC 3339 UTC timestamp with ms precision,
 /// e.g. `2026-01-01T00:00:00.000Z`. Pure arithmetic (no clock read).
-pub fn iso8601_from_ms(ms: u64) -> String {
+pub(crate) fn iso8601_from_ms(ms: u64) -> String {
     let secs = ms / 1000;
     let millis = ms % 1000;
     let days = secs / 86_400;

@@ -16,11 +16,11 @@ use serde_json::{Map, Value};
 use sha2::Sha256;
 
 /// The least key material accepted, in bytes (D-250): 256 bits if every byte were random.
-pub const SEALING_KEY_MIN_BYTES: usize = 32;
+pub(crate) const SEALING_KEY_MIN_BYTES: usize = 32;
 /// The least estimated entropy accepted, in bits (D-250): a floor against mistakes (a
 /// repeated PIN, a word), not a measure of real randomness.
-pub const SEALING_KEY_MIN_BITS: u32 = 96;
-pub use crate::limits::SEALING_KEY_MAX_BYTES;
+pub(crate) const SEALING_KEY_MIN_BITS: u32 = 96;
+pub(crate) use crate::limits::SEALING_KEY_MAX_BYTES;
 /// The environment variable a CLI reads key material from (`--key-file` wins).
 pub const SEALING_KEY_ENV: &str = "W6W_SEALING_KEY";
 

@@ -31,7 +31,7 @@ pub fn json_eq(a: &Value, b: &Value) -> bool {
 /// members in the same order, and walking both maps in step saves a hashed look-up per
 /// member (the whole cost of comparing two equal RunStates). Only when the orders differ
 /// are the maps compared by key; a value that differs under the same key settles it.
-pub fn json_same(a: &Value, b: &Value) -> bool {
+pub(crate) fn json_same(a: &Value, b: &Value) -> bool {
     match (a, b) {
         (Value::Array(x), Value::Array(y)) => {
             x.len() == y.len() && x.iter().zip(y).all(|(a, b)| json_same(a, b))

@@ -15,7 +15,8 @@
 mod diff;
 mod text;
 
-pub use diff::{DiffEntry, json_diff, json_eq, json_same};
+pub(crate) use diff::{DiffEntry, json_same};
+pub use diff::{json_diff, json_eq};
 pub use text::JsonText;
 
 /// Property-test JSON leaves that stress a writer: finite floats, big integers, and
@@ -82,12 +83,12 @@ const DUP: &str = "duplicate key at ";
 /// For `#[serde(deserialize_with = "json::present")]` on an `Option<Value>` field: a field
 /// that is there, `null` included, is `Some` (`Some(Value::Null)`); an absent one is `None`
 /// with `#[serde(default)]`. A protocol that tells "absent" from "null" reads it this way.
-pub fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
+pub(crate) fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
     serde::Deserialize::deserialize(d).map(Some)
 }
 
 /// Parse `text` as one JSON document, refusing duplicate object keys.
-pub fn parse(text: &str) -> Result<Value, JsonError> {
+pub(crate) fn parse(text: &str) -> Result<Value, JsonError> {
     let mut de = serde_json::Deserializer::from_str(text);
     let value = Seed {
         path: String::new(),

@@ -134,17 +134,17 @@ impl std::fmt::Display for ValidationError {
 impl std::error::Error for ValidationError {}
 
 /// A list of problems in the wire shape: a JSON array of [`ValidationError::to_json`].
-pub fn errors_to_json(errors: &[ValidationError]) -> serde_json::Value {
+pub(crate) fn errors_to_json(errors: &[ValidationError]) -> serde_json::Value {
     serde_json::Value::Array(errors.iter().map(ValidationError::to_json).collect())
 }
 
 /// Escape one reference token for a JSON Pointer (RFC 6901 §3: `~` → `~0`, `/` → `~1`).
-pub fn pointer_token(token: &str) -> String {
+pub(crate) fn pointer_token(token: &str) -> String {
     token.replace('~', "~0").replace('/', "~1")
 }
 
 /// The JSON kind of a value as a noun phrase for messages ("a string", "null", …).
-pub fn json_kind(v: &serde_json::Value) -> &'static str {
+pub(crate) fn json_kind(v: &serde_json::Value) -> &'static str {
     use serde_json::Value;
     match v {
         Value::Null => "null",
@@ -157,7 +157,7 @@ pub fn json_kind(v: &serde_json::Value) -> &'static str {
 }
 
 /// A short rendering of a value for messages: compact JSON, cut after 60 characters.
-pub fn show_value(v: &serde_json::Value) -> String {
+pub(crate) fn show_value(v: &serde_json::Value) -> String {
     use crate::limits::SHOWN_VALUE_CHARS_MAX as MAX;
     let text = v.to_string();
     if text.chars().count() <= MAX {

@@ -12,12 +12,12 @@
 use serde_json::Value;
 
 /// Shortest legal key (one leading letter plus at least two more characters).
-pub const KEY_LEN_MIN: usize = 3;
+pub(crate) const KEY_LEN_MIN: usize = 3;
 /// Longest legal key (one leading letter plus at most 38 more characters).
-pub const KEY_LEN_MAX: usize = 39;
+pub(crate) const KEY_LEN_MAX: usize = 39;
 
 /// Every way `key` breaks the MODEL-5 grammar, as sentences; empty when it is legal.
-pub fn key_grammar_problems(key: &str) -> Vec<String> {
+pub(crate) fn key_grammar_problems(key: &str) -> Vec<String> {
     let mut problems = Vec::new();
     let len = key.chars().count();
     if !(KEY_LEN_MIN..=KEY_LEN_MAX).contains(&len) {
@@ -56,18 +56,18 @@ pub fn key_grammar_problems(key: &str) -> Vec<String> {
 
 /// Whether `key` matches the MODEL-5 grammar.
 #[cfg(test)]
-pub fn is_valid_key(key: &str) -> bool {
+pub(crate) fn is_valid_key(key: &str) -> bool {
     key_grammar_problems(key).is_empty()
 }
 
 /// The key a stored document carries: `None` when absent, `null` or not a string.
-pub fn stored_key(document: &Value) -> Option<&str> {
+pub(crate) fn stored_key(document: &Value) -> Option<&str> {
     document.get("key").and_then(Value::as_str)
 }
 
 /// Whether saving over `previous` (the stored document, `None` for a new workflow) is the
 /// key's first assignment, the only moment its grammar is checked (MODEL-5).
-pub fn is_first_key_assignment(previous: Option<&Value>) -> bool {
+pub(crate) fn is_first_key_assignment(previous: Option<&Value>) -> bool {
     previous.and_then(stored_key).is_none()
 }
 

@@ -17,22 +17,22 @@ pub(crate) mod serde_util;
 mod validate;
 mod workflow;
 
-pub use error::{
-    ValidationCode, ValidationError, errors_to_json, json_kind, pointer_token, show_value,
-};
+pub use error::{ValidationCode, ValidationError};
+pub(crate) use error::{errors_to_json, json_kind, pointer_token, show_value};
 pub use extra::Extra;
-pub use key::{is_first_key_assignment, stored_key};
+pub(crate) use key::{is_first_key_assignment, stored_key};
 pub use run::{
-    BlockKind, Blocks, FRAME_PREFIX, FrameHasher, FrameRecords, Frames, PatchField, PatchFrames,
-    Phase, RunState, RunStatePatch, RunStatus, StepError, StepExecution, StepMeta, StepStatus,
-    records_json,
+    BlockKind, Blocks, FrameRecords, Frames, PatchField, PatchFrames, Phase, RunState,
+    RunStatePatch, RunStatus, StepError, StepExecution, StepMeta, StepStatus,
 };
+pub(crate) use run::{FRAME_PREFIX, FrameHasher, records_json};
 #[cfg(test)]
 pub(crate) use validate::MAX_NESTING_DEPTH;
 #[cfg(test)]
 pub(crate) use validate::storage_problems;
 pub(crate) use validate::{KeyGate, StorageChecked, storage_checked_workflow};
 pub use workflow::{
-    Backoff, CallableOnError, EXT_MAX_DELAY_MS, EXT_RETRY_ON, Edge, ErrorReroute, FanOut, Id,
-    OnError, RetryPolicy, Step, Uses, When, Workflow, WorkflowVariable,
+    Backoff, CallableOnError, Edge, ErrorReroute, FanOut, Id, OnError, RetryPolicy, Step, Uses,
+    When, Workflow, WorkflowVariable,
 };
+pub(crate) use workflow::{EXT_MAX_DELAY_MS, EXT_RETRY_ON};

@@ -31,7 +31,7 @@ use super::{json_kind, show_value};
 
 /// Deepest container nesting a document may have: the crate's one depth limit
 /// (`crate::limits`), so every with value fits what the store can read back.
-pub use crate::limits::MAX_NESTING_DEPTH;
+pub(crate) use crate::limits::MAX_NESTING_DEPTH;
 
 /// Whether the MODEL-5 key grammar applies to this save (see `model::key`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

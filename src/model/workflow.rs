@@ -283,12 +283,12 @@ pub struct WorkflowVariable {
 
 /// Extension field of a RetryPolicy (docs/decisions.md D-32, WOML-10): a per-policy cap in
 /// ms on each computed wait, applied before RETRY-5's 300000 ms. Only ever shortens a wait.
-pub const EXT_MAX_DELAY_MS: &str = "x-w6w-maxDelayMs";
+pub(crate) const EXT_MAX_DELAY_MS: &str = "x-w6w-maxDelayMs";
 
 /// Extension field of a RetryPolicy (docs/decisions.md D-32, WOML-11): the error codes that
 /// may be retried. When present, a failure whose code is not listed is never retried; a
 /// listed one still needs the RFC's classification. Never adds a retry.
-pub const EXT_RETRY_ON: &str = "x-w6w-retryOn";
+pub(crate) const EXT_RETRY_ON: &str = "x-w6w-retryOn";
 
 /// How to retry a failing step or run (MODEL-3, RETRY-*).
 ///

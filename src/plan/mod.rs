@@ -27,14 +27,15 @@ mod id_map;
 mod wait;
 
 pub(crate) use analysis::{Analysis, Needs, UNRESOLVED, analyse};
-pub use control::{
+pub(crate) use control::{
     BlockSlot, CONTROL_APP, ControlKind, ControlParams, ControlPlan, JoinMode, MAX_CONTROL_NESTING,
     ParallelStrategy, PlanValue, SubBlockKind, SubPlan, WaitSpec,
 };
 pub(crate) use document::document_problems;
-pub use graph::{Adjacency, Edges};
+pub(crate) use graph::Adjacency;
+pub use graph::Edges;
 
-pub use wait::{parse_duration_ms, parse_timestamp_ms};
+pub(crate) use wait::{parse_duration_ms, parse_timestamp_ms};
 
 use crate::model::{FanOut, ValidationCode, ValidationError, When, Workflow};
 use control::{ControlAnalysis, StepView, analyse_controls};
@@ -42,7 +43,7 @@ use graph::{EdgeTable, Successors, resolved_edges};
 
 /// At most this many step ids are spelled out in one cycle message; longer cycles are
 /// abbreviated so a pathological document cannot produce a megabyte-long message.
-pub use crate::limits::MAX_CYCLE_IDS_IN_MESSAGE;
+pub(crate) use crate::limits::MAX_CYCLE_IDS_IN_MESSAGE;
 
 /// One edge of a graph, by step index. Indices are `u32` (a plan has at most
 /// [`MAX_GRAPH_SIZE`] steps and edges). A [`Plan`] holds each main-graph edge once, as its
@@ -61,11 +62,11 @@ pub struct PlanEdge {
 /// (`u32::MAX` marks an unresolved end). A document that large could not be held in
 /// memory anyway (every step and edge costs far more than four bytes); the analysis still
 /// reports it instead of truncating an index.
-pub use crate::limits::MAX_GRAPH_SIZE;
+pub(crate) use crate::limits::MAX_GRAPH_SIZE;
 
 /// `Plan::rank` of a step that is not on the main graph (it sits in a sub-block; its
 /// rank there is in [`SubPlan::rank`]).
-pub const NOT_ON_MAIN_GRAPH: usize = usize::MAX;
+pub(crate) const NOT_ON_MAIN_GRAPH: usize = usize::MAX;
 
 /// The planned graph. Indices are positions in `Workflow.steps`.
 ///
@@ -145,7 +146,7 @@ impl Plan {
 
 /// What the planner knows about the host that will run the plan.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct PlanOptions {
+pub(crate) struct PlanOptions {
     /// CTRL-7: the host offers `context.schedule`; without it a `wait` fails planning with
     /// `unsupported_wait`.
     pub host_supports_schedule: bool,
@@ -172,7 +173,10 @@ pub fn plan(workflow: &Workflow) -> Result<Plan, Vec<ValidationError>> {
 }
 
 /// Plan a workflow for a host with the given capabilities (CTRL-7 `unsupported_wait`).
-pub fn plan_with(workflow: &Workflow, options: &PlanOptions) -> Result<Plan, Vec<ValidationError>> {
+pub(crate) fn plan_with(
+    workflow: &Workflow,
+    options: &PlanOptions,
+) -> Result<Plan, Vec<ValidationError>> {
     let n = workflow.steps.len();
     let Checked {
         errors,

@@ -18,14 +18,14 @@ const MS_PER_SECOND: u64 = 1000;
 
 /// The longest duration or timestamp text we look at; anything longer is refused before
 /// parsing, so a pathological string costs nothing.
-pub use crate::limits::MAX_TIME_TEXT_LEN;
+pub(crate) use crate::limits::MAX_TIME_TEXT_LEN;
 
 /// Parse an ISO-8601 duration (`PT5M`, `P1DT2H`, `PT0.5S`, `P2W`) into milliseconds.
 ///
 /// Grammar: `P` then, in this order and each at most once, `nW`, `nD`, then optionally
 /// `T` followed by at least one of `nH`, `nM`, `n[.f]S`. At least one component; all
 /// numbers are unsigned decimal integers.
-pub fn parse_duration_ms(text: &str) -> Result<u64, String> {
+pub(crate) fn parse_duration_ms(text: &str) -> Result<u64, String> {
     if text.len() > MAX_TIME_TEXT_LEN {
         return Err(format!(
             "is longer than {MAX_TIME_TEXT_LEN} characters, which no duration needs"
@@ -170,7 +170,7 @@ fn fraction_ms(digits: &str) -> Result<u64, String> {
 /// Parse an RFC 3339 timestamp (`2026-03-01T09:30:00Z`, `…T09:30:00.250+02:00`) into
 /// milliseconds since the Unix epoch (UTC). A leap second (`:60`) counts as the first
 /// millisecond-run of the next minute, as plain arithmetic gives.
-pub fn parse_timestamp_ms(text: &str) -> Result<i64, String> {
+pub(crate) fn parse_timestamp_ms(text: &str) -> Result<i64, String> {
     if text.len() > MAX_TIME_TEXT_LEN {
         return Err(format!(
             "is longer than {MAX_TIME_TEXT_LEN} characters, which no timestamp needs"

@@ -20,10 +20,10 @@ use serde_json::{Number, Value};
 
 /// A raw secret shorter than this is found only as a whole value, never inside a text
 /// (the redaction sink's own floor for declared values, [`super::DERIVED_NEEDLE_MIN`]).
-pub const SUBSTRING_MIN: usize = super::DERIVED_NEEDLE_MIN;
+pub(crate) const SUBSTRING_MIN: usize = super::DERIVED_NEEDLE_MIN;
 
 /// The length of a piece of a secret that counts as the secret: any 8 characters in a row.
-pub const PIECE: usize = 8;
+pub(crate) const PIECE: usize = 8;
 
 /// The form a secret took where it was found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -65,7 +65,7 @@ pub struct Leak {
 }
 
 /// The code of a run the simulator stopped because the engine under test wrote a secret.
-pub const SECRET_LEAK: &str = "secret_leak";
+pub(crate) const SECRET_LEAK: &str = "secret_leak";
 
 impl Leak {
     /// The failure of `what` (e.g. `a "log" message`) holding this leak: names the message,

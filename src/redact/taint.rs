@@ -20,19 +20,19 @@ use crate::model::pointer_token;
 /// What a step was handed as secret-derived: found in its output wholly (any scalar) or,
 /// for long enough text, inside another text.
 #[derive(Debug, Default)]
-pub struct Needles {
+pub(crate) struct Needles {
     whole: Vec<Value>,
     inside: Vec<String>,
 }
 
 impl Needles {
     /// The values at `resolved`'s secret paths (their scalar leaves).
-    pub fn of(resolved: &Resolved) -> Needles {
+    pub(crate) fn of(resolved: &Resolved) -> Needles {
         Needles::of_params(&resolved.params, &resolved.secret_paths)
     }
 
     /// The values at `secret_paths` (JSON Pointers into `params`).
-    pub fn of_params(params: &Map<String, Value>, secret_paths: &[String]) -> Needles {
+    pub(crate) fn of_params(params: &Map<String, Value>, secret_paths: &[String]) -> Needles {
         let mut needles = Needles::default();
         for p in secret_paths {
             if p.is_empty() {
@@ -54,7 +54,7 @@ impl Needles {
 
     /// The values at `places` (pointers into `output`, `""`: all of it) — what a join is
     /// handed as secret material by a tainted inbound output.
-    pub fn add_places(&mut self, output: &Value, places: &[String]) {
+    pub(crate) fn add_places(&mut self, output: &Value, places: &[String]) {
         for p in places {
             if let Some(v) = output.pointer(p) {
                 self.add(v);
@@ -82,7 +82,7 @@ impl Needles {
         }
     }
 
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.whole.is_empty()
     }
 
@@ -96,7 +96,7 @@ impl Needles {
 /// The pointers of `output`'s leaves holding secret material: a needle, or a secret form
 /// `detector` finds. A key holding one taints its whole object. Sorted, no pointer inside
 /// another.
-pub fn scan(output: &Value, needles: &Needles, detector: &Detector) -> Vec<String> {
+pub(crate) fn scan(output: &Value, needles: &Needles, detector: &Detector) -> Vec<String> {
     let mut out = Vec::new();
     if needles.is_empty() && detector.is_empty() {
         return out;
@@ -147,7 +147,7 @@ fn walk(v: &Value, at: &mut String, needles: &Needles, detector: &Detector, out:
 /// An error message with every needle it quotes replaced by `"[redacted]"` (a needle that
 /// is the whole message, or a long one inside it; D-42's floor), `None` when it quotes
 /// none. The secrets themselves, in every form, are the sink's to remove.
-pub fn redact_message(message: &str, needles: &Needles) -> Option<String> {
+pub(crate) fn redact_message(message: &str, needles: &Needles) -> Option<String> {
     if needles.whole.iter().any(|w| w.as_str() == Some(message)) {
         return Some(crate::expr::REDACTED.to_owned());
     }
@@ -165,7 +165,7 @@ pub fn redact_message(message: &str, needles: &Needles) -> Option<String> {
 }
 
 /// `value` with every leaf at `places` (pointers, `""`: all of it) replaced by `"[redacted]"`.
-pub fn redact_places(value: &mut Value, places: &[String]) {
+pub(crate) fn redact_places(value: &mut Value, places: &[String]) {
     for p in places {
         if let Some(leaf) = value.pointer_mut(p) {
             *leaf = Value::String(crate::expr::REDACTED.to_owned());

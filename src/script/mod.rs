@@ -50,7 +50,7 @@ type Intrinsics = (
 
 /// Which dialect's bindings a body gets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Style {
+pub(crate) enum Style {
     /// `context` (`payload`, `trigger`, `steps`), `attempt`, `secrets`, `services`, `fetch`,
     /// `console` (woml-steps.txt "Script bindings").
     Woml,
@@ -60,7 +60,7 @@ pub enum Style {
 
 /// One attempt of one script.
 #[derive(Debug, Clone)]
-pub struct Attempt<'a> {
+pub(crate) struct Attempt<'a> {
     pub body: &'a str,
     pub style: Style,
     /// WOML: `{"context": {"payload", "steps"}, "attempt": {...}, "secrets": {NAME: value}}`;
@@ -76,7 +76,7 @@ pub struct Attempt<'a> {
 
 /// A `services.<service>.<method>(args, {name})` or `fetch(url, init)` call a script made.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Call {
+pub(crate) struct Call {
     /// What the script asked: `{kind: "service", service, method, args, name}` or
     /// `{kind: "fetch", url, method, headers, body, name}`.
     pub request: Value,
@@ -92,7 +92,7 @@ impl Call {
     /// The scenario keys that may answer this call, most specific first: the call's
     /// `name`, then `METHOD URL` (a fetch, or a service call whose args carry a `url`), then
     /// `service.method`.
-    pub fn keys(&self) -> Vec<String> {
+    pub(crate) fn keys(&self) -> Vec<String> {
         let mut keys = Vec::new();
         if let Some(name) = self.text("name") {
             keys.push(name.to_owned());
@@ -121,7 +121,7 @@ impl Call {
     }
 
     /// How a message names the call: `services.http.request` or `fetch`.
-    pub fn callee(&self) -> String {
+    pub(crate) fn callee(&self) -> String {
         match (self.text("kind"), self.text("service"), self.text("method")) {
             (Some("service"), Some(s), Some(m)) => format!("services.{s}.{m}"),
             _ => "fetch".to_owned(),
@@ -131,7 +131,7 @@ impl Call {
 
 /// How the host answered a call.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Answer {
+pub(crate) enum Answer {
     /// The call resolves with `output` after `latency_ms` on the virtual clock.
     Output { output: Value, latency_ms: u64 },
     /// The call rejects with an `Error` carrying `code`, `message` (and `details`).
@@ -142,7 +142,7 @@ pub enum Answer {
 
 /// What the script's outside world is: the simulator answers each call from the scenario
 /// and writes console lines to the trace through its redaction sink.
-pub trait Host {
+pub(crate) trait Host {
     fn call(&mut self, call: &Call) -> Answer;
     /// One `console.log`/`info`/`debug`/`warn`/`error` line (`level` is `info`, `debug`,
     /// `warn` or `error`).
@@ -151,7 +151,7 @@ pub trait Host {
 
 /// WOML-11's script failure kinds this module decides.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FailureKind {
+pub(crate) enum FailureKind {
     /// The body threw (or its promise rejected); the only kind retried automatically.
     Threw,
     /// The returned value has no JSON form (a function, a `BigInt`, a cycle …).
@@ -166,7 +166,7 @@ pub enum FailureKind {
 
 impl FailureKind {
     /// The stable machine code (WOML-11's name).
-    pub fn code(self) -> &'static str {
+    pub(crate) fn code(self) -> &'static str {
         match self {
             FailureKind::Threw => "script_threw",
             FailureKind::InvalidJson => "invalid_json",
@@ -178,14 +178,14 @@ impl FailureKind {
 
 /// A failed attempt.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Failure {
+pub(crate) struct Failure {
     pub kind: FailureKind,
     pub message: String,
 }
 
 /// How an attempt ended.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Ended {
+pub(crate) enum Ended {
     /// The script returned this JSON value.
     Returned(Value),
     Failed(Failure),
@@ -196,7 +196,7 @@ pub enum Ended {
 
 /// An attempt's end and the virtual time it took.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Outcome {
+pub(crate) struct Outcome {
     pub ended: Ended,
     pub elapsed_ms: u64,
 }
@@ -212,7 +212,7 @@ fn failed(kind: FailureKind, message: impl Into<String>, elapsed_ms: u64) -> Out
 }
 
 /// Run one attempt of a script against `host`.
-pub fn run(attempt: &Attempt<'_>, host: &mut dyn Host) -> Outcome {
+pub(crate) fn run(attempt: &Attempt<'_>, host: &mut dyn Host) -> Outcome {
     // The interpreter recurses on the native stack: give it room beyond its own cap, on
     // whatever thread calls (QuickJS measures its cap from where the context is entered).
     stacker::maybe_grow(

@@ -18,15 +18,15 @@ pub(crate) mod sim;
 
 /// The longest request line `eval` reads; a longer one is answered `bad_request` and
 /// skipped without being held in memory (SEC-2).
-pub use crate::limits::MAX_REQUEST_LINE_BYTES;
+pub(crate) use crate::limits::MAX_REQUEST_LINE_BYTES;
 
 /// The response for a malformed request.
-pub fn bad_request(message: impl Into<String>) -> Value {
+pub(crate) fn bad_request(message: impl Into<String>) -> Value {
     json!({"error": {"code": "bad_request", "message": message.into()}})
 }
 
 /// Wrap a success value.
-pub fn ok(value: Value) -> Value {
+pub(crate) fn ok(value: Value) -> Value {
     // Moved into the envelope: `json!` would serialize `value` again, a deep copy of
     // every answer (a whole report).
     let mut envelope = serde_json::Map::with_capacity(1);
@@ -39,7 +39,7 @@ pub fn handle(request: &Value) -> Value {
     finish(route(request))
 }
 
-pub use sim::{run_and_crash_points, run_and_crash_points_with};
+pub(crate) use sim::{run_and_crash_points, run_and_crash_points_with};
 
 /// The envelope every answer leaves with: an error carries a string `code` and `message`.
 fn finish(mut response: Value) -> Value {

@@ -180,7 +180,7 @@ pub(crate) fn op_options(request: &Value) -> Result<SimOptions, Value> {
 
 /// The `run` request for `workflow` and `scenario` (an object) with the fault plan
 /// `crashAfterCheckpoint: [k]` in place of the scenario's own.
-pub fn crash_request(workflow: &Value, scenario: &Map<String, Value>, k: u64) -> Value {
+pub(crate) fn crash_request(workflow: &Value, scenario: &Map<String, Value>, k: u64) -> Value {
     let mut scenario = scenario.clone();
     scenario.insert("faults".into(), json!({"crashAfterCheckpoint": [k]}));
     json!({"op": "run", "workflow": workflow, "scenario": scenario})
@@ -190,7 +190,7 @@ pub fn crash_request(workflow: &Value, scenario: &Map<String, Value>, k: u64) ->
 /// `run` of `workflow` and `scenario` (an object), then — if it is a report — the answer
 /// to [`crash_request`]`(workflow, scenario, k)` for each `k` of `select(its
 /// checkpoints)`.
-pub fn run_and_crash_points_with<E>(
+pub(crate) fn run_and_crash_points_with<E>(
     workflow: &Value,
     scenario: &Map<String, Value>,
     select: &dyn Fn(u64) -> Vec<u64>,
@@ -210,7 +210,7 @@ pub fn run_and_crash_points_with<E>(
     (plain, crashes)
 }
 
-pub fn run_and_crash_points(
+pub(crate) fn run_and_crash_points(
     workflow: &Value,
     scenario: &Map<String, Value>,
     max: u64,

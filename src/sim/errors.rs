@@ -99,7 +99,7 @@ pub fn load_workflow(doc: &Value) -> Result<Workflow, SimError> {
 
 /// D-121: refuse a scenario whose faults no run of `workflow` (and the scenario's own
 /// workflows) can ever reach, naming each (`unreachable_fault`).
-pub fn check_reachable(workflow: &Value, scenario: &Scenario) -> Result<(), SimError> {
+pub(crate) fn check_reachable(workflow: &Value, scenario: &Scenario) -> Result<(), SimError> {
     reachable(scenario::unreachable_faults(workflow, scenario))
 }
 

@@ -35,7 +35,7 @@ const RUN_JS: &str = include_str!("html/run.js");
 /// line separators JavaScript once refused in strings) as `\uXXXX` escapes. They occur only
 /// inside JSON strings, where the escape means the same character, so `JSON.parse` reads
 /// back exactly `v` — and no `</script>` or `<!--` can appear in the page's bytes.
-pub fn script_json(v: &Value) -> String {
+pub(crate) fn script_json(v: &Value) -> String {
     let text = v.to_string();
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
@@ -86,7 +86,7 @@ pub fn page(data: &Value, script: &str) -> String {
 
 /// What a run page is drawn from: values already redacted for the report.
 #[derive(Debug, Clone, Default)]
-pub struct RunSources<'a> {
+pub(crate) struct RunSources<'a> {
     /// The command that produced it: `run`, `replay`, `resume` or `inspect`.
     pub command: &'a str,
     /// The report's JSON (`run`, `invocations`, `waits`, `canceled`, …) as printed; for
@@ -840,7 +840,7 @@ fn status_sentence(run: &Value, lanes: &[Lane]) -> String {
 /// The run page's model: `{page, command, title, origin, end, summary, lanes, events, …}`,
 /// every time in ms since the Unix epoch on the virtual clock (the page shows them from
 /// `origin`).
-pub fn run_model(src: &RunSources) -> Value {
+pub(crate) fn run_model(src: &RunSources) -> Value {
     let run = &src.report["run"];
     let empty = Map::new();
     let run_map = run.as_object().unwrap_or(&empty);
@@ -971,13 +971,13 @@ fn facts(src: &RunSources, run: &Value, span_ms: u64) -> Vec<Value> {
 }
 
 /// The run page: [`run_model`] drawn by the run script.
-pub fn run_page(src: &RunSources) -> String {
+pub(crate) fn run_page(src: &RunSources) -> String {
     page(&run_model(src), RUN_JS)
 }
 
 /// What a command's page cannot show, for [`RunSources::notes`]: a resumed run's trace
 /// starts at the resume.
-pub fn command_notes(command: &str) -> Vec<String> {
+pub(crate) fn command_notes(command: &str) -> Vec<String> {
     match command {
         "resume" => vec![
             "Resumed: the trace covers this command only — attempts, backoffs and crashes before it are not drawn; those steps show their records' times.".into(),
@@ -987,7 +987,7 @@ pub fn command_notes(command: &str) -> Vec<String> {
 }
 
 /// A workflow's error edges (`from`, `to`), for [`RunSources::error_edges`].
-pub fn error_edges(workflow: &crate::model::Workflow) -> Vec<(String, String)> {
+pub(crate) fn error_edges(workflow: &crate::model::Workflow) -> Vec<(String, String)> {
     workflow
         .edges
         .iter()

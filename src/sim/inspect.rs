@@ -23,11 +23,11 @@ use crate::host::SealingKey;
 use crate::model::RunState;
 
 /// The `--json` format tag (D-272).
-pub const INSPECT_FORMAT: &str = "w6w-sim/inspect-1";
+pub(crate) const INSPECT_FORMAT: &str = "w6w-sim/inspect-1";
 
 /// Why a file could not be inspected.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum InspectError {
+pub(crate) enum InspectError {
     /// The journal reader refused the file (damage with its offset, a key problem, …).
     #[error("{0}")]
     Journal(#[from] JournalError),
@@ -43,7 +43,7 @@ pub enum InspectError {
 
 impl InspectError {
     /// Stable machine code.
-    pub fn code(&self) -> &'static str {
+    pub(crate) fn code(&self) -> &'static str {
         match self {
             InspectError::Journal(e) => e.code(),
             InspectError::Io { .. } => "store_io",
@@ -54,7 +54,7 @@ impl InspectError {
 
     /// The CLI's exit code: 1 for JSON that is not a run (invalid input), 2 for damage,
     /// I/O and unreadable files — as `resume` exits on a damaged journal (D-61).
-    pub fn exit_code(&self) -> u8 {
+    pub(crate) fn exit_code(&self) -> u8 {
         match self {
             InspectError::NotARun { .. } => 1,
             _ => 2,
@@ -64,7 +64,7 @@ impl InspectError {
 
 /// What kind of file was inspected.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FileKind {
+pub(crate) enum FileKind {
     Journal,
     Report,
     LegacyRunFile,
@@ -72,7 +72,7 @@ pub enum FileKind {
 }
 
 impl FileKind {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             FileKind::Journal => "journal",
             FileKind::Report => "report",
@@ -84,7 +84,7 @@ impl FileKind {
 
 /// What a journal adds to the run: its records and how it ends.
 #[derive(Debug, Clone)]
-pub struct JournalView {
+pub(crate) struct JournalView {
     pub format: String,
     pub authentication: Authentication,
     pub file_bytes: u64,
@@ -97,7 +97,7 @@ pub struct JournalView {
 
 /// A file inspected.
 #[derive(Debug, Clone)]
-pub struct Inspection {
+pub(crate) struct Inspection {
     pub file: PathBuf,
     pub kind: FileKind,
     pub state: RunState,
@@ -113,7 +113,7 @@ pub struct Inspection {
 /// Read `path` and say what it holds. With `key`, a journal is verified (D-251); without
 /// one, an authenticated journal is read unverified and [`Authentication::Unverified`]
 /// says so (D-271). Nothing is written and no lock is taken.
-pub fn inspect(path: &Path, key: Option<&SealingKey>) -> Result<Inspection, InspectError> {
+pub(crate) fn inspect(path: &Path, key: Option<&SealingKey>) -> Result<Inspection, InspectError> {
     let bytes = std::fs::read(path).map_err(|e| InspectError::Io {
         path: path.to_owned(),
         message: e.to_string(),
@@ -212,7 +212,7 @@ fn one_line(s: &str) -> String {
 impl Inspection {
     /// The text summary (D-273): what happened, when, and why — run, steps, checkpoints,
     /// the trace-sequence ceiling and the tail.
-    pub fn to_text(&self) -> String {
+    pub(crate) fn to_text(&self) -> String {
         let mut o = String::new();
         let s = &self.state;
         let _ = writeln!(o, "file:        {}", self.file.display());
@@ -270,7 +270,7 @@ impl Inspection {
     }
 
     /// The `--json` shape `w6w-sim/inspect-1` (D-272).
-    pub fn to_json(&self) -> Value {
+    pub(crate) fn to_json(&self) -> Value {
         let s = &self.state;
         let steps: Vec<Value> = s
             .steps
@@ -331,7 +331,7 @@ impl Inspection {
     /// from [`Inspection::to_json`] — the same redacted values the JSON shows — plus, for a
     /// report, the entries it printed beside its run. A journal keeps no trace, so its
     /// checkpoints are listed with their times instead of attempts and crashes.
-    pub fn to_html(&self) -> String {
+    pub(crate) fn to_html(&self) -> String {
         let j = self.to_json();
         let mut report = self.report.clone().unwrap_or_default();
         report.insert("run".into(), j["run"].clone());

@@ -66,17 +66,17 @@ use crate::host::sealing::KeyUse;
 use crate::model::{RunState, RunStatePatch};
 
 /// The journal's format tag (its header record's `format`).
-pub const JOURNAL_FORMAT: &str = "w6w-sim/journal-2";
+pub(crate) const JOURNAL_FORMAT: &str = "w6w-sim/journal-2";
 /// The format tag of a journal whose records are authenticated (D-251).
-pub const JOURNAL_FORMAT_AUTH: &str = "w6w-sim/journal-3";
+pub(crate) const JOURNAL_FORMAT_AUTH: &str = "w6w-sim/journal-3";
 /// The bytes of a record's authentication tag (HMAC-SHA256) in a `journal-3` file.
-pub const TAG_BYTES: usize = 32;
+pub(crate) const TAG_BYTES: usize = 32;
 /// The first eight bytes of every journal.
 pub const MAGIC: &[u8; 8] = b"w6wjrnl\n";
 /// How far one lease raises the trace-sequence ceiling.
-pub const SEQ_BLOCK: u64 = 1024;
+pub(crate) const SEQ_BLOCK: u64 = 1024;
 /// The largest record a reader accepts (a larger length field is damage).
-pub use crate::limits::JOURNAL_RECORD_MAX as RECORD_MAX;
+pub(crate) use crate::limits::JOURNAL_RECORD_MAX as RECORD_MAX;
 /// Compaction: rewrite once the records since the snapshot exceed this many bytes and
 /// `COMPACT_FACTOR` × the snapshot (so a compaction's O(state) cost is amortized).
 const COMPACT_MIN_BYTES: u64 = 4 << 20;
@@ -688,7 +688,7 @@ pub fn read_journal(
 /// Read a journal's bytes with the store's sealing key, if it holds one: with a key only
 /// an authenticated journal under that key is read, without one only an unauthenticated
 /// journal (D-251).
-pub fn read_journal_keyed(
+pub(crate) fn read_journal_keyed(
     path: &Path,
     bytes: &[u8],
     expected: Option<&str>,
@@ -711,7 +711,7 @@ enum Auth<'a> {
 /// What a record is, for [`RecordSeen`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub enum RecordKind {
+pub(crate) enum RecordKind {
     Header,
     Snapshot,
     Checkpoint,
@@ -721,7 +721,7 @@ pub enum RecordKind {
 /// One whole record as [`fold_journal`] read it (D-270): where it is and what the world
 /// and the run were after it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RecordSeen {
+pub(crate) struct RecordSeen {
     pub offset: u64,
     /// Frame header included.
     pub bytes: u64,
@@ -741,7 +741,7 @@ pub struct RecordSeen {
 /// A journal read by `inspect` (D-270): the fold, every whole record in order, and how
 /// its authentication was treated.
 #[derive(Debug, Clone)]
-pub struct Inspected {
+pub(crate) struct Inspected {
     pub folded: Folded,
     pub records: Vec<RecordSeen>,
     /// The header's format tag.
@@ -751,7 +751,7 @@ pub struct Inspected {
 
 /// Whether an inspected journal's records were authenticated (D-270).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Authentication {
+pub(crate) enum Authentication {
     /// `journal-2`: written without a key; nothing to verify.
     None,
     /// `journal-3`, every tag checked under the key given.
@@ -762,7 +762,7 @@ pub enum Authentication {
 
 impl Authentication {
     /// Stable name (`--json`).
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Authentication::None => "none",
             Authentication::Verified => "verified",
@@ -775,7 +775,7 @@ impl Authentication {
 /// parser, and nothing written: with `key` a `journal-3` file is verified as the store
 /// verifies it (and a `journal-2` file refused, D-251); without one either format is read
 /// and a `journal-3` file's tags are skipped unchecked ([`Authentication::Unverified`]).
-pub fn inspect_journal(
+pub(crate) fn inspect_journal(
     path: &Path,
     bytes: &[u8],
     key: Option<&SealingKey>,
@@ -1299,7 +1299,7 @@ pub fn read_run_file(path: &Path) -> Result<StoredRun, JournalError> {
 }
 
 /// [`read_run_file`] with the sealing key the run was written with, if any (D-251).
-pub fn read_run_file_keyed(
+pub(crate) fn read_run_file_keyed(
     path: &Path,
     key: Option<&SealingKey>,
 ) -> Result<StoredRun, JournalError> {
@@ -1328,7 +1328,7 @@ pub fn read_run_file_keyed(
 }
 
 /// Whether `bytes` start like a journal.
-pub fn is_journal(bytes: &[u8]) -> bool {
+pub(crate) fn is_journal(bytes: &[u8]) -> bool {
     bytes.starts_with(MAGIC)
 }
 

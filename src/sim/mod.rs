@@ -29,26 +29,26 @@ mod errors;
 pub(crate) mod exec;
 pub(crate) mod host;
 mod hosted;
-pub mod html;
-pub mod inspect;
-pub mod journal;
+pub(crate) mod html;
+pub(crate) mod inspect;
+pub(crate) mod journal;
 mod options;
 mod report;
 mod resume;
-pub mod scenario;
+pub(crate) mod scenario;
 mod scripts;
 mod simulation;
-pub mod store;
-pub mod world;
+pub(crate) mod store;
+pub(crate) mod world;
 
-pub use crate::redact::Scrubber;
+pub(crate) use crate::redact::Scrubber;
 pub use crash_points::CrashPoints;
 pub(crate) use crash_points::{Fork, Forks};
 pub(crate) use driver::{Driver, Mode};
 pub(crate) use durable::Acked;
 pub use engine_seam::{EngineFactory, ReferenceEngine, WorkflowEngine};
-pub use errors::{SimError, check_reachable, load_scenario, load_workflow};
-pub(crate) use host::CALL_DEPTH_MAX;
+pub(crate) use errors::check_reachable;
+pub use errors::{SimError, load_scenario, load_workflow};
 pub use journal::JournalStore;
 pub use options::{Limits, SimOptions, StoreChoice};
 pub use report::Report;
@@ -57,13 +57,14 @@ pub use scenario::{Scenario, ScenarioError, parse_scenario};
 pub use simulation::{Simulation, StoreFromOptions, StoreGiven};
 #[cfg(test)]
 pub(crate) use store::DiskStore;
-pub use store::{MemoryStore, STORE_FORMAT, Store, StoreError, StoredRun};
+pub use store::{MemoryStore, Store};
+pub(crate) use store::{STORE_FORMAT, StoreError, StoredRun};
 pub use world::{EPOCH_MS, WorldSnapshot};
 
 /// The stack a simulation runs on when its caller's is short: engine futures of an
 /// unoptimised build are large, and a `cargo test` thread has only 2 MiB. Reserved, not
 /// committed: only the pages touched are memory.
-pub use crate::limits::SIM_STACK_BYTES;
+pub(crate) use crate::limits::SIM_STACK_BYTES;
 
 use crate::limits::STACK_RED_ZONE;
 

@@ -177,10 +177,10 @@ impl Default for ScriptSettings {
 }
 
 /// Run ids become file names in the disk store: keep them to a safe alphabet.
-pub use crate::limits::RUN_ID_CHARS_MAX;
+pub(crate) use crate::limits::RUN_ID_CHARS_MAX;
 
 /// Whether `id` is a run id the stores accept: `[A-Za-z0-9_-][A-Za-z0-9_.-]*`, ≤ 128.
-pub fn run_id_ok(id: &str) -> bool {
+pub(crate) fn run_id_ok(id: &str) -> bool {
     !id.is_empty()
         && id.len() <= RUN_ID_CHARS_MAX
         && !id.starts_with('.')
@@ -537,7 +537,7 @@ pub(crate) fn names_steps(scenario: &Scenario) -> bool {
 /// D-121 / D-126: the scenario's promises no run of this workflow tree can keep — a
 /// `crashInInvoke` that can never fire, an `output` scripted for a `@w6w/document` step
 /// (its content comes from `documents`) — each with its JSON Pointer.
-pub fn unreachable_faults(workflow: &Value, scenario: &Scenario) -> Vec<ScenarioError> {
+pub(crate) fn unreachable_faults(workflow: &Value, scenario: &Scenario) -> Vec<ScenarioError> {
     faults_beyond(&steps_of(workflow, scenario), scenario)
 }
 

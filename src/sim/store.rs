@@ -104,7 +104,7 @@ pub struct StoredRun {
 }
 
 /// The disk file's format tag.
-pub const STORE_FORMAT: &str = "w6w-sim/run-1";
+pub(crate) const STORE_FORMAT: &str = "w6w-sim/run-1";
 
 /// What a simulated host persists to.
 pub trait Store {
@@ -240,7 +240,7 @@ impl Store for MemoryStore {
 /// migration tests (D-311).
 #[cfg(test)]
 #[derive(Debug)]
-pub struct DiskStore {
+pub(crate) struct DiskStore {
     dir: PathBuf,
     cache: BTreeMap<String, RunState>,
 }
@@ -248,7 +248,7 @@ pub struct DiskStore {
 #[cfg(test)]
 impl DiskStore {
     /// Open (creating if needed) a store directory.
-    pub fn open(dir: &Path) -> Result<Self, StoreError> {
+    pub(crate) fn open(dir: &Path) -> Result<Self, StoreError> {
         std::fs::create_dir_all(dir)
             .map_err(|e| StoreError(format!("cannot create store {}: {e}", dir.display())))?;
         Ok(DiskStore {
@@ -258,7 +258,7 @@ impl DiskStore {
     }
 
     /// The file a run is kept in.
-    pub fn path_of(&self, run_id: &str) -> Result<PathBuf, StoreError> {
+    pub(crate) fn path_of(&self, run_id: &str) -> Result<PathBuf, StoreError> {
         if !run_id_ok(run_id) {
             return Err(StoreError(format!(
                 "run id {run_id:?} is not a safe file name"

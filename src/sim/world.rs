@@ -171,7 +171,7 @@ impl Invocation {
     }
 }
 
-pub use crate::json::JsonText;
+pub(crate) use crate::json::JsonText;
 
 /// Reserves trace sequence numbers durably (a disk store's lease), so a process that
 /// resumes a killed run never reuses a `seq` the dead one may have written.
@@ -181,7 +181,7 @@ pub trait SeqLease {
 }
 
 /// The live world of one simulator invocation.
-pub struct World {
+pub(crate) struct World {
     pub snap: WorldSnapshot,
     /// A crash was injected inside an invocation: the engine future must be dropped.
     pub crash_pending: bool,
@@ -221,7 +221,7 @@ pub struct World {
 }
 
 impl World {
-    pub fn new(snap: WorldSnapshot) -> Self {
+    pub(crate) fn new(snap: WorldSnapshot) -> Self {
         World {
             snap,
             crash_pending: false,
@@ -249,7 +249,7 @@ impl World {
     /// to the engine future the crash drops (each `Sleep` removes its own on drop); the
     /// redaction sink is copied with the secret-derived values it has learned. `None`
     /// when part of it cannot be copied: a trace streamed to a sink, a durable `seq` lease.
-    pub fn fork_after_crash(&self) -> Option<World> {
+    pub(crate) fn fork_after_crash(&self) -> Option<World> {
         if self.sink.is_some() || self.seq_lease.is_some() {
             return None;
         }
@@ -278,18 +278,18 @@ impl World {
 
     /// A crash fault fires (`fields` say which): the whole process dies, whichever run
     /// of the tree it was in; the executor drops the engine future at its next poll.
-    pub fn crash(&mut self, fields: Value) {
+    pub(crate) fn crash(&mut self, fields: Value) {
         self.snap.crashes += 1;
         self.crash_pending = true;
         self.event("crash", fields);
     }
 
-    pub fn now_ms(&self) -> u64 {
+    pub(crate) fn now_ms(&self) -> u64 {
         self.snap.clock_ms
     }
 
     /// Register a timer at `deadline_ms`; its id.
-    pub fn add_timer(&mut self, deadline_ms: u64) -> u64 {
+    pub(crate) fn add_timer(&mut self, deadline_ms: u64) -> u64 {
         let id = self.next_timer;
         self.next_timer += 1;
         self.timers.insert((deadline_ms, id));
@@ -297,7 +297,7 @@ impl World {
     }
 
     /// Stop the run: the engine under test wrote a secret (`message` says where).
-    pub fn leak(&mut self, message: String) {
+    pub(crate) fn leak(&mut self, message: String) {
         if self.halt.is_none() {
             self.leaked = true;
             self.halt = Some(message);
@@ -305,7 +305,7 @@ impl World {
     }
 
     /// Stop the run: a budget ran out (`limit_exceeded`).
-    pub fn exceed(&mut self, message: String) {
+    pub(crate) fn exceed(&mut self, message: String) {
         if self.halt.is_none() {
             self.limit_hit = true;
             self.halt = Some(message);
@@ -315,7 +315,7 @@ impl World {
     /// Jump the clock to the earliest timer (never backwards) and drop every timer that
     /// is due. `false` when no timer is pending (or the virtual-time budget ran out: then
     /// `halt` is set).
-    pub fn fire_next_timer(&mut self) -> bool {
+    pub(crate) fn fire_next_timer(&mut self) -> bool {
         let Some(&(deadline, _)) = self.timers.first() else {
             return false;
         };
@@ -335,12 +335,12 @@ impl World {
     }
 
     /// Whether [`World::event`] records anything (the trace is kept or streamed).
-    pub fn tracing(&self) -> bool {
+    pub(crate) fn tracing(&self) -> bool {
         self.keep_trace || self.sink.is_some()
     }
 
     /// Record one trace event.
-    pub fn event(&mut self, event: &str, mut fields: Value) {
+    pub(crate) fn event(&mut self, event: &str, mut fields: Value) {
         if !self.tracing() {
             return;
         }

@@ -18,7 +18,7 @@
 
 mod registry;
 
-pub use registry::Registry;
+pub(crate) use registry::Registry;
 
 use serde_json::Value;
 
@@ -50,7 +50,7 @@ pub fn validate_workflow(
 /// Save-time validation of `doc` replacing `previous` (the stored document, `None` when
 /// the workflow is new): everything [`validate_workflow`] checks, except that the key
 /// grammar is checked only on the key's first assignment (MODEL-5).
-pub fn validate_save(
+pub(crate) fn validate_save(
     doc: &Value,
     previous: Option<&Value>,
     opts: ValidateOptions,

@@ -14,7 +14,7 @@ use crate::model::{ValidationError, errors_to_json, stored_key};
 
 /// Why a save was refused.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum SaveError {
+pub(crate) enum SaveError {
     /// The document itself is invalid (400, every problem listed).
     Invalid(Vec<ValidationError>),
     /// MODEL-6: another workflow of the same account already holds this key (409).
@@ -27,7 +27,7 @@ pub enum SaveError {
 
 impl SaveError {
     /// Stable machine code.
-    pub fn code(&self) -> &'static str {
+    pub(crate) fn code(&self) -> &'static str {
         match self {
             SaveError::Invalid(_) => "invalid_workflow",
             SaveError::KeyConflict { .. } => "key_conflict",
@@ -35,7 +35,7 @@ impl SaveError {
     }
 
     /// The error as the op service reports it.
-    pub fn to_json(&self) -> Value {
+    pub(crate) fn to_json(&self) -> Value {
         match self {
             SaveError::Invalid(errors) => {
                 json!({"code": self.code(), "errors": errors_to_json(errors)})
@@ -54,23 +54,23 @@ impl SaveError {
 
 /// Workflows by account, then by workflow id, as stored documents.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Registry {
+pub(crate) struct Registry {
     accounts: BTreeMap<String, BTreeMap<String, Value>>,
 }
 
 impl Registry {
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Registry::default()
     }
 
     /// The stored document of `(account, id)`, if any.
-    pub fn get(&self, account: &str, id: &str) -> Option<&Value> {
+    pub(crate) fn get(&self, account: &str, id: &str) -> Option<&Value> {
         self.accounts.get(account)?.get(id)
     }
 
     /// Store a document as it already exists in a host, without the save-time checks (a
     /// document written before a grammar was tightened, MODEL-5's reason to exist).
-    pub fn seed(&mut self, account: &str, doc: Value) {
+    pub(crate) fn seed(&mut self, account: &str, doc: Value) {
         let id = doc
             .get("id")
             .and_then(Value::as_str)
@@ -83,7 +83,7 @@ impl Registry {
     }
 
     /// Save `doc` into `account`, replacing the stored document with the same id.
-    pub fn save(&mut self, account: &str, doc: &Value) -> Result<(), SaveError> {
+    pub(crate) fn save(&mut self, account: &str, doc: &Value) -> Result<(), SaveError> {
         let id = doc.get("id").and_then(Value::as_str).unwrap_or_default();
         let previous = self.get(account, id);
         // MODEL-5: the grammar is checked only when the stored key is absent or null.

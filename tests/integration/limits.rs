@@ -5,8 +5,8 @@
 use std::process::Command;
 
 use serde_json::{Value, json};
-use w6w_sim::sim::{JournalStore, Store};
 use w6w_sim::sim::{self, SimOptions, StoreChoice};
+use w6w_sim::sim::{JournalStore, Store};
 
 const BIN: &str = env!("CARGO_BIN_EXE_w6w-sim");
 

@@ -158,7 +158,7 @@ fn write_case(out: &mut String, c: &CaseResult) {
 
 /// Escape text for an XML 1.0 attribute or element. Characters XML 1.0 cannot carry at
 /// all (most C0 controls) become `\u{…}` text rather than an ill-formed document.
-pub fn xml_escape(s: &str) -> String {
+pub(crate) fn xml_escape(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
         match c {

@@ -15,7 +15,7 @@ use crate::host::{CallableRequest, WorkflowContext};
 use crate::model::{Phase, StepError, StepExecution, StepStatus};
 
 /// CALL-2: the composition depth bound (node-types.md 2026-08-20, default 16).
-pub const CALL_DEPTH_MAX: u32 = 16;
+pub(crate) const CALL_DEPTH_MAX: u32 = 16;
 
 /// What one call dispatches.
 #[derive(Debug, PartialEq)]

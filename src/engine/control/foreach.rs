@@ -20,7 +20,7 @@ use crate::plan::PlanValue;
 
 /// A `foreach` over more items than this fails with `param_invalid` (a limit on
 /// everything: one record per iteration is kept in the run state).
-pub const FOREACH_ITEMS_MAX: usize = 100_000;
+pub(crate) const FOREACH_ITEMS_MAX: usize = 100_000;
 
 /// A foreach's plan: its body block and its parallelism.
 pub(super) struct Shape {

@@ -30,7 +30,7 @@ use crate::model::{
 };
 use crate::plan::ControlParams;
 
-pub use call::CALL_DEPTH_MAX;
+pub(crate) use call::CALL_DEPTH_MAX;
 pub(crate) use call::call;
 
 /// Run one control step (CTRL-2…8). Returns its end and, under `continue-record`, the

@@ -12,7 +12,7 @@ use super::record::{StepExecution, to_json};
 
 /// The run-level key prefix of a running sub-block instance's records (a foreach
 /// iteration, a parallel branch): [`RunState::frames`](super::RunState::frames).
-pub const FRAME_PREFIX: &str = "frame:";
+pub(crate) const FRAME_PREFIX: &str = "frame:";
 
 /// One running sub-block instance's step records by step id, in checkpoint order. Like
 /// `steps`, the records are shared between a patch, the engine's mirror and a memory store.
@@ -23,7 +23,7 @@ pub type FrameRecords = IndexMap<String, Arc<StepExecution>, FrameHasher>;
 /// A frame key (`frame:/loop.iterations[1234]`) is hashed about fifteen times per foreach
 /// iteration (two checkpoints, each folded by the mirror and the store, and the control's
 /// end), which SipHash made a tenth of a 10,000-item foreach's instructions.
-pub type FrameHasher = foldhash::fast::RandomState;
+pub(crate) type FrameHasher = foldhash::fast::RandomState;
 
 /// Frames by key: [`RunState::frames`](super::RunState::frames).
 pub type Frames = IndexMap<String, Arc<FrameRecords>, FrameHasher>;

@@ -22,8 +22,10 @@ mod status;
 #[cfg(test)]
 mod tests;
 
-pub use frames::{FRAME_PREFIX, FrameHasher, FrameRecords, Frames, PatchFrames};
+pub(crate) use frames::{FRAME_PREFIX, FrameHasher};
+pub use frames::{FrameRecords, Frames, PatchFrames};
 pub use patch::{PatchField, RunStatePatch};
-pub use record::{BlockKind, Blocks, StepExecution, records_json};
+pub(crate) use record::records_json;
+pub use record::{BlockKind, Blocks, StepExecution};
 pub use state::RunState;
 pub use status::{Phase, RunStatus, StepError, StepMeta, StepStatus};

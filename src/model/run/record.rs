@@ -232,7 +232,7 @@ impl StepExecution {
 }
 
 /// Step records by id (a run's `steps`, a frame) as the JSON object serde writes for them.
-pub fn records_json<S>(records: IndexMap<String, Arc<StepExecution>, S>) -> Value {
+pub(crate) fn records_json<S>(records: IndexMap<String, Arc<StepExecution>, S>) -> Value {
     to_json(&records)
 }
 

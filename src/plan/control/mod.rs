@@ -28,11 +28,11 @@ use crate::model::{ValidationCode as Code, ValidationError, When, pointer_token}
 use crate::model::{json_kind, show_value};
 
 /// The first-party app whose actions are the engine's controls.
-pub const CONTROL_APP: &str = "@w6w/control";
+pub(crate) const CONTROL_APP: &str = "@w6w/control";
 
 /// How many sub-blocks may nest inside one another: a body inside a body … 16 deep. A
 /// sub-block of a main-graph control is at level 1.
-pub use crate::limits::MAX_CONTROL_NESTING;
+pub(crate) use crate::limits::MAX_CONTROL_NESTING;
 
 /// CTRL-1: the canonical control identities (`uses.action` of a `@w6w/control` step).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, strum::VariantArray)]
