@@ -9,7 +9,7 @@ use serde_json::Value;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum StoreChoice {
     Memory,
-    /// One append-only journal per run in this directory ([`JournalStore`]).
+    /// One append-only journal per run in this directory ([`JournalStore`](super::JournalStore)).
     Dir(PathBuf),
 }
 
