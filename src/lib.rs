@@ -334,7 +334,7 @@ pub mod __internals {
     //! (D-311); the compile test `tests/integration/public_api.rs` never names it.
 
     #[cfg(feature = "cli")]
-    pub use super::cli::main as cli_main;
+    pub use crate::cli::main as cli_main;
 
     /// Not API (D-311).
     pub mod conformance {
