@@ -151,10 +151,10 @@ pub mod model {
     //!     "steps": [{"id": "fetch", "uses": {"app": "crm", "action": "get"}}]
     //! }))
     //! .expect("a well-formed document");
-    //! assert_eq!(workflow.steps[0].uses.app, "crm");
+    //! assert_eq!(workflow.steps[0].id.as_str(), "fetch");
     //!
     //! let state = RunState::new("run_1", &workflow.id);
-    //! assert_eq!(state.status, RunStatus::Pending);
+    //! assert_eq!(state.status, RunStatus::Queued);
     //! ```
 
     pub use crate::json::JsonText;
@@ -369,9 +369,10 @@ pub mod __internals {
     /// Not API (D-311): the expression layer, for its properties, benches and fuzz targets.
     pub mod expr {
         pub use crate::expr::{
-            CompiledWith, Dialect, ExprCode, Logic, MAX_NESTING_DEPTH, MAX_TEMPLATE_BYTES, Mode,
-            Part, REDACTED, ResolveCode, ResolveError, ResolveMode, ResolveOptions, Resolved,
-            RunScope, parse_root_anchored, parse_template, resolve_with, serialize_template,
+            CompiledWith, DataRoot, DataScope, Dialect, ExprCode, Logic, MAX_NESTING_DEPTH,
+            MAX_TEMPLATE_BYTES, Mode, Part, REDACTED, ResolveCode, ResolveError, ResolveMode,
+            ResolveOptions, Resolved, RunScope, Secrets, parse_root_anchored, parse_template,
+            resolve_with, serialize_template,
         };
     }
 

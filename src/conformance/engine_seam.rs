@@ -24,7 +24,7 @@ use crate::sim::{EngineFactory, ReferenceEngine};
 ///
 /// ```no_run
 /// use w6w_sim::conformance::{self, Capabilities, EngineAdapter, RunOptions};
-/// use w6w_sim::sim::ReferenceEngine;
+/// use w6w_sim::engine::ReferenceEngine;
 ///
 /// struct Mine;
 /// impl EngineAdapter for Mine {

@@ -77,8 +77,8 @@ pub(crate) use matrix::{CandidateKind, CandidateSpec, Matrix};
 pub use process::{DEFAULT_DEADLINE, ProcessAdapter, ProcessOptions, split_command};
 pub use report::{CaseResult, ClauseRow, SelectionSummary, SuiteReport};
 pub(crate) use report::{regenerate, rerun_case};
-pub use runner::{RunOptions, run};
 pub(crate) use runner::run_suite;
+pub use runner::{RunOptions, run};
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};

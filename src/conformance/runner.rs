@@ -332,8 +332,8 @@ pub(crate) fn check_with(case: &Case, adapter: &mut dyn Adapter) -> (CaseOutcome
 mod tests {
     use serde_json::json;
 
-    use super::*;
     use super::super::report::xml_escape;
+    use super::*;
     use crate::conformance::{AdapterError, FnAdapter, LoadedFile};
     use crate::conformance::{Capabilities, CaseFile, Reference, WithCapabilities};
 

@@ -33,7 +33,7 @@ pub use resolve::{
     REDACTED, ResolveCode, ResolveError, ResolveMode, ResolveOptions, Resolved, resolve_with,
 };
 pub(crate) use resolve::{check_required, redact_params};
-pub use scope::RunScope;
+pub use scope::{DataRoot, DataScope, RunScope, Secrets};
 pub use template::{
     Mode, Part, parse as parse_template, parse_root_anchored, serialize as serialize_template,
 };

@@ -10,7 +10,7 @@
 //!
 //! The compiler checks the barrier: with a run scope the secret read compiles,
 //! ```
-//! use w6w_sim::expr::RunScope;
+//! use w6w_sim::__internals::expr::RunScope;
 //! fn read<'a>(scope: &'a RunScope) -> Option<&'a serde_json::Value> {
 //!     scope.secrets().get("K")
 //! }
@@ -18,14 +18,14 @@
 //! and the same read from a data root — what every expression receives — does not
 //! (`E0599`: no method `secrets` on `DataRoot`),
 //! ```compile_fail,E0599
-//! use w6w_sim::expr::DataRoot;
+//! use w6w_sim::__internals::expr::DataRoot;
 //! fn read<'a>(root: DataRoot<'a>) -> Option<&'a serde_json::Value> {
 //!     root.secrets().get("K")
 //! }
 //! ```
 //! nor from the data scope behind it (`E0609`: no field `secrets` on `DataScope`).
 //! ```compile_fail,E0609
-//! use w6w_sim::expr::{DataScope, Secrets};
+//! use w6w_sim::__internals::expr::{DataScope, Secrets};
 //! fn read(data: &DataScope) -> &Secrets {
 //!     &data.secrets
 //! }
