@@ -31,6 +31,8 @@ use crate::expr::value::{
 /// that only reads object keys and array indexes of JSON data. `Ok` is the answer (the
 /// found value, else the default, else null); `Err(())` means the walk needs the general
 /// path (a computed property such as `length`, a string index, a computed data value).
+/// A fast path of the general walk (`data::walk`); held equal to it by
+/// `tests::typed_paths_answer_as_the_general_evaluator`.
 #[inline(always)]
 pub(super) fn static_var<'a>(
     segs: &[Seg],
@@ -74,6 +76,8 @@ pub(super) fn static_var<'a>(
 }
 
 /// `truthy(&eval(node))`, without building the value where the node's shape allows.
+/// A fast path of the general evaluator; held equal to it by
+/// `tests::typed_paths_answer_as_the_general_evaluator`.
 pub(super) fn eval_bool<'a>(node: &'a Node, data: &Data<'a, '_>) -> bool {
     match node {
         Node::Bool(b) => *b,
@@ -96,6 +100,8 @@ pub(super) fn eval_bool<'a>(node: &'a Node, data: &Data<'a, '_>) -> bool {
 }
 
 /// `to_number(&eval(node))`, without building the value where the node's shape allows.
+/// A fast path of the general evaluator; held equal to it by
+/// `tests::typed_paths_answer_as_the_general_evaluator`.
 pub(super) fn eval_num<'a>(node: &'a Node, data: &Data<'a, '_>) -> f64 {
     match node {
         Node::Num(x) => *x,
@@ -110,6 +116,8 @@ pub(super) fn eval_num<'a>(node: &'a Node, data: &Data<'a, '_>) -> f64 {
 }
 
 /// `to_number` of a static `var` node's answer.
+/// A fast path of the general evaluator; held equal to it by
+/// `tests::typed_paths_answer_as_the_general_evaluator`.
 #[inline(always)]
 pub(super) fn var_number<'a>(
     node: &'a Node,
@@ -123,7 +131,9 @@ pub(super) fn var_number<'a>(
     }
 }
 
-/// [`compare`] of a static `var` and a number literal.
+/// [`compare`] of a static `var` and a number literal (the `CmpVar` node).
+/// A fast path of the general evaluator; held equal to it by
+/// `tests::typed_paths_answer_as_the_general_evaluator`.
 pub(super) fn compare_var<'a>(cmp: Cmp, vc: &'a VarCmp, data: &Data<'a, '_>) -> bool {
     let x = match &vc.var {
         Node::Var(segs, default) => var_number(&vc.var, segs, default.as_deref(), data),
@@ -158,8 +168,10 @@ pub(super) fn val_out(v: Val<'_>) -> Cow<'_, Value> {
 
 /// `eval(node).to_json()`, without building the intermediate value where the node's shape
 /// allows, and borrowing what the answer names from the rule or the data: the top of
-/// [`Logic::evaluate_ref`] and of the resolver's `$expr`. `into_owned()` of the answer is
+/// [`Logic::evaluate_ref`](super::Logic::evaluate_ref) and of the resolver's `$expr`. `into_owned()` of the answer is
 /// always exactly `eval(node).to_json()`.
+/// A fast path of the general evaluator; held equal to it by
+/// `tests::typed_paths_answer_as_the_general_evaluator`.
 pub(super) fn eval_out<'a>(node: &'a Node, data: &Data<'a, '_>) -> Cow<'a, Value> {
     match node {
         Node::Null => Cow::Owned(Value::Null),

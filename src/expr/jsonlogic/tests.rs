@@ -1,3 +1,6 @@
+//! The JSONLogic unit tests and the generators (`rule`, `data`) the fast path's property
+//! shares: refusals, dialect divergences, borrowing, the data root, extended operators.
+
 use super::*;
 use proptest::prelude::*;
 use serde_json::{Map, json};
