@@ -68,7 +68,7 @@ pub enum ExprCode {
     UnknownOperator,
     /// Well-known operator, impossible arguments (an empty `+ - * / %`).
     InvalidArguments,
-    /// The rule nests deeper than [`MAX_NESTING_DEPTH`].
+    /// The rule nests deeper than [`MAX_NESTING_DEPTH`](crate::limits::MAX_NESTING_DEPTH).
     LimitExceeded,
 }
 
