@@ -261,7 +261,7 @@ mod tests {
     use super::super::eval::{compare, eval, includes};
     use super::super::node::Node;
     use super::super::ops::Test;
-    use super::super::tests::{data, rule};
+    use super::super::tests::{data, rule, with_fixed_members};
 
     const PATHS: &[&str] = &["s", "n", "f", "a", "xs.0", "s.length", "vars.s", "nope"];
     const WORDS: &[&str] = &["str", "a", "", "3", "NL"];
@@ -402,13 +402,7 @@ mod tests {
         /// (there is one compile step), so only compiled rules are evaluated.
         #[test]
         fn typed_paths_answer_as_the_general_evaluator(rule in shortcut_rule(), d in data(), xs in data()) {
-            let mut d = d;
-            if let Value::Object(m) = &mut d {
-                m.insert("xs".into(), xs);
-                m.insert("s".into(), json!("str"));
-                m.insert("n".into(), json!(3));
-                m.insert("f".into(), json!(3.0));
-            }
+            let d = with_fixed_members(d, xs);
             let scope = RunScope::from_json(&json!({"vars": d.clone(), "steps": {"a": {"output": d.clone()}}}));
             let borrowed = Val::from_json(&d);
             let computed = Val::Owned(Rc::new(d.clone()));

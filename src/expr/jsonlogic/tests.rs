@@ -117,6 +117,19 @@ pub(super) fn rule() -> impl Strategy<Value = Value> {
     })
 }
 
+/// Generated data with the members the generated rules read by name: `xs` (generated),
+/// a string `s`, an integer `n` and a float `f` (shared by the properties here and in
+/// `fast.rs`).
+pub(super) fn with_fixed_members(mut d: Value, xs: Value) -> Value {
+    if let Value::Object(m) = &mut d {
+        m.insert("xs".into(), xs);
+        m.insert("s".into(), json!("str"));
+        m.insert("n".into(), json!(3));
+        m.insert("f".into(), json!(3.0));
+    }
+    d
+}
+
 proptest! {
     // Case count comes from PROPTEST_CASES (proptest default 256; CI sets 64).
     #![proptest_config(ProptestConfig::default())]
@@ -126,13 +139,7 @@ proptest! {
     /// root, in both dialects.
     #[test]
     fn borrowed_and_owned_answers_agree(rule in rule(), d in data(), xs in data()) {
-        let mut d = d;
-        if let Value::Object(m) = &mut d {
-            m.insert("xs".into(), xs);
-            m.insert("s".into(), json!("str"));
-            m.insert("n".into(), json!(3));
-            m.insert("f".into(), json!(3.0));
-        }
+        let d = with_fixed_members(d, xs);
         let scope = RunScope::from_json(&json!({"vars": d.clone()}));
         for dialect in [Dialect::W6w, Dialect::Extended] {
             let Ok(logic) = Logic::compile(&rule, dialect) else { continue };
