@@ -12,9 +12,13 @@
 //!   integer pairs, one compressed adjacency, Kahn with a min-heap on declared index (the
 //!   order PLAN-5 asks for);
 //! - `planner/validate`: save-time validation of the same raw document (storage rules, the
-//!   same graph checks over the raw JSON, then the typed model).
+//!   same graph checks over the raw JSON, then the typed model);
+//! - `planner/read_floor`: the floor of any validation of that document, for information —
+//!   reading each member name and each string of the `serde_json::Value` once, which any
+//!   check of every member must do; `scripts/bench.sh` sets validation beside planning plus
+//!   this floor (D-370).
 //!
-//! The same `ours`, `ids_floor`, `kahn_floor` and `validate` also run on two other shapes of
+//! The same `ours`, `ids_floor`, `kahn_floor`, `validate` and `read_floor` also run on two other shapes of
 //! 100,000 steps: `planner_chain/*` (one edge from each step to the next) and `planner_fan/*`
 //! (one root, every other step after it, one sink after those).
 //!
@@ -185,7 +189,21 @@ fn ids_floor(workflow: &Workflow) -> Vec<u32> {
     kahn_floor(workflow.steps.len(), &edges)
 }
 
-/// Planning, the yardstick, the integer floor and validation on one more shape.
+/// The document read once: each member name's and each string's length and first byte, for
+/// every object, array and string in it — what any walk that checks every member of the
+/// document must at least read (each name and string is a heap block of its own).
+fn read_floor(v: &Value) -> usize {
+    let text = |s: &str| s.len() + s.as_bytes().first().map_or(0, |&b| usize::from(b));
+    match v {
+        Value::String(s) => text(s),
+        Value::Array(items) => items.iter().map(read_floor).sum(),
+        Value::Object(members) => members.iter().map(|(k, v)| text(k) + read_floor(v)).sum(),
+        _ => 1,
+    }
+}
+
+/// Planning, the yardstick, the integer floor, validation and the read floor on one more
+/// shape.
 fn shape(c: &mut Criterion, group: &str, doc: &Value) {
     let workflow: Workflow = serde_json::from_value(doc.clone()).expect("bench workflow parses");
     let ours = plan(&workflow).expect("the bench workflow is a DAG");
@@ -214,6 +232,7 @@ fn shape(c: &mut Criterion, group: &str, doc: &Value) {
             validate_workflow(black_box(doc), ValidateOptions::default()).map(|w| w.steps.len())
         })
     });
+    group.bench_function("read_floor", |b| b.iter(|| read_floor(black_box(doc))));
     group.finish();
 }
 
@@ -284,6 +303,7 @@ fn bench(c: &mut Criterion) {
             validate_workflow(black_box(&doc), ValidateOptions::default()).map(|w| w.steps.len())
         })
     });
+    group.bench_function("read_floor", |b| b.iter(|| read_floor(black_box(&doc))));
     group.finish();
 }
 
