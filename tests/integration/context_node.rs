@@ -56,8 +56,8 @@ fn passed(report: &SuiteReport, id: &str) -> bool {
         .passed()
 }
 
-fn op_of(report: &SuiteReport, id: &str) -> Option<String> {
-    let suite = conformance::Suite::load_default().expect("cases");
+/// The op of case `id` as `suite` declares it, when `report` judged that case.
+fn op_of(suite: &conformance::Suite, report: &SuiteReport, id: &str) -> Option<String> {
     suite
         .cases()
         .find(|(_, c)| c.id == id)
@@ -167,7 +167,7 @@ fn a_caching_engine_fails_every_effectful_case() {
     let suite = conformance::Suite::load_default().expect("cases");
     for case in &report.cases {
         let (_, reports) = request_and_reports(&suite, &case.outcome.id);
-        match op_of(&report, &case.outcome.id).as_deref() {
+        match op_of(&suite, &report, &case.outcome.id).as_deref() {
             Some("run" | "replay") if reports => {
                 effectful += 1;
                 assert!(
@@ -200,7 +200,7 @@ fn a_caching_engine_fails_every_effectful_case() {
     for case in &report.cases {
         let (request, reports) = request_and_reports(&suite, &case.outcome.id);
         if !matches!(
-            op_of(&report, &case.outcome.id).as_deref(),
+            op_of(&suite, &report, &case.outcome.id).as_deref(),
             Some("run" | "replay")
         ) || !reports
         {
@@ -250,7 +250,7 @@ fn a_caching_engine_fails_every_effectful_case() {
         for case in &report.cases {
             let (_, reports) = request_and_reports(&suite, &case.outcome.id);
             if !matches!(
-                op_of(&report, &case.outcome.id).as_deref(),
+                op_of(&suite, &report, &case.outcome.id).as_deref(),
                 Some("run" | "replay")
             ) || !reports
             {
