@@ -391,14 +391,89 @@ fn module_of(rel: &str) -> Option<(String, usize)> {
     Some((top, depth))
 }
 
+/// What each public façade module of `lib.rs` re-exports from another layer's module:
+/// `(façade, name, owner)` for every `pub use crate::owner_impl::…` (or `crate::owner::…`)
+/// inside `pub mod façade { … }` whose owner is not the façade's own layer (`engine`
+/// lists `sim`'s `WorkflowEngine`, where an engine author looks for it). `__internals`
+/// is no façade: nothing in the crate may name it.
+fn facade_borrowings(lib: &str) -> Vec<(String, String, String)> {
+    let code = code_only(lib);
+    let mut out = Vec::new();
+    let mut rest = code.as_str();
+    while let Some(at) = rest.find("pub mod ") {
+        let after = &rest[at + "pub mod ".len()..];
+        let facade: String = after.chars().take_while(|&ch| is_ident(ch)).collect();
+        let Some(open) = after
+            .find('{')
+            .filter(|&o| after[facade.len()..o].trim().is_empty())
+        else {
+            rest = after;
+            continue;
+        };
+        // The block, to its matching brace.
+        let mut level = 0usize;
+        let mut end = after.len();
+        for (k, ch) in after[open..].char_indices() {
+            match ch {
+                '{' => level += 1,
+                '}' => {
+                    level -= 1;
+                    if level == 0 {
+                        end = open + k;
+                        break;
+                    }
+                }
+                _ => {}
+            }
+        }
+        let block = &after[open + 1..end];
+        rest = &after[end..];
+        if facade == "__internals" {
+            continue;
+        }
+        for statement in block.split(';') {
+            let words: String = statement.split_whitespace().collect::<Vec<_>>().join(" ");
+            let Some(path) = words.strip_prefix("pub use crate::") else {
+                continue;
+            };
+            let first: String = path.chars().take_while(|&ch| is_ident(ch)).collect();
+            let owner = first.strip_suffix("_impl").unwrap_or(&first).to_owned();
+            if owner == facade {
+                continue;
+            }
+            // The names it brings in: each item's alias, or its last segment.
+            let items = match (path.find('{'), path.rfind('}')) {
+                (Some(a), Some(b)) if a < b => path[a + 1..b].split(',').collect(),
+                _ => vec![path.rsplit("::").next().unwrap_or("")],
+            };
+            for item in items {
+                let name = item.rsplit([' ', ':']).next().unwrap_or("").trim();
+                if !name.is_empty() && name != "*" && name != "self" {
+                    out.push((facade.clone(), name.to_owned(), owner.clone()));
+                }
+            }
+        }
+    }
+    out
+}
+
 /// Every use of a module the layer order puts above the user (or any use by a leaf), as
-/// one message per reference. `files` are `(path relative to the crate, text)`.
+/// one message per reference — a name a façade module re-exports from another layer
+/// counts as a use of that layer ([`facade_borrowings`], read from `src/lib.rs` among
+/// `files`). `files` are `(path relative to the crate, text)`.
 fn layering_violations(
     files: &[(String, String)],
     leaves: &[&str],
     layers: &[&str],
 ) -> Vec<String> {
     let rank = |m: &str| layers.iter().position(|l| *l == m);
+    let borrowed = files
+        .iter()
+        .find(|(rel, _)| rel == "src/lib.rs")
+        .map(|(_, text)| facade_borrowings(text))
+        .unwrap_or_default();
+    let mut facades: Vec<&str> = borrowed.iter().map(|(f, _, _)| f.as_str()).collect();
+    facades.dedup();
     let mut out = Vec::new();
     for (rel, text) in files {
         let Some((from, depth)) = module_of(rel) else {
@@ -411,7 +486,24 @@ fn layering_violations(
             ));
             continue;
         };
-        for (line, to) in crate_refs(&code_only(text), depth) {
+        let code = code_only(text);
+        if !from_leaf {
+            for facade in &facades {
+                for (line, name) in path_refs(&code, facade, 0) {
+                    let owners = borrowed
+                        .iter()
+                        .filter(|(f, n, _)| f == facade && *n == name);
+                    for (_, _, owner) in owners {
+                        if *owner != from && rank(owner).is_none_or(|r| r > from_rank) {
+                            out.push(format!(
+                                "{rel}:{line} uses crate::{facade}::{name}, which is {owner}'s (the façade `{facade}` lists it), but {from} sits below {owner} in the layer order (ARCHITECTURE.md#layers)"
+                            ));
+                        }
+                    }
+                }
+            }
+        }
+        for (line, to) in crate_refs(&code, depth) {
             if to == from || (!from_leaf && leaves.contains(&to.as_str())) {
                 continue;
             }
@@ -517,6 +609,27 @@ fn the_layer_order_is_the_one_architecture_md_documents() {
     );
 }
 
+/// The façades of the real `src/lib.rs` are read: `engine` lists `sim`'s engine seam,
+/// and no façade's own names are taken for borrowed ones.
+#[test]
+fn the_facade_borrowings_are_read_from_lib_rs() {
+    let lib = std::fs::read_to_string(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("src/lib.rs"))
+        .expect("src/lib.rs");
+    let borrowed = facade_borrowings(&lib);
+    for name in ["WorkflowEngine", "EngineFactory", "ReferenceEngine"] {
+        assert!(
+            borrowed.contains(&("engine".into(), name.into(), "sim".into())),
+            "{name}: {borrowed:?}"
+        );
+    }
+    assert!(
+        borrowed
+            .iter()
+            .all(|(facade, _, owner)| facade != owner && facade != "__internals"),
+        "{borrowed:?}"
+    );
+}
+
 #[test]
 fn the_layering_check_catches_back_edges_and_ignores_comments_and_strings() {
     let file = |rel: &str, text: &str| (rel.to_owned(), text.to_owned());
@@ -542,6 +655,15 @@ fn the_layering_check_catches_back_edges_and_ignores_comments_and_strings() {
         ),
         file("src/limits.rs", "use crate::model::Workflow;\n"),
         file("src/newmod.rs", "//! new\n"),
+        // A name the façade of its own layer lists, but another layer owns.
+        file(
+            "src/engine/run.rs",
+            "use crate::engine::{Engine, WorkflowEngine};\nfn f() { crate::engine::ReferenceEngine; }\n",
+        ),
+        file(
+            "src/lib.rs",
+            "pub mod engine {\n    pub use crate::engine_impl::{Engine, RunSeed};\n    pub use crate::sim_impl::{EngineFactory, ReferenceEngine as ReferenceEngine, WorkflowEngine};\n}\n",
+        ),
     ];
     assert_eq!(
         check(&files),
@@ -553,6 +675,8 @@ fn the_layering_check_catches_back_edges_and_ignores_comments_and_strings() {
             "src/host/store.rs:1 uses crate::sim, but host sits below sim in the layer order (ARCHITECTURE.md#layers)",
             "src/limits.rs:1 uses crate::model, but limits is a leaf: it imports nothing from the crate (ARCHITECTURE.md#layers)",
             "src/newmod.rs: module `newmod` is not in the layer order; place it in ARCHITECTURE.md#layers and in tests/integration/tidy.rs",
+            "src/engine/run.rs:1 uses crate::engine::WorkflowEngine, which is sim's (the façade `engine` lists it), but engine sits below sim in the layer order (ARCHITECTURE.md#layers)",
+            "src/engine/run.rs:2 uses crate::engine::ReferenceEngine, which is sim's (the façade `engine` lists it), but engine sits below sim in the layer order (ARCHITECTURE.md#layers)",
         ]
     );
     // Not a back-edge: downward uses, leaves, cfg-only mutant hooks, comments, strings,
