@@ -30,8 +30,6 @@ pub(crate) mod strand;
 mod taint;
 #[cfg(test)]
 pub(crate) mod testing;
-#[cfg(test)]
-mod tidy;
 mod vars;
 pub(crate) mod walk;
 

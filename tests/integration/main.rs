@@ -27,6 +27,7 @@ mod dialect_examples;
 mod docs;
 mod embedded_suite;
 mod examples;
+mod fn_length;
 mod html_cli;
 mod inspect_cli;
 mod kill_resume;

@@ -736,7 +736,7 @@ const IMPURE_PATHS: &[(&str, &str)] = &[
 ];
 
 /// The files only a test build compiles: declared `#[cfg(test)] mod name;` by their
-/// parent (`src/engine/tidy.rs`, which reads the engine's sources, say).
+/// parent (a test module that reads source files, say).
 fn test_only_files(files: &[(String, String)]) -> Vec<String> {
     let mut out = Vec::new();
     for (rel, text) in files {

@@ -1,6 +1,5 @@
-//! The crate-wide function-length check (test builds only): what review would otherwise
-//! have to remember. It lives with the engine, where it started (D-87), and scans every
-//! file under `src/` (D-360).
+//! The crate-wide function-length check: what review would otherwise have to remember. It
+//! started beside the engine (D-87) and scans every file under `src/` (D-360).
 
 use std::path::{Path, PathBuf};
 
