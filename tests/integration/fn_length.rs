@@ -1,25 +1,11 @@
 //! The crate-wide function-length check: what review would otherwise have to remember. It
 //! started beside the engine (D-87) and scans every file under `src/` (D-360).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// A function longer than this needs a reason written next to it: a comment containing
 /// `long:` in the comments or attributes right above its signature.
 const FN_LINES_MAX: usize = 70;
-
-fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
-    };
-    for entry in entries.flatten() {
-        let path = entry.path();
-        if path.is_dir() {
-            rust_files(&path, out);
-        } else if path.extension().is_some_and(|e| e == "rs") {
-            out.push(path);
-        }
-    }
-}
 
 /// Whether `line` (trimmed) opens a function item.
 fn is_fn_signature(line: &str) -> bool {
@@ -76,17 +62,17 @@ const PENDING_OWNED_ELSEWHERE: &[&str] = &[];
 #[test]
 fn no_function_in_src_is_long_without_a_reason() {
     let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let root = manifest.join("src");
-    let mut files = Vec::new();
-    rust_files(&root, &mut files);
-    files.sort();
-    assert!(files.len() > 100, "found only {files:?} under {root:?}");
+    let files = crate::tidy::sources();
+    assert!(
+        files.len() > 100,
+        "found only {} files under src/",
+        files.len()
+    );
     let mut problems = Vec::new();
-    for file in &files {
+    for (file, source) in &files {
         let relative = file.strip_prefix(manifest).unwrap_or(file);
         let shown = relative.to_string_lossy().replace('\\', "/");
-        let source = std::fs::read_to_string(file).unwrap_or_default();
-        let long = long_functions(&source, FN_LINES_MAX);
+        let long = long_functions(source, FN_LINES_MAX);
         if PENDING_OWNED_ELSEWHERE.contains(&shown.as_str()) {
             if long.is_empty() {
                 problems.push(format!(

@@ -18,7 +18,8 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
-fn sources() -> Vec<(PathBuf, String)> {
+/// Every `.rs` file under `src/` with its text, sorted by path.
+pub(crate) fn sources() -> Vec<(PathBuf, String)> {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let mut files = Vec::new();
     rust_files(&root.join("src"), &mut files);
