@@ -18,7 +18,12 @@
 //!   check of every member must do; `scripts/bench.sh` sets validation beside planning plus
 //!   this floor (D-370).
 //!
-//! The same `ours`, `ids_floor`, `kahn_floor`, `validate` and `read_floor` also run on two other shapes of
+//! - `planner/validate_text` and `planner/plan_text`: from the document's text, parsing and
+//!   validating it (what `w6w-sim validate FILE` does) against parsing it into the typed
+//!   model and planning it (no save-time check at all), for information.
+//!
+//! The same `ours`, `ids_floor`, `kahn_floor`, `validate`, `read_floor` and the two text
+//! rows also run on two other shapes of
 //! 100,000 steps: `planner_chain/*` (one edge from each step to the next) and `planner_fan/*`
 //! (one root, every other step after it, one sink after those).
 //!
@@ -32,7 +37,8 @@ use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
 use std::hint::black_box;
 
-use criterion::{Criterion, criterion_group, criterion_main};
+use criterion::measurement::WallTime;
+use criterion::{BenchmarkGroup, Criterion, criterion_group, criterion_main};
 use foldhash::fast::FixedState;
 use petgraph::graph::{DiGraph, NodeIndex};
 use serde_json::{Value, json};
@@ -189,6 +195,27 @@ fn ids_floor(workflow: &Workflow) -> Vec<u32> {
     kahn_floor(workflow.steps.len(), &edges)
 }
 
+/// The same document from its text, as a file or a protocol line brings it: `validate_text`
+/// parses it and validates it (what `w6w-sim validate FILE` does), `plan_text` parses it
+/// straight into the typed model and plans it (the least any tool does to plan a document,
+/// with no save-time check at all). Information beside the in-memory rows (D-370).
+fn from_text(group: &mut BenchmarkGroup<'_, WallTime>, doc: &Value) {
+    let text = doc.to_string();
+    group.bench_function("validate_text", |b| {
+        b.iter(|| {
+            let doc: Value = serde_json::from_str(black_box(&text)).expect("the bench text parses");
+            validate_workflow(&doc, ValidateOptions::default()).map(|w| w.steps.len())
+        })
+    });
+    group.bench_function("plan_text", |b| {
+        b.iter(|| {
+            let workflow: Workflow =
+                serde_json::from_str(black_box(&text)).expect("the bench text parses");
+            plan(&workflow).map(|p| p.order.len())
+        })
+    });
+}
+
 /// The document read once: each member name's and each string's length and first byte, for
 /// every object, array and string in it — what any walk that checks every member of the
 /// document must at least read (each name and string is a heap block of its own).
@@ -233,6 +260,7 @@ fn shape(c: &mut Criterion, group: &str, doc: &Value) {
         })
     });
     group.bench_function("read_floor", |b| b.iter(|| read_floor(black_box(doc))));
+    from_text(&mut group, doc);
     group.finish();
 }
 
@@ -304,6 +332,7 @@ fn bench(c: &mut Criterion) {
         })
     });
     group.bench_function("read_floor", |b| b.iter(|| read_floor(black_box(&doc))));
+    from_text(&mut group, &doc);
     group.finish();
 }
 

@@ -98,6 +98,7 @@ for g in planner planner_chain planner_fan; do
   ratio "$g: validation vs planning" "$g/validate" "$g/ours" "target ≤ 2×"
   ratio "$g: reading the document once vs planning" "$g/read_floor" "$g/ours" "information: validation's floor"
   ratio_sum "$g: validation vs planning + reading once" "$g/validate" "$g/ours" "$g/read_floor" "information"
+  ratio "$g: from text, parse + validate vs parse + plan" "$g/validate_text" "$g/plan_text" "information: what a file costs"
 done
 ratio "template, 10 markers" template/ten-markers template/minijinja "peer: minijinja render, compiled once; target ≤ 1.0×"
 ratio "template, 10 markers: secret vs none" template/ten-markers-secret template/ten-markers "taint costs only where a secret is read"
