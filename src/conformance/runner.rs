@@ -365,16 +365,21 @@ mod tests {
         }
     }
 
-    #[test]
-    fn the_report_counts_cases_per_clause_and_lists_every_clause() {
-        let mut adapter = FnAdapter::new("fake", answer_x);
-        let report = run_suite(
+    /// [`two_cases`] run against an adapter named `name` that answers with [`answer_x`].
+    fn two_cases_answered_by_x(name: &str) -> SuiteReport {
+        let mut adapter = FnAdapter::new(name, answer_x);
+        run_suite(
             &mut adapter,
             &two_cases(),
             &Selection::all(),
             false,
             &mut |_, _, _| {},
-        );
+        )
+    }
+
+    #[test]
+    fn the_report_counts_cases_per_clause_and_lists_every_clause() {
+        let report = two_cases_answered_by_x("fake");
         assert_eq!((report.passed(), report.failed()), (1, 1));
         assert_eq!(report.clauses.len(), clause_catalogue().len());
         let row = |id: &str| {
@@ -531,14 +536,7 @@ mod tests {
 
     #[test]
     fn junit_is_escaped_and_names_cases_by_id() {
-        let mut adapter = FnAdapter::new("fa\"ke", answer_x);
-        let report = run_suite(
-            &mut adapter,
-            &two_cases(),
-            &Selection::all(),
-            false,
-            &mut |_, _, _| {},
-        );
+        let report = two_cases_answered_by_x("fa\"ke");
         let xml = report.to_junit();
         assert!(xml.contains("<testcase name=\"good\" classname=\"w6w.conformance.plan\""));
         assert!(xml.contains("<testcase name=\"bad &lt;&amp;&gt;\""));
