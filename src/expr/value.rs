@@ -258,15 +258,18 @@ pub(crate) fn property<'a>(value: &Val<'a>, seg: &str) -> Option<Val<'a>> {
     }
 }
 
-/// A value borrowed from an `Owned` root must not outlive it: copy it out.
-fn detach<'a>(v: &Val<'_>) -> Val<'a> {
+/// Copy a value out of a shorter-lived borrow (a property of an `Owned` root, the items
+/// of a fresh array): scalars and strings as they are, an array item by item (so an
+/// `undefined` item stays one), borrowed or owned JSON as owned JSON.
+pub(crate) fn detach<'a>(v: &Val<'_>) -> Val<'a> {
     match v {
         Val::Undefined => Val::Undefined,
         Val::Null => Val::Null,
         Val::Bool(b) => Val::Bool(*b),
         Val::Num(x) => Val::Num(*x),
         Val::Str(s) => Val::Str(Cow::Owned(s.to_string())),
-        other => Val::Owned(Rc::new(other.to_json())),
+        Val::Arr(items) => Val::Arr(items.iter().map(detach).collect()),
+        Val::Ref(_) | Val::Owned(_) => Val::Owned(Rc::new(v.to_json())),
     }
 }
 

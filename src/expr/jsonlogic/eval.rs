@@ -2,7 +2,6 @@
 //! operator of the dialect. The typed paths in `fast.rs` are fast paths of it.
 
 use std::borrow::Cow;
-use std::rc::Rc;
 
 use super::data::{At, Data, is_missing, var};
 use super::extended::extended;
@@ -154,18 +153,5 @@ pub(super) fn call<'a>(op: Op, args: &'a [Node], data: &Data<'a, '_>) -> Val<'a>
         }
         Op::If => pick_branch(args, data).map_or(Val::Null, |n| eval(n, data)),
         _ => extended(op, args, data),
-    }
-}
-
-/// Copy a value out of a shorter-lived borrow (items of a fresh array).
-pub(super) fn detach<'a>(v: &Val<'_>) -> Val<'a> {
-    match v {
-        Val::Undefined => Val::Undefined,
-        Val::Null => Val::Null,
-        Val::Bool(b) => Val::Bool(*b),
-        Val::Num(x) => Val::Num(*x),
-        Val::Str(s) => Val::Str(Cow::Owned(s.to_string())),
-        Val::Arr(items) => Val::Arr(items.iter().map(detach).collect()),
-        Val::Ref(_) | Val::Owned(_) => Val::Owned(Rc::new(v.to_json())),
     }
 }

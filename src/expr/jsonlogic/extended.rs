@@ -7,10 +7,10 @@ use std::rc::Rc;
 use serde_json::{Map, Value};
 
 use super::data::{Data, is_missing};
-use super::eval::{arg, detach, eval};
+use super::eval::{arg, eval};
 use super::node::Node;
 use super::ops::Op;
-use crate::expr::value::{Val, to_js_string, to_number, truthy};
+use crate::expr::value::{Val, detach, to_js_string, to_number, truthy};
 
 /// json-logic-js semantics for the operators outside the dialect ([`Dialect::Extended`]).
 ///
