@@ -43,23 +43,29 @@ median() {
     | sed 's/.*"point_estimate"://'
 }
 
-# As `ratio`, against the sum of two medians.
-ratio_sum() { # label numerator denominator1 denominator2 peer
-  local a b c
-  a=$(median "$2"); b=$(median "$3"); c=$(median "$4")
-  if [ -n "$a" ] && [ -n "$b" ] && [ -n "$c" ]; then
-    awk -v l="$1" -v a="$a" -v b="$b" -v c="$c" -v p="$5" \
-      'BEGIN { printf "%-46s %10.3f µs  vs %10.3f µs  = %6.2f×  (%s)\n", l, a/1000, (b+c)/1000, a/(b+c), p }'
-  fi
+# One ratio line: the numerator's median against the sum of the denominators' medians
+# (one or more); nothing when any bench did not run.
+ratio_of() { # label peer numerator denominator...
+  local label=$1 peer=$2 a b=0 m
+  a=$(median "$3") || return 0
+  [ -n "$a" ] || return 0
+  shift 3
+  for d in "$@"; do
+    m=$(median "$d")
+    [ -n "$m" ] || return 0
+    b=$(awk -v x="$b" -v y="$m" 'BEGIN { print x + y }')
+  done
+  awk -v l="$label" -v a="$a" -v b="$b" -v p="$peer" \
+    'BEGIN { printf "%-46s %10.3f µs  vs %10.3f µs  = %6.2f×  (%s)\n", l, a/1000, b/1000, a/b, p }'
 }
 
 ratio() { # label numerator denominator peer
-  local a b
-  a=$(median "$2"); b=$(median "$3")
-  if [ -n "$a" ] && [ -n "$b" ]; then
-    awk -v l="$1" -v a="$a" -v b="$b" -v p="$4" \
-      'BEGIN { printf "%-46s %10.3f µs  vs %10.3f µs  = %6.2f×  (%s)\n", l, a/1000, b/1000, a/b, p }'
-  fi
+  ratio_of "$1" "$4" "$2" "$3"
+}
+
+# As `ratio`, against the sum of two medians.
+ratio_sum() { # label numerator denominator1 denominator2 peer
+  ratio_of "$1" "$5" "$2" "$3" "$4"
 }
 
 echo "== ratios (criterion medians of this run; lower is better for us)"
