@@ -24,7 +24,7 @@ use serde_json::{Map, Number, Value};
 
 use super::{Edge, Step, Workflow};
 mod plain;
-use plain::{plain_edge, plain_step};
+use plain::{clean_step, plain_edge, plain_step};
 
 use super::{ValidationCode as Code, ValidationError, pointer_token};
 use super::{json_kind, show_value};
@@ -509,8 +509,25 @@ impl Walk {
                 self.too_deep = true;
                 return;
             }
+            // D-371: while nothing is wrong, a step the checks would pass is kept unchecked.
+            let runnable = self.runnable;
+            if let Some(parts) = self.clean_parts()
+                && let Some(step) = clean_step(s, runnable)
+            {
+                parts.steps.push(step);
+                continue;
+            }
             self.step(s, Path::Item("/steps", i));
             self.build(s, plain_step, |parts, step| parts.steps.push(step));
+        }
+    }
+
+    /// The parts being built, while the walk has found no problem (D-371).
+    fn clean_parts(&mut self) -> Option<&mut Parts> {
+        if self.errors.is_empty() {
+            self.parts.as_mut()
+        } else {
+            None
         }
     }
 
@@ -835,6 +852,13 @@ impl Walk {
             if !nests_within(edge, MAX_NESTING_DEPTH - 2) {
                 self.too_deep = true;
                 return;
+            }
+            // D-371: likewise an edge `plain_edge` builds, which the edge checks pass.
+            if let Some(parts) = self.clean_parts()
+                && let Some(edge) = plain_edge(edge)
+            {
+                parts.edges.push(edge);
+                continue;
             }
             self.edge(edge, Path::Item("/edges", i));
             self.build(edge, plain_edge, |parts, edge| parts.edges.push(edge));

@@ -9,6 +9,14 @@
 //! unknown members, in any order; whatever a plain build returns is the derive's value,
 //! member order included) and, over whole documents, by
 //! `model::validate::tests::the_workflow_built_as_the_walk_goes_is_the_derived_one`.
+//!
+//! A second fast path rides on the first (D-371): an element a plain build covers is one
+//! the element checks can find no problem in — once a step's id is checked too
+//! ([`clean_step`]) — so while the walk has found no problem it keeps such an element
+//! without running the checks. Held equal to the checks by
+//! `model::validate::plain::tests::what_the_plain_builds_cover_the_checks_pass` (property:
+//! the same drawn steps and edges, runnable or not; whatever `clean_step` or `plain_edge`
+//! covers, the walk's own checks of it find nothing).
 
 use serde_json::Value;
 
@@ -91,8 +99,29 @@ pub(super) fn plain_step(v: &Value) -> Option<Step> {
     })
 }
 
+/// A plain step the step checks can find no problem in (D-371): [`plain_step`]'s, when
+/// its id is not empty and has no '.' (PLAN-8), and, for a `runnable` walk (PLAN-9), its
+/// `uses` names a non-empty app and action; `None` otherwise, and the walk then checks
+/// the step. (Every edge [`plain_edge`] builds passes the edge checks as it is.)
+pub(super) fn clean_step(v: &Value, runnable: bool) -> Option<Step> {
+    let step = plain_step(v)?;
+    let id = step.id.as_str();
+    if id.is_empty() || id.contains('.') {
+        return None;
+    }
+    if runnable {
+        let uses = step.uses.as_ref()?;
+        let named = |part: &Option<Id>| part.as_ref().is_some_and(|p| !p.as_str().is_empty());
+        if !named(&uses.app) || !named(&uses.action) {
+            return None;
+        }
+    }
+    Some(step)
+}
+
 #[cfg(test)]
 mod tests {
+    use super::super::{KeyGate, Path, Walk};
     use super::*;
     use proptest::prelude::*;
     use serde::Deserialize;
@@ -102,6 +131,7 @@ mod tests {
     fn value() -> impl Strategy<Value = Value> {
         prop::sample::select(vec![
             json!("s"),
+            json!("a.b"),
             json!("success"),
             json!("error"),
             json!("other"),
@@ -116,6 +146,8 @@ mod tests {
             json!({"action": "b", "app": "a"}),
             json!({"app": "a", "action": "b", "connection": null}),
             json!({"app": 1, "action": "b"}),
+            json!({"app": "", "action": "b"}),
+            json!({"app": "a", "action": ""}),
             json!({"function": "f"}),
             json!({"q": {"$": "vars.v"}}),
         ])
@@ -131,6 +163,65 @@ mod tests {
                     .collect::<Map<_, _>>(),
             )
         })
+    }
+
+    /// The walk's own checks of one step or edge, runnable or not: the problems found.
+    fn checked_alone(
+        element: &Value,
+        runnable: bool,
+        check: fn(&mut Walk, &Value, Path<'_>),
+    ) -> Vec<String> {
+        let mut walk = Walk {
+            errors: Vec::new(),
+            gate: KeyGate::Check,
+            runnable,
+            too_deep: false,
+            parts: None,
+        };
+        check(&mut walk, element, Path::Item("/x", 0));
+        walk.errors
+            .iter()
+            .map(|e| format!("{} {}", e.path, e.message))
+            .collect()
+    }
+
+    /// A step of the plain shape's members only — `id`, `uses`, `with`, each maybe absent,
+    /// in any order — whose values are mostly right: where `clean_step` must still tell
+    /// a step the checks refuse (an empty or dotted id, a `uses` a runnable walk refuses)
+    /// from one they pass.
+    fn near_plain_step() -> impl Strategy<Value = Value> {
+        let id =
+            prop::sample::select(vec!["a", "step-1", "", "a.b", ".", "x."]).prop_map(Value::from);
+        let uses = prop::sample::select(vec![
+            json!({"app": "a", "action": "b"}),
+            json!({"action": "b", "app": "a"}),
+            json!({"app": "a"}),
+            json!({"action": "b"}),
+            json!({}),
+            json!({"app": "", "action": "b"}),
+            json!({"app": "a", "action": ""}),
+            json!({"app": "a", "action": 1}),
+        ]);
+        let with = prop::sample::select(vec![json!({}), json!({"k": {"$": "vars.v"}}), json!([])]);
+        let order = Just(vec![0usize, 1, 2]).prop_shuffle();
+        (
+            prop::option::of(id),
+            prop::option::of(uses),
+            prop::option::of(with),
+            order,
+        )
+            .prop_map(|(id, uses, with, order)| {
+                let mut members = [("id", id), ("uses", uses), ("with", with)];
+                Value::Object(
+                    order
+                        .into_iter()
+                        .filter_map(|i| {
+                            let (k, v) = std::mem::take(&mut members[i]);
+                            Some((k.to_owned(), v?))
+                        })
+                        .collect::<Map<_, _>>(),
+                )
+            })
     }
 
     const STEP_NAMES: &[&str] = &["id", "id", "uses", "uses", "with", "retry", "notes", "x"];
@@ -154,6 +245,57 @@ mod tests {
                 prop_assert_eq!(plain, derived);
             }
         }
+    }
+
+    proptest! {
+        /// The second fast path (D-371) skips only checks that would pass: whatever
+        /// `clean_step` or `plain_edge` covers, the walk's checks of it find no problem.
+        #[test]
+        fn what_the_plain_builds_cover_the_checks_pass(
+            drawn in object(STEP_NAMES),
+            near in near_plain_step(),
+            edge in object(EDGE_NAMES),
+            runnable in any::<bool>(),
+        ) {
+            for step in [&drawn, &near] {
+                if clean_step(step, runnable).is_some() {
+                    prop_assert_eq!(checked_alone(step, runnable, Walk::step), Vec::<String>::new(), "{}", step);
+                }
+            }
+            if plain_edge(&edge).is_some() {
+                prop_assert_eq!(checked_alone(&edge, runnable, Walk::edge), Vec::<String>::new(), "{}", edge);
+            }
+        }
+    }
+
+    /// `clean_step` leaves to the checks exactly the plain steps they refuse: an empty or
+    /// dotted id, and for a runnable walk a `uses` without a non-empty app and action.
+    #[test]
+    fn clean_step_leaves_the_refused_plain_steps_to_the_checks() {
+        let ok = json!({"id": "a", "uses": {"app": "x", "action": "y"}});
+        assert!(clean_step(&ok, true).is_some());
+        for (step, runnable) in [
+            (
+                json!({"id": "", "uses": {"app": "x", "action": "y"}}),
+                false,
+            ),
+            (
+                json!({"id": "a.b", "uses": {"app": "x", "action": "y"}}),
+                false,
+            ),
+            (json!({"id": "a"}), true),
+            (json!({"id": "a", "uses": {"app": "x"}}), true),
+            (json!({"id": "a", "uses": {"app": "", "action": "y"}}), true),
+            (json!({"id": "a", "uses": {"app": "x", "action": ""}}), true),
+        ] {
+            assert!(plain_step(&step).is_some(), "{step}");
+            assert!(clean_step(&step, runnable).is_none(), "{step}");
+            assert!(
+                !checked_alone(&step, runnable, Walk::step).is_empty(),
+                "{step}"
+            );
+        }
+        assert!(clean_step(&json!({"id": "a"}), false).is_some());
     }
 
     /// The plain builds are taken for the shapes they exist for (the property above would
