@@ -273,7 +273,8 @@ fn crate_refs(code: &str, depth: usize) -> Vec<(usize, String)> {
 }
 
 /// The first segment after every `root::` path in `code` (grouped `use` trees included),
-/// with its 1-based line; for `root` "crate", also `super` chains that reach the root.
+/// with its 1-based line; `*` for a glob (`root::*`, or `*` in a group). For `root`
+/// "crate", also `super` chains that reach the root.
 fn path_refs(code: &str, root: &str, depth: usize) -> Vec<(usize, String)> {
     let c: Vec<char> = code.chars().collect();
     let line_at = |pos: usize| 1 + c[..pos].iter().filter(|&&ch| ch == '\n').count();
@@ -290,6 +291,14 @@ fn path_refs(code: &str, root: &str, depth: usize) -> Vec<(usize, String)> {
         (c.get(j) == Some(&':') && c.get(j + 1) == Some(&':')).then(|| skip_ws(j + 2))
     };
     let mut refs = Vec::new();
+    // A segment, or `*` for a glob (which names no item but reaches all of them).
+    let segment_at = |j: usize| -> String {
+        if c.get(j) == Some(&'*') {
+            "*".to_owned()
+        } else {
+            word_at(j)
+        }
+    };
     let push_target = |refs: &mut Vec<(usize, String)>, j: usize| {
         if c.get(j) == Some(&'{') {
             // A group: the first segment of every top-level item.
@@ -301,7 +310,7 @@ fn path_refs(code: &str, root: &str, depth: usize) -> Vec<(usize, String)> {
                     '}' => level -= 1,
                     ',' if level == 0 => {
                         let s = skip_ws(start);
-                        refs.push((line_at(s), word_at(s)));
+                        refs.push((line_at(s), segment_at(s)));
                         start = k + 1;
                     }
                     _ => {}
@@ -309,9 +318,9 @@ fn path_refs(code: &str, root: &str, depth: usize) -> Vec<(usize, String)> {
                 k += 1;
             }
             let s = skip_ws(start);
-            refs.push((line_at(s), word_at(s)));
+            refs.push((line_at(s), segment_at(s)));
         } else {
-            refs.push((line_at(j), word_at(j)));
+            refs.push((line_at(j), segment_at(j)));
         }
     };
     // Brace levels at which an inline `mod name {` opened.
@@ -491,13 +500,19 @@ fn layering_violations(
         if !from_leaf {
             for facade in &facades {
                 for (line, name) in path_refs(&code, facade, 0) {
+                    // A glob brings in every name the façade lists.
                     let owners = borrowed
                         .iter()
-                        .filter(|(f, n, _)| f == facade && *n == name);
-                    for (_, _, owner) in owners {
+                        .filter(|(f, n, _)| f == facade && (*n == name || name == "*"));
+                    for (_, item, owner) in owners {
                         if *owner != from && rank(owner).is_none_or(|r| r > from_rank) {
+                            let what = if name == "*" {
+                                format!("which brings in {owner}'s {item}")
+                            } else {
+                                format!("which is {owner}'s")
+                            };
                             out.push(format!(
-                                "{rel}:{line} uses crate::{facade}::{name}, which is {owner}'s (the façade `{facade}` lists it), but {from} sits below {owner} in the layer order (ARCHITECTURE.md#layers)"
+                                "{rel}:{line} uses crate::{facade}::{name}, {what} (the façade `{facade}` lists it), but {from} sits below {owner} in the layer order (ARCHITECTURE.md#layers)"
                             ));
                         }
                     }
@@ -511,6 +526,12 @@ fn layering_violations(
             if from_leaf {
                 out.push(format!(
                     "{rel}:{line} uses crate::{to}, but {from} is a leaf: it imports nothing from the crate (ARCHITECTURE.md#layers)"
+                ));
+                continue;
+            }
+            if to == "*" {
+                out.push(format!(
+                    "{rel}:{line} uses crate::*, a glob of the crate root: name the modules it uses, so the layer order can be checked (ARCHITECTURE.md#layers)"
                 ));
                 continue;
             }
@@ -656,6 +677,13 @@ fn the_layering_check_catches_back_edges_and_ignores_comments_and_strings() {
         ),
         file("src/limits.rs", "use crate::model::Workflow;\n"),
         file("src/newmod.rs", "//! new\n"),
+        // Globs: of a façade that lists another layer's names, alone or in a group, and of
+        // the crate root, which names no module at all.
+        file(
+            "src/engine/glob.rs",
+            "use crate::engine::*;\nuse crate::engine::{Engine, *};\n",
+        ),
+        file("src/plan/glob.rs", "use crate::*;\n"),
         // A name the façade of its own layer lists, but another layer owns.
         file(
             "src/engine/run.rs",
@@ -676,6 +704,13 @@ fn the_layering_check_catches_back_edges_and_ignores_comments_and_strings() {
             "src/host/store.rs:1 uses crate::sim, but host sits below sim in the layer order (ARCHITECTURE.md#layers)",
             "src/limits.rs:1 uses crate::model, but limits is a leaf: it imports nothing from the crate (ARCHITECTURE.md#layers)",
             "src/newmod.rs: module `newmod` is not in the layer order; place it in ARCHITECTURE.md#layers and in tests/integration/tidy.rs",
+            "src/engine/glob.rs:1 uses crate::engine::*, which brings in sim's EngineFactory (the façade `engine` lists it), but engine sits below sim in the layer order (ARCHITECTURE.md#layers)",
+            "src/engine/glob.rs:1 uses crate::engine::*, which brings in sim's ReferenceEngine (the façade `engine` lists it), but engine sits below sim in the layer order (ARCHITECTURE.md#layers)",
+            "src/engine/glob.rs:1 uses crate::engine::*, which brings in sim's WorkflowEngine (the façade `engine` lists it), but engine sits below sim in the layer order (ARCHITECTURE.md#layers)",
+            "src/engine/glob.rs:2 uses crate::engine::*, which brings in sim's EngineFactory (the façade `engine` lists it), but engine sits below sim in the layer order (ARCHITECTURE.md#layers)",
+            "src/engine/glob.rs:2 uses crate::engine::*, which brings in sim's ReferenceEngine (the façade `engine` lists it), but engine sits below sim in the layer order (ARCHITECTURE.md#layers)",
+            "src/engine/glob.rs:2 uses crate::engine::*, which brings in sim's WorkflowEngine (the façade `engine` lists it), but engine sits below sim in the layer order (ARCHITECTURE.md#layers)",
+            "src/plan/glob.rs:1 uses crate::*, a glob of the crate root: name the modules it uses, so the layer order can be checked (ARCHITECTURE.md#layers)",
             "src/engine/run.rs:1 uses crate::engine::WorkflowEngine, which is sim's (the façade `engine` lists it), but engine sits below sim in the layer order (ARCHITECTURE.md#layers)",
             "src/engine/run.rs:2 uses crate::engine::ReferenceEngine, which is sim's (the façade `engine` lists it), but engine sits below sim in the layer order (ARCHITECTURE.md#layers)",
         ]
@@ -773,15 +808,20 @@ fn impurities(files: &[(String, String)]) -> Vec<String> {
             continue;
         }
         let code = code_only(text);
+        let mut found = Vec::new();
         for &(root, segment) in IMPURE_PATHS {
             for (line, seg) in path_refs(&code, root, 0) {
-                if segment.is_empty() || seg == segment {
-                    out.push(format!(
+                // A glob reaches every segment: reported once per root and line.
+                if segment.is_empty() || seg == segment || seg == "*" {
+                    found.push((line, format!(
                         "{rel}:{line} uses {root}::{seg}, but {module} is a pure layer: effects, time and randomness enter through the host contract (ARCHITECTURE.md#layers)"
-                    ));
+                    )));
                 }
             }
         }
+        found.sort();
+        found.dedup();
+        out.extend(found.into_iter().map(|(_, message)| message));
     }
     out
 }
@@ -790,12 +830,13 @@ fn impurities(files: &[(String, String)]) -> Vec<String> {
 fn the_pure_layers_do_no_io_and_read_no_clock() {
     let found = impurities(&src_files());
     assert!(found.is_empty(), "{}", found.join("\n"));
-    // The check itself: it sees grouped and plain paths, not comments, and lets a
+    // The check itself: it sees grouped and plain paths and globs (one message for a
+    // glob of `std`, which reaches every forbidden segment), not comments, and lets a
     // test-only file read files.
     let probe = [
         (
             "src/engine/walk.rs".to_owned(),
-            "// std::fs in a comment\nuse std::{collections::BTreeMap, fs};\nstd::thread::spawn(f);\n"
+            "// std::fs in a comment\nuse std::{collections::BTreeMap, fs};\nstd::thread::spawn(f);\nuse std::*;\n"
                 .to_owned(),
         ),
         (
@@ -809,6 +850,7 @@ fn the_pure_layers_do_no_io_and_read_no_clock() {
         [
             "src/engine/walk.rs:2 uses std::fs, but engine is a pure layer: effects, time and randomness enter through the host contract (ARCHITECTURE.md#layers)",
             "src/engine/walk.rs:3 uses std::thread, but engine is a pure layer: effects, time and randomness enter through the host contract (ARCHITECTURE.md#layers)",
+            "src/engine/walk.rs:4 uses std::*, but engine is a pure layer: effects, time and randomness enter through the host contract (ARCHITECTURE.md#layers)",
         ]
     );
 }
