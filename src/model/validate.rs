@@ -1187,6 +1187,73 @@ mod tests {
         }
     }
 
+    /// A flaw one step or edge of a drawn document may get: a member set to a value the
+    /// checks refuse (`Some`), or removed (`None`).
+    type Flaw = (&'static str, Option<fn() -> Value>);
+
+    const STEP_FLAWS: &[Flaw] = &[
+        ("id", Some(|| json!(""))),
+        ("id", Some(|| json!("a.b"))),
+        ("id", Some(|| json!(7))),
+        ("id", None),
+        ("uses", Some(|| json!({"app": ""}))),
+        ("uses", Some(|| json!({"app": "a"}))),
+        ("uses", Some(|| json!({"app": "a", "action": ""}))),
+        (
+            "uses",
+            Some(|| json!({"app": "a", "action": "b", "function": "f"})),
+        ),
+        ("uses", None),
+        ("onError", Some(|| json!("nope"))),
+        ("with", Some(|| json!([]))),
+    ];
+    const EDGE_FLAWS: &[Flaw] = &[
+        ("when", Some(|| json!("maybe"))),
+        ("from", Some(|| json!(1))),
+        ("to", None),
+        ("from", Some(|| json!("nowhere"))),
+    ];
+
+    /// `flaw` applied to element `at` (modulo its length) of the array `name` of `doc`.
+    fn flawed(doc: &mut Value, name: &str, at: usize, (member, value): Flaw) {
+        if let Some(Value::Array(items)) = doc.get_mut(name) {
+            let n = items.len();
+            if let Some(Value::Object(element)) = items.get_mut(at % n.max(1)) {
+                match value {
+                    Some(value) => {
+                        element.insert(member.into(), value());
+                    }
+                    None => {
+                        element.shift_remove(member);
+                    }
+                }
+            }
+        }
+    }
+
+    proptest! {
+        /// D-371: keeping clean elements unchecked while nothing is wrong finds exactly the
+        /// problems the walk that checks every element finds (the walk that builds no
+        /// typed workflow takes no fast path), wherever a flaw sits and with none.
+        #[test]
+        fn the_unchecked_clean_elements_hide_no_problem(
+            doc in valid_document(),
+            step_flaw in proptest::option::of((any::<usize>(), proptest::sample::select(STEP_FLAWS))),
+            edge_flaw in proptest::option::of((any::<usize>(), proptest::sample::select(EDGE_FLAWS))),
+            runnable in any::<bool>(),
+        ) {
+            let mut doc = doc;
+            if let Some((at, flaw)) = step_flaw {
+                flawed(&mut doc, "steps", at, flaw);
+            }
+            if let Some((at, flaw)) = edge_flaw {
+                flawed(&mut doc, "edges", at, flaw);
+            }
+            let problems = |typed| checked(&doc, KeyGate::Check, runnable, typed).map(|(errors, _)| errors);
+            prop_assert_eq!(problems(true), problems(false));
+        }
+    }
+
     #[test]
     fn a_problem_after_the_arrays_drops_the_parts_built_before_it() {
         let mut doc = doc_with(1, 1);

@@ -16,7 +16,8 @@
 //! without running the checks. Held equal to the checks by
 //! `model::validate::plain::tests::what_the_plain_builds_cover_the_checks_pass` (property:
 //! the same drawn steps and edges, runnable or not; whatever `clean_step` or `plain_edge`
-//! covers, the walk's own checks of it find nothing).
+//! covers, the walk's own checks of it find nothing) and, over whole documents, by
+//! `model::validate::tests::the_unchecked_clean_elements_hide_no_problem`.
 
 use serde_json::Value;
 
