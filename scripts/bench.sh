@@ -21,6 +21,12 @@ else
   benches=($(ls benches/*.rs | xargs -n1 basename | sed 's/\.rs$//'))
 fi
 
+# Criterion keeps every bench's last estimates under target/criterion; the ratios below read
+# only those this invocation wrote (newer than this stamp), so a bench not run now prints no
+# line instead of an old run's numbers.
+stamp=$(mktemp)
+trap 'rm -f "$stamp"' EXIT
+
 echo "== machine"
 echo "cpu: $(grep -m1 'model name' /proc/cpuinfo 2>/dev/null | cut -d: -f2- | sed 's/^ *//') ($(nproc) cores)"
 echo "os: $(uname -srm); $(rustc --version)"
@@ -35,10 +41,10 @@ for b in "${benches[@]}"; do
     | grep -vE '^(Gnuplot|Benchmarking|Found|Running|Compiling|Finished|warning|  [0-9]+ \()' || true
 done
 
-# Median point estimate (ns) of one criterion benchmark, or empty.
+# Median point estimate (ns) of one criterion benchmark measured by this invocation, or empty.
 median() {
   local f="target/criterion/$1/new/estimates.json"
-  [ -f "$f" ] || return 0
+  [ -f "$f" ] && [ "$f" -nt "$stamp" ] || return 0
   grep -o '"median":{"confidence_interval":{[^}]*},"point_estimate":[0-9.e+-]*' "$f" \
     | sed 's/.*"point_estimate"://'
 }
