@@ -18,8 +18,9 @@
 //!   check of every member must do; `scripts/bench.sh` sets validation beside planning plus
 //!   this floor (D-370).
 //!
-//! - `planner/validate_text` and `planner/plan_text`: from the document's text, parsing and
-//!   validating it (what `w6w-sim validate FILE` does) against parsing it into the typed
+//! - `planner/validate_text` and `planner/plan_text`: from the document's text, parsing it
+//!   with the tool's own parser and validating it (what `w6w-sim validate FILE` does; D-372)
+//!   against parsing it into the typed
 //!   model and planning it (no save-time check at all), for information.
 //!
 //! The same `ours`, `ids_floor`, `kahn_floor`, `validate`, `read_floor` and the two text
@@ -42,6 +43,7 @@ use criterion::{BenchmarkGroup, Criterion, criterion_group, criterion_main};
 use foldhash::fast::FixedState;
 use petgraph::graph::{DiGraph, NodeIndex};
 use serde_json::{Value, json};
+use w6w_sim::__internals::json;
 use w6w_sim::model::Workflow;
 use w6w_sim::plan;
 use w6w_sim::{ValidateOptions, validate_workflow};
@@ -196,14 +198,15 @@ fn ids_floor(workflow: &Workflow) -> Vec<u32> {
 }
 
 /// The same document from its text, as a file or a protocol line brings it: `validate_text`
-/// parses it and validates it (what `w6w-sim validate FILE` does), `plan_text` parses it
+/// parses it with the tool's own parser (serde_json's, refusing duplicate keys) and
+/// validates it (what `w6w-sim validate FILE` does), `plan_text` parses it
 /// straight into the typed model and plans it (the least any tool does to plan a document,
 /// with no save-time check at all). Information beside the in-memory rows (D-370).
 fn from_text(group: &mut BenchmarkGroup<'_, WallTime>, doc: &Value) {
     let text = doc.to_string();
     group.bench_function("validate_text", |b| {
         b.iter(|| {
-            let doc: Value = serde_json::from_str(black_box(&text)).expect("the bench text parses");
+            let doc = json::parse_bytes(black_box(text.as_bytes())).expect("the bench text parses");
             validate_workflow(&doc, ValidateOptions::default()).map(|w| w.steps.len())
         })
     });

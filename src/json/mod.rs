@@ -3,7 +3,9 @@
 //! naming the JSON Pointer of the duplicate (issue 12 item 6).
 //!
 //! Owns: [`parse`], a `serde_json` deserializer driven through a [`DeserializeSeed`] that
-//! builds the `Value` itself and refuses a key it has already seen in the same object.
+//! builds the `Value` itself and refuses a key it has already seen in the same object
+//! (one map look-up per key; the duplicate's pointer is written only when there is one,
+//! D-372).
 //! `serde_json` has no option for this (its `Map` keeps the last value silently), and the
 //! crates that add one replace the whole parser; a seed over `serde_json`'s own tokenizer
 //! keeps its line/column errors, number handling and recursion limit (docs/decisions.md
@@ -56,6 +58,7 @@ pub(crate) fn arb_tree(
 use std::fmt;
 
 use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
+use serde_json::map::Entry;
 use serde_json::{Map, Value};
 
 /// Why a text is not an acceptable JSON document.
@@ -90,26 +93,24 @@ pub(crate) fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<V
 /// Parse `text` as one JSON document, refusing duplicate object keys.
 pub(crate) fn parse(text: &str) -> Result<Value, JsonError> {
     let mut de = serde_json::Deserializer::from_str(text);
-    let value = Seed {
-        path: String::new(),
-    }
-    .deserialize(&mut de)
-    .and_then(|v| de.end().map(|()| v))
-    .map_err(|e| {
-        let suffix = format!(" at line {} column {}", e.line(), e.column());
-        let full = e.to_string();
-        let full = full.strip_suffix(&suffix).unwrap_or(&full).to_owned();
-        let duplicate = full.strip_prefix(DUP).map(|rest| {
-            // "<pointer> (key \"k\")"
-            rest.split(" (key ").next().unwrap_or_default().to_owned()
-        });
-        JsonError {
-            line: e.line(),
-            column: e.column(),
-            duplicate,
-            message: full,
-        }
-    })?;
+    let value = Seed { at: At::Root }
+        .deserialize(&mut de)
+        .and_then(|v| de.end().map(|()| v))
+        .map_err(|e| {
+            let suffix = format!(" at line {} column {}", e.line(), e.column());
+            let full = e.to_string();
+            let full = full.strip_suffix(&suffix).unwrap_or(&full).to_owned();
+            let duplicate = full.strip_prefix(DUP).map(|rest| {
+                // "<pointer> (key \"k\")"
+                rest.split(" (key ").next().unwrap_or_default().to_owned()
+            });
+            JsonError {
+                line: e.line(),
+                column: e.column(),
+                duplicate,
+                message: full,
+            }
+        })?;
     Ok(value)
 }
 
@@ -128,11 +129,48 @@ fn escape(token: &str) -> String {
     token.replace('~', "~0").replace('/', "~1")
 }
 
-struct Seed {
-    path: String,
+/// Where the parser is, as a chain of borrowed parents on the stack: the JSON Pointer is
+/// written out only when a duplicate key names it, so a clean document costs no pointer
+/// text at all (it cost a `format!` per value, most of a parse's time beside serde_json's
+/// own). The chain is as deep as the document, which serde_json's recursion limit bounds.
+#[derive(Clone, Copy)]
+enum At<'p> {
+    Root,
+    /// Element `index` of the array at the parent.
+    Item(&'p At<'p>, usize),
+    /// Member `key` of the object at the parent.
+    Key(&'p At<'p>, &'p str),
 }
 
-impl<'de> DeserializeSeed<'de> for Seed {
+impl At<'_> {
+    fn write(&self, out: &mut String) {
+        match *self {
+            At::Root => {}
+            At::Item(parent, index) => {
+                parent.write(out);
+                out.push('/');
+                out.push_str(&index.to_string());
+            }
+            At::Key(parent, key) => {
+                parent.write(out);
+                out.push('/');
+                out.push_str(&escape(key));
+            }
+        }
+    }
+
+    fn pointer(&self) -> String {
+        let mut out = String::new();
+        self.write(&mut out);
+        out
+    }
+}
+
+struct Seed<'p> {
+    at: At<'p>,
+}
+
+impl<'de> DeserializeSeed<'de> for Seed<'_> {
     type Value = Value;
 
     fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
@@ -140,7 +178,7 @@ impl<'de> DeserializeSeed<'de> for Seed {
     }
 }
 
-impl<'de> Visitor<'de> for Seed {
+impl<'de> Visitor<'de> for Seed<'_> {
     type Value = Value;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -178,7 +216,7 @@ impl<'de> Visitor<'de> for Seed {
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
         let mut out = Vec::new();
         while let Some(v) = seq.next_element_seed(Seed {
-            path: format!("{}/{}", self.path, out.len()),
+            at: At::Item(&self.at, out.len()),
         })? {
             out.push(v);
         }
@@ -188,12 +226,20 @@ impl<'de> Visitor<'de> for Seed {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
         let mut out = Map::new();
         while let Some(key) = map.next_key::<String>()? {
-            let path = format!("{}/{}", self.path, escape(&key));
-            if out.contains_key(&key) {
-                return Err(de::Error::custom(format!("{DUP}{path} (key {key:?})")));
+            // One look-up per key: the entry both refuses a duplicate and takes the value.
+            match out.entry(key) {
+                Entry::Occupied(seen) => {
+                    let key = seen.key();
+                    let path = At::Key(&self.at, key).pointer();
+                    return Err(de::Error::custom(format!("{DUP}{path} (key {key:?})")));
+                }
+                Entry::Vacant(slot) => {
+                    let v = map.next_value_seed(Seed {
+                        at: At::Key(&self.at, slot.key()),
+                    })?;
+                    slot.insert(v);
+                }
             }
-            let v = map.next_value_seed(Seed { path })?;
-            out.insert(key, v);
         }
         Ok(Value::Object(out))
     }
@@ -222,6 +268,38 @@ mod tests {
         assert_eq!(e, Some((Some("/steps".to_owned()), 1)));
         let e = parse("[{}, {\"k\": 1, \"k\": 1}]").err();
         assert_eq!(e.and_then(|e| e.duplicate), Some("/1/k".to_owned()));
+    }
+
+    use proptest::prelude::*;
+
+    proptest! {
+        /// A document without duplicate keys parses to serde_json's own value.
+        #[test]
+        fn parses_what_serde_json_parses(doc in arb_tree(arb_leaf(), "[a-z/~]{0,3}")) {
+            let text = doc.to_string();
+            prop_assert_eq!(parse(&text), Ok(doc));
+        }
+
+        /// A duplicate key anywhere is refused, naming the pointer of its second occurrence
+        /// (keys with `/` and `~` escaped, array indexes as written) and nothing else.
+        #[test]
+        fn a_duplicate_key_is_named_by_its_pointer(
+            before in arb_tree(arb_leaf(), "[a-z]{0,2}"),
+            outer in "[a-z/~]{0,3}",
+            key in "[a-z/~]{0,3}",
+            first in arb_tree(arb_leaf(), "[a-z]{0,2}"),
+            second in arb_tree(arb_leaf(), "[a-z]{0,2}"),
+        ) {
+            let quoted = |s: &str| Value::from(s).to_string();
+            let text = format!(
+                "{{{}: [{before}, {{{}: {first}, {}: {second}}}]}}",
+                quoted(&outer),
+                quoted(&key),
+                quoted(&key)
+            );
+            let pointer = format!("/{}/1/{}", escape(&outer), escape(&key));
+            prop_assert_eq!(parse(&text).err().and_then(|e| e.duplicate), Some(pointer));
+        }
     }
 
     #[test]
