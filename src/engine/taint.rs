@@ -26,9 +26,10 @@ pub(crate) const OUTPUT_TAINT: &str = "outputTaint";
 /// Mark `record`'s output leaves at `pointers` tainted, leaving out those a secret
 /// reference by name already covers (they are rebuilt exactly from the secret).
 pub(crate) fn mark(record: &mut StepExecution, pointers: Vec<String>) {
-    let named: Vec<&str> = match record.extra.get(SECRET_REFS) {
+    // A set: an output may hold thousands of references and tainted leaves (D-373).
+    let named: std::collections::HashSet<&str> = match record.extra.get(SECRET_REFS) {
         Some(Value::Array(refs)) => refs.iter().filter_map(|r| r["path"].as_str()).collect(),
-        _ => Vec::new(),
+        _ => std::collections::HashSet::new(),
     };
     let kept: Vec<Value> = pointers
         .into_iter()

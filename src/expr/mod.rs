@@ -22,6 +22,7 @@ pub(crate) mod number;
 mod resolve;
 mod scope;
 mod steps;
+mod taints;
 mod template;
 mod value;
 

@@ -40,6 +40,7 @@ use std::sync::Arc;
 use serde_json::{Map, Value};
 
 use super::steps::{StepsLayer, entry_value};
+use super::taints::Taints;
 use crate::json::JsonText;
 
 /// The eight closed run-scope root names (TPL-7), in the RFC's order.
@@ -134,7 +135,7 @@ pub struct DataScope {
     /// SEC-1 taint: dotted paths of the generic data root whose values are secret-derived
     /// (a step output computed from a secret, a foreach item drawn from one). A read that
     /// touches one — the path itself, inside it, or a prefix of it — marks `touched`.
-    tainted: Vec<Vec<String>>,
+    tainted: Taints,
     /// Set by any read of a tainted path since the last [`DataScope::take_touched`].
     touched: Cell<bool>,
     /// The EXPR-5 mutant's copy of the secrets: this field exists only in the mutant build
@@ -156,7 +157,7 @@ impl DataScope {
             output: None,
             foreach: None,
             extra: Map::new(),
-            tainted: Vec::new(),
+            tainted: Taints::default(),
             touched: Cell::new(false),
             #[cfg(w6w_mutants)]
             mutant_secrets: Map::new(),
@@ -195,19 +196,12 @@ impl DataScope {
 
     /// SEC-1: mark the value at dotted `path` (e.g. `["steps", "a"]`) secret-derived.
     pub fn taint(&mut self, path: &[&str]) {
-        let path: Vec<String> = path.iter().map(|s| (*s).to_owned()).collect();
-        if !self.tainted.contains(&path) {
-            self.tainted.push(path);
-        }
+        self.tainted.mark(path);
     }
 
     /// Whether the value at `path` (or anything inside or around it) is secret-derived.
     pub fn is_tainted<S: AsRef<str>>(&self, path: &[S]) -> bool {
-        self.tainted.iter().any(|t| {
-            t.iter()
-                .zip(path.iter())
-                .all(|(a, b)| a.as_str() == b.as_ref())
-        })
+        self.tainted.touches(path)
     }
 
     /// SEC-1 (D-274): which parts of the value at dotted `path` are secret-derived — all of
@@ -215,22 +209,7 @@ impl DataScope {
     /// as relative segment lists), or none. A `{"$": …}` read keeps the places, so a param
     /// bound to a whole output is tainted only where that output is.
     pub fn taint_at<S: AsRef<str>>(&self, path: &[S]) -> TaintAt {
-        let mut below = Vec::new();
-        for t in &self.tainted {
-            let shared = t.iter().zip(path).all(|(a, b)| a.as_str() == b.as_ref());
-            if !shared {
-                continue;
-            }
-            if t.len() <= path.len() {
-                return TaintAt::Whole;
-            }
-            below.push(t[path.len()..].to_vec());
-        }
-        if below.is_empty() {
-            TaintAt::Clean
-        } else {
-            TaintAt::Below(below)
-        }
+        self.tainted.at(path)
     }
 
     /// Whether any read since the last call touched a secret-derived value; resets.
@@ -321,8 +300,7 @@ impl DataScope {
         if self.steps.contains(step_id) {
             Arc::make_mut(&mut self.steps).remove(step_id);
         }
-        self.tainted
-            .retain(|t| !(t.len() == 2 && t[0] == "steps" && t[1] == step_id));
+        self.tainted.unmark(&["steps", step_id]);
     }
 
     /// EXPR-5: the generic data root over this scope.

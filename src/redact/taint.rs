@@ -10,7 +10,9 @@
 //! Invariant: read-only; what no needle or detector recognises (an action's own
 //! transformation of a secret) is the action's declared business (D-274, D-275).
 
-use serde_json::{Map, Value};
+use std::collections::HashSet;
+
+use serde_json::{Map, Number, Value};
 
 use super::DERIVED_NEEDLE_MIN;
 use super::leak::Detector;
@@ -19,10 +21,18 @@ use crate::model::pointer_token;
 
 /// What a step was handed as secret-derived: found in its output wholly (any scalar) or,
 /// for long enough text, inside another text.
+///
+/// Sets, not lists: a step may be handed thousands of derived values (a whole tainted
+/// output), and every leaf of what it returns is looked up (D-373).
 #[derive(Debug, Default)]
 pub(crate) struct Needles {
-    whole: Vec<Value>,
+    /// The texts found wholly.
+    whole_texts: HashSet<String>,
+    /// The numbers found wholly (as `Value`'s `==` compares them: `1` and `1.0` differ).
+    whole_numbers: HashSet<Number>,
+    /// The texts also found inside another text, in the order they were handed.
     inside: Vec<String>,
+    inside_seen: HashSet<String>,
 }
 
 impl Needles {
@@ -68,28 +78,30 @@ impl Needles {
             Value::Object(m) => m.values().for_each(|x| self.add(x)),
             Value::Null | Value::Bool(_) => {}
             Value::String(s) if s.is_empty() => {}
-            scalar => {
-                if let Value::String(s) = scalar
-                    && s.chars().count() >= DERIVED_NEEDLE_MIN
-                    && !self.inside.contains(s)
-                {
+            Value::String(s) => {
+                if s.chars().count() >= DERIVED_NEEDLE_MIN && self.inside_seen.insert(s.clone()) {
                     self.inside.push(s.clone());
                 }
-                if !self.whole.contains(scalar) {
-                    self.whole.push(scalar.clone());
-                }
+                self.whole_texts.insert(s.clone());
+            }
+            Value::Number(n) => {
+                self.whole_numbers.insert(n.clone());
             }
         }
     }
 
     pub(crate) fn is_empty(&self) -> bool {
-        self.whole.is_empty()
+        self.whole_texts.is_empty() && self.whole_numbers.is_empty()
+    }
+
+    /// Whether `text` is a needle wholly.
+    fn is_whole(&self, text: &str) -> bool {
+        self.whole_texts.contains(text)
     }
 
     /// Whether `text` holds a needle (wholly, or a long one inside it).
     fn in_text(&self, text: &str) -> bool {
-        self.whole.iter().any(|w| w.as_str() == Some(text))
-            || self.inside.iter().any(|n| text.contains(n.as_str()))
+        self.is_whole(text) || self.inside.iter().any(|n| text.contains(n.as_str()))
     }
 }
 
@@ -109,7 +121,8 @@ fn walk(v: &Value, at: &mut String, needles: &Needles, detector: &Detector, out:
     let hit = match v {
         Value::String(s) => needles.in_text(s) || detector.in_text(s).is_some(),
         Value::Number(_) => {
-            needles.whole.contains(v) || detector.in_value(v, "", &|_| false).is_some()
+            matches!(v, Value::Number(n) if needles.whole_numbers.contains(n))
+                || detector.in_value(v, "", &|_| false).is_some()
         }
         Value::Null | Value::Bool(_) => false,
         Value::Array(items) => {
@@ -148,7 +161,7 @@ fn walk(v: &Value, at: &mut String, needles: &Needles, detector: &Detector, out:
 /// is the whole message, or a long one inside it; D-42's floor), `None` when it quotes
 /// none. The secrets themselves, in every form, are the sink's to remove.
 pub(crate) fn redact_message(message: &str, needles: &Needles) -> Option<String> {
-    if needles.whole.iter().any(|w| w.as_str() == Some(message)) {
+    if needles.is_whole(message) {
         return Some(crate::expr::REDACTED.to_owned());
     }
     let mut out: Option<String> = None;
@@ -203,6 +216,22 @@ mod tests {
         // A key holding one taints its whole object.
         let keyed = json!({"a": {"tok-derived-1": 1, "b": 2}, "c": 3});
         assert_eq!(scan(&keyed, &needles, &none), ["/a"]);
+    }
+
+    /// Needles are sets (D-373) that match as `Value`'s `==` did: a number by its type too,
+    /// a text wholly, a long text also inside another; repeats change nothing.
+    #[test]
+    fn needles_match_as_values_compare() {
+        let r = resolved(
+            json!({"n": 7, "f": 2.5, "t": "tok-derived-22", "again": ["tok-derived-22", 7]}),
+            &["/n", "/f", "/t", "/again"],
+        );
+        let needles = Needles::of(&r);
+        assert_eq!(needles.inside, ["tok-derived-22"]);
+        let output = json!({"a": 7, "b": 7.0, "c": 2.5, "d": "x tok-derived-22 y", "e": "tok"});
+        let none = Detector::new(std::iter::empty::<&Value>());
+        assert_eq!(scan(&output, &needles, &none), ["/a", "/c", "/d"]);
+        assert!(Needles::default().is_empty() && !needles.is_empty());
     }
 
     #[test]
