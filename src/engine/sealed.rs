@@ -261,10 +261,6 @@ fn needles(secrets: &Map<String, Value>) -> Vec<Needle<'_>> {
     out
 }
 
-fn escape(token: &str) -> String {
-    token.replace('~', "~0").replace('/', "~1")
-}
-
 /// `text` split into literal parts and secret references, or `None` when no secret occurs.
 fn split(text: &str, needles: &[Needle<'_>]) -> Option<Vec<Value>> {
     let mut parts = Vec::new();
@@ -319,7 +315,12 @@ fn scan(value: &Value, path: &str, needles: &[Needle<'_>], out: &mut Scan) {
                 if split(k, needles).is_some() {
                     out.in_key = true;
                 }
-                scan(v, &format!("{path}/{}", escape(k)), needles, out);
+                scan(
+                    v,
+                    &format!("{path}/{}", crate::json::pointer_token(k)),
+                    needles,
+                    out,
+                );
             }
         }
         Value::Null | Value::Bool(_) => {}

@@ -66,10 +66,6 @@ fn in_step(
 }
 
 /// `token` escaped for a JSON Pointer (RFC 6901).
-fn escape_token(token: &str) -> String {
-    token.replace('~', "~0").replace('/', "~1")
-}
-
 use crate::limits::MAX_DIFF_ENTRIES;
 
 /// One differing field. `None` means the field is absent on that side.
@@ -104,7 +100,7 @@ fn walk(path: &mut String, e: Option<&Value>, a: Option<&Value>, out: &mut Vec<D
             for k in keys {
                 let len = path.len();
                 path.push('/');
-                path.push_str(&escape_token(k));
+                path.push_str(&super::pointer_token(k));
                 walk(path, eo.get(k), ao.get(k), out);
                 path.truncate(len);
             }

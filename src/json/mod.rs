@@ -93,7 +93,7 @@ pub(crate) fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<V
 /// Parse `text` as one JSON document, refusing duplicate object keys.
 pub(crate) fn parse(text: &str) -> Result<Value, JsonError> {
     let mut de = serde_json::Deserializer::from_str(text);
-    let value = Seed { at: At::Root }
+    let value = Seed { at: ROOT }
         .deserialize(&mut de)
         .and_then(|v| de.end().map(|()| v))
         .map_err(|e| {
@@ -125,49 +125,62 @@ pub fn parse_bytes(bytes: &[u8]) -> Result<Value, JsonError> {
     parse(text)
 }
 
-fn escape(token: &str) -> String {
+/// One member name as a JSON Pointer token (RFC 6901: `~` as `~0`, then `/` as `~1`): the
+/// crate's one escape, for every pointer it writes.
+pub(crate) fn pointer_token(token: &str) -> String {
     token.replace('~', "~0").replace('/', "~1")
 }
 
-/// Where the parser is, as a chain of borrowed parents on the stack: the JSON Pointer is
-/// written out only when a duplicate key names it, so a clean document costs no pointer
-/// text at all (it cost a `format!` per value, most of a parse's time beside serde_json's
-/// own). The chain is as deep as the document, which serde_json's recursion limit bounds.
-#[derive(Clone, Copy)]
-enum At<'p> {
-    Root,
+/// A JSON Pointer held as where it is — a chain of borrowed parents on the stack — and
+/// written out only when a message names it (D-330, D-372): a walk over a clean document
+/// writes no pointer text at all. The chain is as deep as the document, which the caller
+/// bounds (serde_json's recursion limit, the storage walk's depth check).
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Pointer<'p> {
+    /// A pointer as written: `""` (the root) or `"/reroute"`.
+    At(&'p str),
     /// Element `index` of the array at the parent.
-    Item(&'p At<'p>, usize),
-    /// Member `key` of the object at the parent.
-    Key(&'p At<'p>, &'p str),
+    Item(&'p Pointer<'p>, usize),
+    /// Member `name` of the object at the parent.
+    Member(&'p Pointer<'p>, &'p str),
 }
 
-impl At<'_> {
-    fn write(&self, out: &mut String) {
+/// The document's root.
+pub(crate) const ROOT: Pointer<'static> = Pointer::At("");
+
+impl Pointer<'_> {
+    /// Append the pointer to `out`.
+    pub(crate) fn write(&self, out: &mut String) {
         match *self {
-            At::Root => {}
-            At::Item(parent, index) => {
+            Pointer::At(pointer) => out.push_str(pointer),
+            Pointer::Item(parent, index) => {
                 parent.write(out);
                 out.push('/');
-                out.push_str(&index.to_string());
+                out.push_str(itoa::Buffer::new().format(index));
             }
-            At::Key(parent, key) => {
+            Pointer::Member(parent, name) => {
                 parent.write(out);
                 out.push('/');
-                out.push_str(&escape(key));
+                out.push_str(&pointer_token(name));
             }
         }
     }
 
-    fn pointer(&self) -> String {
+    /// The pointer, written out.
+    pub(crate) fn render(&self) -> String {
         let mut out = String::new();
         self.write(&mut out);
         out
     }
+
+    /// The pointer of member `name` of this value, written out.
+    pub(crate) fn child(&self, name: &str) -> String {
+        Pointer::Member(self, name).render()
+    }
 }
 
 struct Seed<'p> {
-    at: At<'p>,
+    at: Pointer<'p>,
 }
 
 impl<'de> DeserializeSeed<'de> for Seed<'_> {
@@ -216,7 +229,7 @@ impl<'de> Visitor<'de> for Seed<'_> {
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
         let mut out = Vec::new();
         while let Some(v) = seq.next_element_seed(Seed {
-            at: At::Item(&self.at, out.len()),
+            at: Pointer::Item(&self.at, out.len()),
         })? {
             out.push(v);
         }
@@ -230,12 +243,12 @@ impl<'de> Visitor<'de> for Seed<'_> {
             match out.entry(key) {
                 Entry::Occupied(seen) => {
                     let key = seen.key();
-                    let path = At::Key(&self.at, key).pointer();
+                    let path = self.at.child(key);
                     return Err(de::Error::custom(format!("{DUP}{path} (key {key:?})")));
                 }
                 Entry::Vacant(slot) => {
                     let v = map.next_value_seed(Seed {
-                        at: At::Key(&self.at, slot.key()),
+                        at: Pointer::Member(&self.at, slot.key()),
                     })?;
                     slot.insert(v);
                 }
@@ -297,7 +310,7 @@ mod tests {
                 quoted(&key),
                 quoted(&key)
             );
-            let pointer = format!("/{}/1/{}", escape(&outer), escape(&key));
+            let pointer = format!("/{}/1/{}", pointer_token(&outer), pointer_token(&key));
             prop_assert_eq!(parse(&text).err().and_then(|e| e.duplicate), Some(pointer));
         }
     }

@@ -138,10 +138,8 @@ pub(crate) fn errors_to_json(errors: &[ValidationError]) -> serde_json::Value {
     serde_json::Value::Array(errors.iter().map(ValidationError::to_json).collect())
 }
 
-/// Escape one reference token for a JSON Pointer (RFC 6901 §3: `~` → `~0`, `/` → `~1`).
-pub(crate) fn pointer_token(token: &str) -> String {
-    token.replace('~', "~0").replace('/', "~1")
-}
+/// Escape one reference token for a JSON Pointer (RFC 6901 §3): the json layer's one escape.
+pub(crate) use crate::json::pointer_token;
 
 /// The JSON kind of a value as a noun phrase for messages ("a string", "null", …).
 pub(crate) fn json_kind(v: &serde_json::Value) -> &'static str {

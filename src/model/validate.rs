@@ -28,6 +28,7 @@ use plain::{clean_step, plain_edge, plain_step};
 
 use super::{ValidationCode as Code, ValidationError, pointer_token};
 use super::{json_kind, show_value};
+use crate::json::{Pointer, ROOT};
 
 /// Deepest container nesting a document may have: the crate's one depth limit
 /// (`crate::limits`), so every with value fits what the store can read back.
@@ -190,48 +191,7 @@ fn same_short(a: &[u8], b: &[u8]) -> bool {
 
 /// Where the walk is in the document: a JSON Pointer written out only when a problem
 /// names it (D-330). A clean step or edge costs no path at all, and each check runs once.
-#[derive(Debug, Clone, Copy)]
-enum Path<'a> {
-    /// A pointer as written: `""` (the root) or `"/reroute"`.
-    At(&'a str),
-    /// Element `index` of the array at pointer `array`.
-    Item(&'a str, usize),
-    /// Member `name` of the value at `parent`.
-    Member(&'a Path<'a>, &'a str),
-}
-
-impl Path<'_> {
-    fn write(&self, out: &mut String) {
-        match *self {
-            Path::At(pointer) => out.push_str(pointer),
-            Path::Item(array, index) => {
-                out.push_str(array);
-                out.push('/');
-                out.push_str(itoa::Buffer::new().format(index));
-            }
-            Path::Member(parent, name) => {
-                parent.write(out);
-                out.push('/');
-                out.push_str(&pointer_token(name));
-            }
-        }
-    }
-
-    /// The pointer, written out.
-    fn render(&self) -> String {
-        let mut out = String::new();
-        self.write(&mut out);
-        out
-    }
-
-    /// The pointer of member `name` of this value, written out.
-    fn child(&self, name: &str) -> String {
-        Path::Member(self, name).render()
-    }
-}
-
-/// The root's pointer.
-const ROOT: Path<'static> = Path::At("");
+type Path<'a> = Pointer<'a>;
 
 /// The one-pass collector.
 struct Walk {
@@ -462,7 +422,7 @@ impl Walk {
             return;
         };
         for (i, var) in vars.iter().enumerate() {
-            let path = Path::Item("/variables", i);
+            let path = Path::Item(&Path::At("/variables"), i);
             let Some(obj) = self.object(var, path, "a workflow variable") else {
                 continue;
             };
@@ -517,7 +477,7 @@ impl Walk {
                 parts.steps.push(step);
                 continue;
             }
-            self.step(s, Path::Item("/steps", i));
+            self.step(s, Path::Item(&Path::At("/steps"), i));
             self.build(s, plain_step, |parts, step| parts.steps.push(step));
         }
     }
@@ -860,7 +820,7 @@ impl Walk {
                 parts.edges.push(edge);
                 continue;
             }
-            self.edge(edge, Path::Item("/edges", i));
+            self.edge(edge, Path::Item(&Path::At("/edges"), i));
             self.build(edge, plain_edge, |parts, edge| parts.edges.push(edge));
         }
     }
@@ -1287,7 +1247,7 @@ mod tests {
     #[test]
     fn paths_and_same_short_agree_with_fmt_and_eq() {
         for index in [0, 7, 10, 99_999, usize::MAX] {
-            let step = Path::Item("/steps", index);
+            let step = Path::Item(&Path::At("/steps"), index);
             assert_eq!(step.render(), format!("/steps/{index}"));
             let uses = Path::Member(&step, "uses");
             assert_eq!(uses.child("a/b~c"), format!("/steps/{index}/uses/a~1b~0c"));

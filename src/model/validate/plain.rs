@@ -179,7 +179,7 @@ mod tests {
             too_deep: false,
             parts: None,
         };
-        check(&mut walk, element, Path::Item("/x", 0));
+        check(&mut walk, element, Path::Item(&Path::At("/x"), 0));
         walk.errors
             .iter()
             .map(|e| format!("{} {}", e.path, e.message))
