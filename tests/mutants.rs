@@ -122,11 +122,16 @@ fn a_generated_failure_prints_its_seed_and_writes_shrunk_files_that_run_replays(
         .args(["conformance", "--mutant", "skip-error-edge-routing"])
         .arg("--out")
         .arg(dir.path().join("out"))
+        // A fixed first seed: about one generated workflow in ten routes an error edge the
+        // mutant skips, so 40 from a clock seed all passed about once in 70 runs (seen in
+        // CI); seeds 1..41 hold five failures.
         .args([
             "--case",
             "err-error-edge-overrides-onerror",
             "--generate",
             "40",
+            "--seed",
+            "1",
         ])
         .output()
         .expect("w6w-sim runs");
