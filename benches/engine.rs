@@ -10,6 +10,11 @@
 //!   against its final RunState's JSON (10,000 steps in test mode, to keep CI short), with
 //!   the floor under it (D-190): what the typed RunState alone holds when read back from
 //!   that JSON, and what the returned report holds.
+//! - `tainted/1000` and `tainted/4000`: SEC-1 bookkeeping on a large secret-bearing output
+//!   (D-373) — a step handed a secret returns n copies of it and n texts holding it, and the
+//!   next step reads that output whole; `scripts/bench.sh` prints the time per leaf at
+//!   4,000 against 1,000 (1× is linear; the list-based bookkeeping D-373 replaced was
+//!   quadratic, 4× here).
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use serde_json::json;
@@ -82,6 +87,40 @@ fn bench(c: &mut Criterion) {
         );
     }
     common::bench_chain(c, "chain");
+    let mut group = c.benchmark_group("tainted");
+    group.sample_size(10);
+    for n in [1_000usize, 4_000] {
+        let (wf, scenario) = tainted_output(n);
+        group.bench_function(n.to_string(), |b| {
+            b.iter(|| {
+                let r = sim::Simulation::new(&wf, &scenario).run().expect("report");
+                assert_eq!(r.run.status.as_str(), "succeeded");
+                r.run.steps.len()
+            })
+        });
+    }
+    group.finish();
+}
+
+/// Two steps: `e`, handed a secret, returns `n` copies of it and `n` texts holding it; `f`
+/// reads `e`'s output whole, so every one of those leaves is a taint mark, a needle and a
+/// tainted place (D-373).
+fn tainted_output(n: usize) -> (Workflow, sim::Scenario) {
+    let secret = "sk_live_bench_taint_77";
+    let workflow = json!({"manifestVersion": "2", "id": "wf_taint", "name": "taint",
+        "steps": [
+            {"id": "e", "uses": {"app": "app", "action": "mint"},
+             "with": {"token": "{{ secrets.API }}"}},
+            {"id": "f", "uses": {"app": "app", "action": "use"},
+             "with": {"all": {"$": "steps.e.output"}}}],
+        "edges": [{"from": "e", "to": "f"}]});
+    let texts: Vec<String> = (0..n).map(|i| format!("Bearer {secret} {i}")).collect();
+    let scenario = json!({"secrets": {"API": secret},
+        "actions": {"e": {"outcomes": [{"output": {"list": vec![secret; n], "x": texts}}]}}});
+    (
+        sim::load_workflow(&workflow).expect("workflow"),
+        sim::load_scenario(&scenario).expect("scenario"),
+    )
 }
 
 criterion_group!(benches, bench);

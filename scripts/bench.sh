@@ -99,6 +99,11 @@ for g in chain chain_mimalloc; do
   fi
 done
 ratio "engine: mimalloc vs system allocator" chain_mimalloc/10000 chain/10000 "peer: the same chain, system allocator"
+small=$(median tainted/1000)
+large=$(median tainted/4000)
+if [ -n "$small" ] && [ -n "$large" ]; then
+  awk -v a="$large" -v b="$small" 'BEGIN { printf "%-46s %10.2f×  (time per leaf, 4,000 vs 1,000: 1× is linear, 4× quadratic; D-373)\n", "SEC-1 bookkeeping, a large tainted output", (a / 4) / b }'
+fi
 ratio "planner, 100k steps / 300k edges" planner/ours planner/petgraph "peer: petgraph builds + toposorts the string-id graph"
 ratio "planner, 100k steps / 300k edges" planner/ours planner/ids_floor "yardstick: ids via fast hash + Kahn, target ≤ 1.5×"
 ratio "planner, 100k steps / 300k edges" planner/ours planner/kahn_floor "floor: integer Kahn + min-heap (information)"
