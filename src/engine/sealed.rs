@@ -42,6 +42,7 @@ use crate::expr::REDACTED;
 use crate::host::SealingKey;
 use crate::host::sealing::KeyUse;
 use crate::json::JsonText;
+use crate::json::{Pointer, ROOT};
 use crate::model::StepExecution;
 use crate::redact::Scrubber;
 
@@ -290,24 +291,29 @@ fn split(text: &str, needles: &[Needle<'_>]) -> Option<Vec<Value>> {
     found.then_some(parts)
 }
 
-fn scan(value: &Value, path: &str, needles: &[Needle<'_>], out: &mut Scan) {
+/// Every secret reference in `value` (at `at`) into `out`. Every output of a run with
+/// secrets is scanned, so a pointer is written only for a reference found (D-372's
+/// [`Pointer`]), not for every value walked.
+fn scan(value: &Value, at: Pointer<'_>, needles: &[Needle<'_>], out: &mut Scan) {
     match value {
         Value::String(s) => {
             if let Some(n) = needles.iter().find(|n| n.value.as_str() == Some(s)) {
-                out.refs.push(json!({"path": path, "secret": n.name}));
+                out.refs
+                    .push(json!({"path": at.render(), "secret": n.name}));
             } else if let Some(parts) = split(s, needles) {
                 out.with_text = true;
-                out.refs.push(json!({"path": path, "parts": parts}));
+                out.refs.push(json!({"path": at.render(), "parts": parts}));
             }
         }
         Value::Number(_) => {
             if let Some(n) = needles.iter().find(|n| n.value == value) {
-                out.refs.push(json!({"path": path, "secret": n.name}));
+                out.refs
+                    .push(json!({"path": at.render(), "secret": n.name}));
             }
         }
         Value::Array(items) => {
             for (i, v) in items.iter().enumerate() {
-                scan(v, &format!("{path}/{i}"), needles, out);
+                scan(v, Pointer::Item(&at, i), needles, out);
             }
         }
         Value::Object(m) => {
@@ -315,12 +321,7 @@ fn scan(value: &Value, path: &str, needles: &[Needle<'_>], out: &mut Scan) {
                 if split(k, needles).is_some() {
                     out.in_key = true;
                 }
-                scan(
-                    v,
-                    &format!("{path}/{}", crate::json::pointer_token(k)),
-                    needles,
-                    out,
-                );
+                scan(v, Pointer::Member(&at, k), needles, out);
             }
         }
         Value::Null | Value::Bool(_) => {}
@@ -360,7 +361,7 @@ pub(crate) fn seal(
     let output = &text.to_value();
     let mut found = Scan::default();
     if !needles.is_empty() {
-        scan(output, "", &needles, &mut found);
+        scan(output, ROOT, &needles, &mut found);
     }
     let places = if derived || found.in_key {
         Vec::new()
@@ -609,7 +610,7 @@ pub(crate) fn seal_variables(
     let needles = needles(secrets);
     let mut found = Scan::default();
     let value = Value::Object(variables.clone());
-    scan(&value, "", &needles, &mut found);
+    scan(&value, ROOT, &needles, &mut found);
     if found.refs.is_empty() || found.in_key {
         return None;
     }
