@@ -403,6 +403,7 @@ pub mod __internals {
 
     /// Not API (D-311): the simulator's stores, journal and page.
     pub mod sim {
+        #[cfg(feature = "cli")]
         pub use crate::sim_impl::html::page;
         pub use crate::sim_impl::journal::{MAGIC, read_journal, read_run_file};
         pub use crate::sim_impl::scenario::Faults;

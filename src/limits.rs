@@ -110,6 +110,7 @@ pub(crate) const PEER_EXIT_GRACE: std::time::Duration = std::time::Duration::fro
 /// Messages in one context-protocol turn before the candidate must say `idle`.
 pub(crate) const MAX_MESSAGES_PER_TURN: usize = 100_000;
 /// Longest `w6w-sim eval` request line: 64 MiB.
+#[cfg(feature = "cli")]
 pub(crate) const MAX_REQUEST_LINE_BYTES: usize = 64 * 1024 * 1024;
 /// Largest conformance case file read: 64 MiB.
 pub(crate) const MAX_CASE_FILE_BYTES: u64 = 64 * 1024 * 1024;
@@ -143,8 +144,10 @@ pub(crate) const DIFF_VALUE_CLIP_BYTES: usize = 200;
 // The picture of a run (`--html`, issue 41 item 4): a page someone can open and scroll.
 
 /// Lanes (steps and strands) drawn on a run's timeline; the rest are counted, not drawn.
+#[cfg(feature = "cli")]
 pub(crate) const HTML_LANES_MAX: usize = 2_000;
 /// Events listed under "what happened"; the rest are counted, not listed.
+#[cfg(feature = "cli")]
 pub(crate) const HTML_EVENTS_MAX: usize = 5_000;
 
 /// Whether `v` nests deeper than `max` levels (a scalar is depth 0, `[]` depth 1).

@@ -50,12 +50,16 @@ pub(crate) mod diff;
 mod engine_seam;
 pub(crate) mod generate;
 mod host;
+#[cfg(feature = "cli")]
 pub(crate) mod html;
 mod load;
+#[cfg(feature = "cli")]
 pub(crate) mod matrix;
+#[cfg(feature = "cli")]
 pub(crate) mod merge;
 #[cfg(w6w_mutants)]
-pub mod mutants;
+pub(crate) mod mutants;
+#[cfg(feature = "cli")]
 pub(crate) mod pool;
 mod process;
 pub(crate) mod protocol;
@@ -73,10 +77,13 @@ pub use host::{EngineOnHost, HostAdapter, MemoryDisk, SimulatedHost, run_host};
 #[cfg(test)]
 pub(crate) use load::LoadedFile;
 pub use load::{LoadError, LoadProblem, Selection, Suite, default_cases_dir};
+#[cfg(feature = "cli")]
 pub(crate) use matrix::{CandidateKind, CandidateSpec, Matrix};
 pub use process::{DEFAULT_DEADLINE, ProcessAdapter, ProcessOptions, split_command};
 pub use report::{CaseResult, ClauseRow, SelectionSummary, SuiteReport};
+#[cfg(feature = "cli")] // the HTML report
 pub(crate) use report::{regenerate, rerun_case};
+#[cfg(any(feature = "cli", w6w_mutants))]
 pub(crate) use runner::run_suite;
 pub use runner::{RunOptions, run};
 

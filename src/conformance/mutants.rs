@@ -114,7 +114,7 @@ impl AnyMutant {
 
 /// The reference service with one engine mutant active for every request.
 #[derive(Debug, Clone, Copy)]
-pub struct EngineMutantAdapter(pub Mutant);
+pub(crate) struct EngineMutantAdapter(pub(crate) Mutant);
 
 impl Adapter for EngineMutantAdapter {
     fn name(&self) -> String {
@@ -136,7 +136,7 @@ impl Adapter for EngineMutantAdapter {
 
 /// A host that breaks one rule of the host contract.
 #[derive(Debug, Clone, Copy)]
-pub struct BrokenHost(pub HostMutant);
+pub(crate) struct BrokenHost(pub(crate) HostMutant);
 
 impl HostAdapter for BrokenHost {
     fn name(&self) -> String {

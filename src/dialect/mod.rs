@@ -30,7 +30,9 @@ pub(crate) mod yaml;
 mod yaml_tree;
 
 pub use manifest::Manifest;
-pub(crate) use run::{decorate_report, prepare_scenario, source_identity};
+#[cfg(feature = "cli")]
+pub(crate) use run::source_identity;
+pub(crate) use run::{decorate_report, prepare_scenario};
 pub use run::{run, script_failure_kinds, split_manifest};
 
 /// The most problems one document reports (D-221).

@@ -66,6 +66,7 @@ impl DialectRunError {
 /// what `resume`/`replay` compare before anything runs: the dialect, the SHA-256 of the
 /// document's bytes, and the SHA-256 of the w6w workflow it imported to (which the
 /// scenario's `manifest` shapes too). Neither the document nor any value of it is stored.
+#[cfg(feature = "cli")]
 pub(crate) fn source_identity(imported: &Imported, document: &[u8]) -> Value {
     use sha2::{Digest, Sha256};
     let hex = |bytes: &[u8]| {

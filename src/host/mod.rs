@@ -19,6 +19,7 @@ use crate::model::{RunState, RunStatePatch, StepError};
 
 pub(crate) mod sealing;
 pub(crate) mod store;
+#[cfg(feature = "cli")]
 pub(crate) use sealing::SEALING_KEY_MAX_BYTES;
 pub use sealing::{KeyError, SEALING_KEY_ENV, SealingKey};
 pub use store::{RunStore, ScheduleEntry, StoreError, StoreFactory};

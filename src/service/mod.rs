@@ -18,6 +18,7 @@ pub(crate) mod sim;
 
 /// The longest request line `eval` reads; a longer one is answered `bad_request` and
 /// skipped without being held in memory (SEC-2).
+#[cfg(feature = "cli")]
 pub(crate) use crate::limits::MAX_REQUEST_LINE_BYTES;
 
 /// The response for a malformed request.

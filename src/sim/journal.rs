@@ -73,9 +73,9 @@ mod read;
 mod records;
 
 pub use read::read_journal;
-pub(crate) use read::{
-    Authentication, Inspected, RecordKind, RecordSeen, inspect_journal, read_journal_keyed,
-};
+pub(crate) use read::read_journal_keyed;
+#[cfg(feature = "cli")] // `w6w-sim inspect`
+pub(crate) use read::{Authentication, Inspected, RecordKind, RecordSeen, inspect_journal};
 use records::{Chain, DeltaOut, Header, Lease, Mirror, PatchOut, SnapshotOut, advance, frame};
 
 /// The journal's format tag (its header record's `format`).
@@ -326,6 +326,7 @@ pub(crate) fn read_run_file_keyed(
 }
 
 /// Whether `bytes` start like a journal.
+#[cfg(feature = "cli")]
 pub(crate) fn is_journal(bytes: &[u8]) -> bool {
     bytes.starts_with(MAGIC)
 }

@@ -29,7 +29,9 @@ mod errors;
 pub(crate) mod exec;
 pub(crate) mod host;
 mod hosted;
+#[cfg(feature = "cli")]
 pub(crate) mod html;
+#[cfg(feature = "cli")]
 pub(crate) mod inspect;
 pub(crate) mod journal;
 mod options;

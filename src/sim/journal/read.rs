@@ -132,7 +132,9 @@ pub(super) enum Auth<'a> {
     /// one only a `journal-2` file.
     Key(Option<&'a SealingKey>),
     /// `inspect` without a key: either format, a `journal-3` file's tags skipped unchecked
-    /// (the caller says so to the user).
+    /// (the caller says so to the user). The fold handles it in every build; only the
+    /// CLI's `inspect` asks for it.
+    #[cfg_attr(not(feature = "cli"), allow(dead_code))]
     Unverified,
 }
 
@@ -168,6 +170,7 @@ pub(crate) struct RecordSeen {
 
 /// A journal read by `inspect` (D-270): the fold, every whole record in order, and how
 /// its authentication was treated.
+#[cfg(feature = "cli")]
 #[derive(Debug, Clone)]
 pub(crate) struct Inspected {
     pub folded: Folded,
@@ -178,6 +181,7 @@ pub(crate) struct Inspected {
 }
 
 /// Whether an inspected journal's records were authenticated (D-270).
+#[cfg(feature = "cli")]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Authentication {
     /// `journal-2`: written without a key; nothing to verify.
@@ -188,6 +192,7 @@ pub(crate) enum Authentication {
     Unverified,
 }
 
+#[cfg(feature = "cli")]
 impl Authentication {
     /// Stable name (`--json`).
     pub(crate) fn as_str(self) -> &'static str {
@@ -203,6 +208,7 @@ impl Authentication {
 /// parser, and nothing written: with `key` a `journal-3` file is verified as the store
 /// verifies it (and a `journal-2` file refused, D-251); without one either format is read
 /// and a `journal-3` file's tags are skipped unchecked ([`Authentication::Unverified`]).
+#[cfg(feature = "cli")]
 pub(crate) fn inspect_journal(
     path: &Path,
     bytes: &[u8],
