@@ -66,7 +66,7 @@ pub struct SimOptions {
     /// test.
     pub judge_secrets: bool,
     /// D-260: the dialect document this run is started or continued from
-    /// (`{dialect, documentSha256, workflowSha256}`, [`crate::dialect::source_identity`]);
+    /// (`{dialect, documentSha256, workflowSha256}`, written by the CLI with `source_identity`);
     /// `None` for a w6w workflow. A disk store records it in a new run's journal, and
     /// `resume` refuses a run whose journal records another (or none).
     pub source: Option<Value>,
