@@ -187,10 +187,38 @@ impl SuiteReport {
         self.generated.as_ref().map_or(0, |g| g.count)
     }
 
-    /// No case and no generated workflow failed (the exit-status rule of
-    /// `w6w-sim conformance`).
+    /// The profile's names as the reports print them (`none` for an empty profile).
+    pub(crate) fn profile_names(&self) -> String {
+        let names = self.capabilities.to_names();
+        if names.is_empty() {
+            "none".to_owned()
+        } else {
+            names.join(", ")
+        }
+    }
+
+    /// Cases and generated workflows that ran and were judged, passed or failed.
+    pub fn judged(&self) -> usize {
+        self.passed()
+            + self.failed()
+            + self
+                .generated
+                .as_ref()
+                .map_or(0, |g| g.passed() + g.failed())
+    }
+
+    /// The run judged nothing — every selected case and generated workflow was outside
+    /// the candidate's profile, or there were none — so it says nothing about the
+    /// candidate (D-376). A shard's report is exempt: `w6w-sim merge` judges the campaign.
+    pub fn judged_nothing(&self) -> bool {
+        self.shard.is_none() && self.judged() == 0
+    }
+
+    /// No case and no generated workflow failed, and something was judged (the
+    /// exit-status rule of `w6w-sim conformance`; D-376: a run that judged nothing is not
+    /// a pass).
     pub fn all_passed(&self) -> bool {
-        self.failed() == 0 && self.generated_failed() == 0
+        self.failed() == 0 && self.generated_failed() == 0 && !self.judged_nothing()
     }
 
     /// Attach a generated batch (a zero-sized batch is no batch); its time counts.
@@ -215,6 +243,15 @@ impl SuiteReport {
     /// one line a host crate's `#[test]` ends with.
     #[track_caller]
     pub fn assert_all_passed(&self) {
+        if self.judged_nothing() {
+            panic!(
+                "nothing was judged against {}: {} cases and {} generated workflows, every one outside its capability profile ({}) or not judged at this seam; a run that checks nothing is not a pass",
+                self.implementation,
+                self.cases.len(),
+                self.generated_count(),
+                self.profile_names()
+            );
+        }
         if !self.all_passed() {
             let mut text = String::new();
             self.write_failures(&mut text);

@@ -413,6 +413,53 @@ mod tests {
         );
     }
 
+    /// D-376: a run that judged nothing is not a pass. With a profile that leaves every
+    /// case out, `all_passed` is false, the text says so above the closing line and
+    /// `assert_all_passed` panics naming it; one judged case, or a shard's report, is
+    /// judged by its failures as before.
+    #[test]
+    fn a_run_that_judges_nothing_is_not_a_pass() {
+        let run = |profile: Capabilities| {
+            let mut adapter = WithCapabilities::new(FnAdapter::new("narrow", answer_x), profile);
+            let good = Selection::new(&[], Some("good")).expect("a valid selection");
+            run_suite(&mut adapter, &two_cases(), &good, false, &mut |_, _, _| {})
+        };
+        let nothing = run(Capabilities::none());
+        assert_eq!(
+            (nothing.passed(), nothing.failed(), nothing.not_applicable()),
+            (0, 0, 1)
+        );
+        assert!(nothing.judged_nothing() && !nothing.all_passed());
+        let text = nothing.to_text();
+        assert!(
+            text.contains("Nothing was judged: every selected case and generated workflow was outside the profile (none)"),
+            "{text}"
+        );
+        assert_eq!(
+            text.lines().last(),
+            Some("0 passed, 0 failed, 1 not applicable")
+        );
+        let panicked = std::panic::catch_unwind(|| nothing.assert_all_passed());
+        let message = panicked
+            .err()
+            .and_then(|p| p.downcast_ref::<String>().cloned())
+            .unwrap_or_default();
+        assert!(
+            message.starts_with("nothing was judged against narrow"),
+            "{message}"
+        );
+
+        let judged = run(Capabilities::all());
+        assert_eq!((judged.passed(), judged.judged()), (1, 1));
+        assert!(judged.all_passed() && !judged.to_text().contains("Nothing was judged"));
+
+        let shard = SuiteReport {
+            shard: Some("2/3".into()),
+            ..nothing
+        };
+        assert!(!shard.judged_nothing() && shard.all_passed());
+    }
+
     /// D-102: an adapter answering exactly what the reference answers (a cache of recorded
     /// answers is indistinguishable from this) fails every effectful case of the real suite
     /// and every generated workflow, and still passes the pure ops; with a profile that

@@ -43,6 +43,9 @@ struct Conn {
     deadline: Deadline,
 }
 
+/// How a failed handshake's message starts: such a host started, so it is judged.
+const HANDSHAKE: &str = "host handshake: ";
+
 impl Conn {
     fn peer(&mut self) -> Result<&mut Peer, StoreError> {
         if self.deadline.passed() {
@@ -63,7 +66,7 @@ impl Conn {
                     "waiting for the host's ready message",
                     super::parse_ready,
                 )
-                .map_err(|e| StoreError(format!("host handshake: {e}")))?;
+                .map_err(|e| StoreError(format!("{HANDSHAKE}{e}")))?;
             self.name = Some(ready.name);
             self.capabilities = ready.capabilities;
             self.next_id = 0;
@@ -310,7 +313,13 @@ impl HostProcess {
             deadline: Deadline::after(None),
         };
         let conn = Rc::new(RefCell::new(conn));
-        conn.borrow_mut().peer().map_err(|e| e.0)?;
+        // A host that cannot be started at all is the caller's error (exit 2). One that
+        // starts but fails its handshake is a broken candidate: every case that needs it
+        // fails naming the handshake, as at the adapter and engine seams (D-376).
+        match conn.borrow_mut().peer() {
+            Err(e) if !e.0.starts_with(HANDSHAKE) => return Err(e.0),
+            _ => {}
+        }
         let salt = {
             use std::hash::{BuildHasher, Hasher};
             let mut h = std::collections::hash_map::RandomState::new().build_hasher();

@@ -480,6 +480,69 @@ fn a_garbled_or_mute_adapter_or_one_without_the_protocol_is_red() {
     );
 }
 
+/// D-376: an adapter whose ack declares no capabilities has every case, and every generated
+/// workflow, not applicable: nothing is judged, so the run is not a pass — exit 1, and the
+/// report says why above the closing line. With a profile that keeps one case in, the same
+/// adapter is judged on it as usual.
+#[test]
+fn an_adapter_whose_profile_leaves_everything_out_is_not_a_pass() {
+    let adapter = sh_adapter("empty-profile");
+    let out = conformance(&["--adapter", &adapter, "--clause", "PLAN-1"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    let text = stdout(&out);
+    assert!(
+        text.contains("Nothing was judged: every selected case and generated workflow was outside the profile (none)"),
+        "{text}"
+    );
+    let last = text.lines().last().unwrap_or_default();
+    assert!(
+        last.starts_with("0 passed, 0 failed, ") && last.ends_with(" not applicable"),
+        "{last}"
+    );
+    // The whole suite and its generated workflows: still nothing judged, still exit 1.
+    let out = conformance(&["--adapter", &adapter, "--generate", "3", "--seed", "1"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    // A profile that lets the pure ops in: those are judged (the adapter answers `true`
+    // to everything, so they fail), and the run is judged by its failures again.
+    let out = conformance(&[
+        "--adapter",
+        &adapter,
+        "--clause",
+        "PLAN-1",
+        "--capabilities",
+        "*",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        !stdout(&out).contains("Nothing was judged"),
+        "{}",
+        stdout(&out)
+    );
+}
+
+/// D-376: a host that starts but fails its handshake is a broken candidate, judged like a
+/// bad adapter: exit 1, the cases that need it failed naming the handshake. A host command
+/// that cannot start at all stays a usage error (exit 2).
+#[test]
+fn a_host_that_fails_its_handshake_is_judged_not_a_usage_error() {
+    let host = sh_adapter("no-ready-host");
+    let out = conformance(&["--host", &host, "--clause", "RUN-3"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(
+        text.contains("host handshake: the first line is not JSON"),
+        "{text}"
+    );
+    assert!(
+        text.lines()
+            .last()
+            .is_some_and(|l| l.starts_with("0 passed, ")),
+        "{text}"
+    );
+    let out = conformance(&["--host", "/nonexistent/host", "--clause", "RUN-3"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+}
+
 #[test]
 fn an_adapter_that_cannot_start_is_a_usage_error() {
     for cmd in ["/nonexistent/host-adapter", "'unterminated", ""] {

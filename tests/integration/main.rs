@@ -28,6 +28,7 @@ mod docs;
 mod embedded_suite;
 mod examples;
 mod fn_length;
+mod hostile_peers;
 mod html_cli;
 mod inspect_cli;
 mod kill_resume;

@@ -145,8 +145,17 @@ impl SuiteReport {
         self.write_generated_failures(out, false);
     }
 
-    /// Timing, then the closing line `N passed, M failed`.
+    /// Timing, then the closing line `N passed, M failed`; before them, a run that judged
+    /// nothing says so (D-376).
     fn write_totals(&self, out: &mut String) {
+        if self.judged_nothing() {
+            let _ = writeln!(
+                out,
+                "\nNothing was judged: every selected case and generated workflow was outside the profile ({}) or not judged at this seam, so this run says nothing about {} and is not a pass.",
+                self.profile_names(),
+                self.implementation
+            );
+        }
         let generated = match self.generated_count() {
             0 => String::new(),
             n => format!(" + {n} generated workflows"),

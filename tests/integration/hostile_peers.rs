@@ -1,0 +1,131 @@
+//! Hostile candidates drawn from a seed (`tests/data/adapters/random_peer.py`): an adapter,
+//! an engine and a host that get past the hello most of the time, then answer with wrong
+//! ids and types, numbers beyond f64, lone surrogates, NUL, deep nesting, invalid UTF-8,
+//! half lines, a line over the 16 MiB limit, messages out of turn and sudden exits. Whatever
+//! they send, the suite judges them — exit 1, every case that ran red or not applicable —
+//! and never panics, aborts or hangs. Seeds per seam: `PROPTEST_CASES` / 8 (default 8), from
+//! `W6W_HOSTILE_SEED` (default 1) on, so a failure names the seed that reproduces it.
+//! `python3` missing is a failure unless `W6W_SKIP_PYTHON=1` says to skip.
+
+use std::io::Read;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_w6w-sim");
+
+fn env_number(name: &str, default: u64) -> u64 {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+fn python3() -> bool {
+    let found = Command::new("python3")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !found && std::env::var("W6W_SKIP_PYTHON").is_ok_and(|v| v == "1") {
+        eprintln!("SKIPPED: `python3` is not on PATH and W6W_SKIP_PYTHON=1");
+        return false;
+    }
+    assert!(
+        found,
+        "`python3` is not on PATH: the hostile peers are Python 3 scripts \
+         (W6W_SKIP_PYTHON=1 skips this test)"
+    );
+    true
+}
+
+/// Run the suite against the random peer of `seam` (`adapter`, `engine`, `host`) drawn from
+/// `seed`; its exit code, stdout and stderr, or why it did not finish.
+fn run(seam: &str, seed: u64) -> (Option<i32>, String, String) {
+    let peer = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/adapters/random_peer.py");
+    let candidate = format!("python3 '{}' {seam} {seed}", peer.display());
+    let mut child = Command::new(BIN)
+        .args(["conformance", &format!("--{seam}"), &candidate])
+        .args([
+            "--clause", "PLAN-1", "--clause", "RETRY-2", "--clause", "RUN-3",
+        ])
+        .args(["--timeout-ms", "1000", "--startup-timeout-ms", "3000"])
+        .args(["--deadline", "60"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("w6w-sim starts");
+    // Real time: a hang is the failure this test looks for, and the suite's own deadline
+    // (60 s) must have ended the run well before this bound.
+    #[allow(clippy::disallowed_methods)]
+    let started = Instant::now();
+    let (mut out, mut err) = (String::new(), String::new());
+    let mut stdout = child.stdout.take().expect("piped stdout");
+    let mut stderr = child.stderr.take().expect("piped stderr");
+    let reader = std::thread::spawn(move || {
+        let mut text = String::new();
+        let _ = stderr.read_to_string(&mut text);
+        text
+    });
+    let _ = stdout.read_to_string(&mut out);
+    loop {
+        match child.try_wait() {
+            Ok(Some(status)) => {
+                err.push_str(&reader.join().unwrap_or_default());
+                return (status.code(), out, err);
+            }
+            Ok(None) if started.elapsed() < Duration::from_secs(120) => {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            _ => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return (None, out, format!("did not finish within 120 s\n{err}"));
+            }
+        }
+    }
+}
+
+/// Every seed of `seam`'s peer is judged: exit 1, something failed or nothing was judged,
+/// and no panic.
+fn judged(seam: &str) {
+    if !python3() {
+        return;
+    }
+    let first = env_number("W6W_HOSTILE_SEED", 1);
+    let seeds = (env_number("PROPTEST_CASES", 64) / 8).max(1);
+    for seed in first..first + seeds {
+        let (code, out, err) = run(seam, seed);
+        let again = format!("W6W_HOSTILE_SEED={seed} (the {seam} peer)");
+        assert!(
+            !err.contains("panicked") && !err.contains("RUST_BACKTRACE"),
+            "{again}: the suite panicked\n{err}"
+        );
+        assert_eq!(code, Some(1), "{again}: exit {code:?}\n{out}\n{err}");
+        let last = out.lines().last().unwrap_or_default();
+        let failed = last
+            .split(", ")
+            .nth(1)
+            .and_then(|f| f.strip_suffix(" failed"))
+            .and_then(|n| n.parse::<usize>().ok());
+        assert!(
+            failed.is_some_and(|n| n > 0) || out.contains("Nothing was judged"),
+            "{again}: a hostile peer must fail something or be judged on nothing: {last:?}\n{out}"
+        );
+    }
+}
+
+#[test]
+fn a_hostile_adapter_is_judged_and_never_takes_the_suite_down() {
+    judged("adapter");
+}
+
+#[test]
+fn a_hostile_engine_is_judged_and_never_takes_the_suite_down() {
+    judged("engine");
+}
+
+#[test]
+fn a_hostile_host_is_judged_and_never_takes_the_suite_down() {
+    judged("host");
+}
