@@ -20,7 +20,8 @@
 //! - `"match": {"/ptr": V}` — the value at each JSON Pointer equals V;
 //! - `"includes": {"/ptr": V}` — the value at each pointer includes V (objects: subset of
 //!   keys, recursively; arrays: same length, element-wise includes; scalars: equal);
-//! - `"absent": ["/ptr"]` — nothing at each pointer;
+//! - `"absent": ["/ptr"]` — nothing at each pointer, while its parent is there (D-377: an
+//!   error answer does not satisfy `absent: ["/ok/run/steps/a/meta"]`);
 //! - `"contains": {"/ptr": "text"}` — the string at each pointer contains the text;
 //! - `"count": [{"pointer": "/invocations", "where": {…}, "equals": 3}]` — number of
 //!   array elements including `where`;
@@ -241,6 +242,25 @@ pub(crate) fn check_expectations(
                     let ptr = ptr.as_str().unwrap_or_default();
                     if let Some(got) = response.pointer(ptr) {
                         failures.push(format!("absent {ptr}: expected nothing, got {}", show(got)));
+                        continue;
+                    }
+                    // D-377: what would hold the member must be there, or the expectation
+                    // holds of any answer that is not the one asked for (an error).
+                    let parent = ptr.rfind('/').map_or("", |at| &ptr[..at]);
+                    if response.pointer(parent).is_none() {
+                        failures.push(format!(
+                            "absent {ptr}: expected {} without it, but there is nothing at {}",
+                            if parent.is_empty() {
+                                "the response"
+                            } else {
+                                parent
+                            },
+                            if parent.is_empty() {
+                                "the root"
+                            } else {
+                                parent
+                            }
+                        ));
                     }
                 }
             }
@@ -387,6 +407,28 @@ mod tests {
             vec![r#"ok: expected {"v":"no"}, got {"v":"[redacted]","w":"tr[redacted][redacted]"}"#]
         );
         assert_eq!(outcome.response["ok"]["v"], "[redacted]");
+    }
+
+    /// D-377: `absent` holds of an answer that has what would hold the member and lacks
+    /// the member — not of an answer that has neither (an error in place of the run).
+    #[test]
+    fn an_absent_member_needs_what_would_hold_it() {
+        let absent: Map<String, Value> =
+            serde_json::from_value(json!({"absent": ["/ok/run/steps/a/meta", "/error"]}))
+                .expect("valid");
+        let check = |response: Value| check_expectations(&absent, &response, &Default::default());
+        assert!(
+            check(json!({"ok": {"run": {"steps": {"a": {"status": "succeeded"}}}}})).is_empty()
+        );
+        let failures = check(json!({"error": {"code": "store_error"}}));
+        assert_eq!(
+            failures,
+            vec![
+                "absent /ok/run/steps/a/meta: expected /ok/run/steps/a without it, but there is nothing at /ok/run/steps/a".to_owned(),
+                "absent /error: expected nothing, got {\"code\":\"store_error\"}".to_owned(),
+            ]
+        );
+        assert_eq!(check(json!({"ok": {"run": {"steps": {}}}})).len(), 1);
     }
 
     #[test]
