@@ -1045,6 +1045,17 @@ impl EngineProcess {
             )
             .options(&options)
             .replay(&original, from);
+            // D-378: a replay re-executes the run, and execution is checkpointed after
+            // every step (RFC § Replay, § Execution). A session that reaches a report
+            // without one checkpoint did not replay: the report would be the recording
+            // the suite handed over, judged as if the engine had walked it.
+            if let Ok(report) = &result
+                && report.world.checkpoints == 0
+            {
+                return Err(AdapterError::Protocol(format!(
+                    "the replay of run {original_id:?} ended without writing one checkpoint: a replay walks the plan and checkpoints each step it re-executes (RFC § Replay; REPLAY-1), so a report made of the recording alone is not judged as a replay"
+                )));
+            }
             (original_id, salt, result)
         } else {
             let original_id = scenario.run_id.clone();

@@ -129,3 +129,61 @@ fn a_hostile_engine_is_judged_and_never_takes_the_suite_down() {
 fn a_hostile_host_is_judged_and_never_takes_the_suite_down() {
     judged("host");
 }
+
+/// D-378: an engine that ends every session at once passes no replay. Replaying a finished
+/// run from a recording it never walks leaves the suite's own recording as the report; the
+/// seam refuses a replay that wrote no checkpoint, naming why.
+#[test]
+fn an_engine_that_does_nothing_passes_no_replay() {
+    if !python3() {
+        return;
+    }
+    let engine =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/context/lazy-engine.py");
+    let out = Command::new(BIN)
+        .args([
+            "conformance",
+            "--json",
+            "--clause",
+            "REPLAY",
+            "--clause",
+            "SEC-1",
+        ])
+        .args(["--engine", &format!("python3 '{}'", engine.display())])
+        .output()
+        .expect("w6w-sim runs");
+    assert_eq!(out.status.code(), Some(1));
+    let report: serde_json::Value =
+        serde_json::from_slice(&out.stdout).expect("the report is JSON");
+    let cases = report["cases"].as_array().cloned().unwrap_or_default();
+    let replays: Vec<&serde_json::Value> = cases
+        .iter()
+        .filter(|c| {
+            c["requires"]
+                .as_array()
+                .is_some_and(|r| r.iter().any(|n| n == "op.replay"))
+        })
+        .collect();
+    assert!(
+        replays.len() >= 10,
+        "the selection holds replays: {}",
+        replays.len()
+    );
+    for case in &replays {
+        assert_ne!(
+            case["status"], "passed",
+            "{} passed against an engine that does nothing",
+            case["id"]
+        );
+    }
+    let refused = replays.iter().any(|c| {
+        c["failures"].as_array().into_iter().flatten().any(|f| {
+            f.as_str()
+                .is_some_and(|f| f.contains("ended without writing one checkpoint"))
+        })
+    });
+    assert!(
+        refused,
+        "a finished run's replay is refused for writing nothing"
+    );
+}
