@@ -237,39 +237,38 @@ pub(crate) fn check_expectations(
             "match" | "includes" | "contains" => {
                 pointer_expectations(kind, spec, response, &show, &mut failures);
             }
-            "absent" => {
-                for ptr in spec.as_array().into_iter().flatten() {
-                    let ptr = ptr.as_str().unwrap_or_default();
-                    if let Some(got) = response.pointer(ptr) {
-                        failures.push(format!("absent {ptr}: expected nothing, got {}", show(got)));
-                        continue;
-                    }
-                    // D-377: what would hold the member must be there, or the expectation
-                    // holds of any answer that is not the one asked for (an error).
-                    let parent = ptr.rfind('/').map_or("", |at| &ptr[..at]);
-                    if response.pointer(parent).is_none() {
-                        failures.push(format!(
-                            "absent {ptr}: expected {} without it, but there is nothing at {}",
-                            if parent.is_empty() {
-                                "the response"
-                            } else {
-                                parent
-                            },
-                            if parent.is_empty() {
-                                "the root"
-                            } else {
-                                parent
-                            }
-                        ));
-                    }
-                }
-            }
+            "absent" => absent_expectations(spec, response, &show, &mut failures),
             "count" => count_expectations(spec, response, &mut failures),
             "notContainsText" => not_contains_text(spec, response, &mut failures),
             other => failures.push(format!("unknown expectation kind {other:?}")),
         }
     }
     failures
+}
+
+/// `absent`: nothing at each pointer, while its parent is there — what would hold the
+/// member must be in the answer, or the expectation would hold of any answer that is not
+/// the one asked for, such as an error (D-377). A top-level pointer's parent is the
+/// response itself, which is always there.
+fn absent_expectations(
+    spec: &Value,
+    response: &Value,
+    show: &dyn Fn(&Value) -> String,
+    failures: &mut Vec<String>,
+) {
+    for ptr in spec.as_array().into_iter().flatten() {
+        let ptr = ptr.as_str().unwrap_or_default();
+        if let Some(got) = response.pointer(ptr) {
+            failures.push(format!("absent {ptr}: expected nothing, got {}", show(got)));
+            continue;
+        }
+        let parent = ptr.rfind('/').map_or("", |at| &ptr[..at]);
+        if response.pointer(parent).is_none() {
+            failures.push(format!(
+                "absent {ptr}: expected {parent} without it, but there is nothing at {parent}"
+            ));
+        }
+    }
 }
 
 /// `match`, `includes` and `contains`: the value at each pointer equals, includes or (a
