@@ -15,21 +15,7 @@ const PASSED_AT_LEAST: usize = 125;
 const GENERATED: usize = 20;
 
 fn python3() -> bool {
-    let found = std::process::Command::new("python3")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if found {
-        return true;
-    }
-    if std::env::var("W6W_SKIP_PYTHON").is_ok_and(|v| v == "1") {
-        eprintln!("SKIPPED: `python3` is not on PATH and W6W_SKIP_PYTHON=1");
-        return false;
-    }
-    panic!(
-        "`python3` is not on PATH: the Python mini-engine's conformance test needs Python 3 \
-         (set W6W_SKIP_PYTHON=1 to skip it deliberately)"
-    );
+    crate::support::python3("the Python mini-engine's conformance test")
 }
 
 #[test]

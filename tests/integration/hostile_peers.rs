@@ -22,20 +22,7 @@ fn env_number(name: &str, default: u64) -> u64 {
 }
 
 fn python3() -> bool {
-    let found = Command::new("python3")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !found && std::env::var("W6W_SKIP_PYTHON").is_ok_and(|v| v == "1") {
-        eprintln!("SKIPPED: `python3` is not on PATH and W6W_SKIP_PYTHON=1");
-        return false;
-    }
-    assert!(
-        found,
-        "`python3` is not on PATH: the hostile peers are Python 3 scripts \
-         (W6W_SKIP_PYTHON=1 skips this test)"
-    );
-    true
+    crate::support::python3("the hostile peers (Python 3 scripts)")
 }
 
 /// Run the suite against the random peer of `seam` (`adapter`, `engine`, `host`) drawn from
