@@ -210,15 +210,34 @@ pub(crate) const SEAM_HOST_MEANS: &str = "the host seam judges only runs and rep
 report, and `validate` when the host brings its own validator; pure ops and refusals are \
 answered by the suite's own engine and never touch the host";
 
+/// The name a case's `missing` carries when the engine seam does not judge it: see
+/// [`SEAM_ENGINE_MEANS`] (D-379).
+pub(crate) const SEAM_ENGINE: &str = "seam.engine";
+
+/// What [`SEAM_ENGINE`] means, as the report says it.
+pub(crate) const SEAM_ENGINE_MEANS: &str = "the engine seam judges what reaches the engine; \
+a run or replay the suite refuses before any session starts (its scenario, an unreachable \
+fault, a dialect document the import refuses, a missing workflow or run) is the suite's own \
+answer";
+
 /// Whether a `missing` entry names a seam that does not judge the case, not a capability.
 pub(crate) fn is_seam(name: &str) -> bool {
     name.starts_with("seam.")
 }
 
+/// What the seam `name` does not judge, as the report says it.
+pub(crate) fn seam_means(name: &str) -> &'static str {
+    if name == SEAM_ENGINE {
+        SEAM_ENGINE_MEANS
+    } else {
+        SEAM_HOST_MEANS
+    }
+}
+
 /// The failure text of a case that was not run.
 pub(crate) fn not_applicable_because(missing: &[String]) -> String {
-    if missing.iter().any(|m| is_seam(m)) {
-        format!("not judged at this seam: {SEAM_HOST_MEANS}")
+    if let Some(seam) = missing.iter().find(|m| is_seam(m)) {
+        format!("not judged at this seam: {}", seam_means(seam))
     } else {
         format!("not applicable: needs {}", missing.join(", "))
     }

@@ -1075,6 +1075,15 @@ impl EngineProcess {
     }
 }
 
+/// Whether `session` answers `request` itself, before starting a session (D-379): no
+/// workflow, a scenario or budget it refuses, or (a replay) no usable run.
+fn refused_before_session(request: &Value, replay: bool) -> bool {
+    let Some(workflow) = request.get("workflow") else {
+        return true;
+    };
+    session_inputs(request, workflow).is_err() || (replay && replay_inputs(request, 0).is_err())
+}
+
 /// A session's scenario (its faults reachable, D-121) and the run's budgets (`"limits"`,
 /// as for the in-process `run` op); `Err` is the error response.
 fn session_inputs(request: &Value, workflow: &Value) -> Result<(Scenario, SimOptions), Value> {
@@ -1183,6 +1192,24 @@ impl Adapter for EngineProcess {
         _: crate::conformance::adapter::sealed::Seal,
     ) -> crate::conformance::Evidence {
         crate::conformance::Evidence::Observed
+    }
+
+    /// D-379: a run or replay the suite refuses before any session starts never reaches
+    /// the engine — the refusal is the suite's own answer (D-208's rule, at this seam).
+    /// Decided by the same checks `session` makes first: a dialect document's import,
+    /// the workflow's presence, the scenario and its faults' reach, the replay's run.
+    fn unjudged(&self, case: &crate::conformance::Case) -> Option<&'static str> {
+        let request = &case.request;
+        let refused = match request.get("op").and_then(Value::as_str) {
+            Some("run") if request.get("dialect").is_some() => {
+                crate::service::dialect::plain_request(request)
+                    .is_none_or(|plain| refused_before_session(&plain, false))
+            }
+            Some("run") => refused_before_session(request, false),
+            Some("replay") => refused_before_session(request, true),
+            _ => false,
+        };
+        refused.then_some(crate::conformance::capability::SEAM_ENGINE)
     }
 
     fn handle(&mut self, request: &Value) -> Result<Value, AdapterError> {

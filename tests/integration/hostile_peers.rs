@@ -174,3 +174,33 @@ fn an_engine_that_does_nothing_passes_no_replay() {
         "a finished run's replay is refused for writing nothing"
     );
 }
+
+/// D-379: against the whole suite an engine that does nothing passes nothing. The runs and
+/// replays the suite refuses before any session starts are the suite's own answers: not
+/// judged at the engine seam, and said so.
+#[test]
+fn an_engine_that_does_nothing_passes_nothing() {
+    if !python3() {
+        return;
+    }
+    let engine =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/context/lazy-engine.py");
+    let out = Command::new(BIN)
+        .args(["conformance", "--generate", "0"])
+        .args(["--engine", &format!("python3 '{}'", engine.display())])
+        .output()
+        .expect("w6w-sim runs");
+    assert_eq!(out.status.code(), Some(1));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.lines()
+            .last()
+            .is_some_and(|l| l.starts_with("0 passed, ")),
+        "{text}"
+    );
+    assert!(
+        text.contains("Not judged at this seam: ")
+            && text.contains("the engine seam judges what reaches the engine"),
+        "{text}"
+    );
+}

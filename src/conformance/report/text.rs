@@ -88,10 +88,11 @@ impl SuiteReport {
     /// Why cases did not run: not judged at this seam, or a capability outside the profile.
     fn write_not_applicable(&self, out: &mut String) {
         let mut missing: BTreeMap<&str, usize> = BTreeMap::new();
-        let mut unjudged = 0;
+        let (mut unjudged, mut seam) = (0, "");
         for c in &self.cases {
-            if c.missing.iter().any(|m| capability::is_seam(m)) {
+            if let Some(s) = c.missing.iter().find(|m| capability::is_seam(m)) {
                 unjudged += 1;
+                seam = s;
                 continue;
             }
             for m in &c.missing {
@@ -102,7 +103,7 @@ impl SuiteReport {
             let _ = writeln!(
                 out,
                 "\nNot judged at this seam: {unjudged} cases ({}); not run, not counted",
-                capability::SEAM_HOST_MEANS
+                capability::seam_means(seam)
             );
         }
         if !missing.is_empty() {
