@@ -125,20 +125,7 @@ fn an_engine_that_does_nothing_passes_no_replay() {
     if !python3() {
         return;
     }
-    let engine =
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/context/lazy-engine.py");
-    let out = Command::new(BIN)
-        .args([
-            "conformance",
-            "--json",
-            "--clause",
-            "REPLAY",
-            "--clause",
-            "SEC-1",
-        ])
-        .args(["--engine", &format!("python3 '{}'", engine.display())])
-        .output()
-        .expect("w6w-sim runs");
+    let out = against_the_lazy_engine(&["--json", "--clause", "REPLAY", "--clause", "SEC-1"]);
     assert_eq!(out.status.code(), Some(1));
     let report: serde_json::Value =
         serde_json::from_slice(&out.stdout).expect("the report is JSON");
@@ -183,13 +170,7 @@ fn an_engine_that_does_nothing_passes_nothing() {
     if !python3() {
         return;
     }
-    let engine =
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/context/lazy-engine.py");
-    let out = Command::new(BIN)
-        .args(["conformance", "--generate", "0"])
-        .args(["--engine", &format!("python3 '{}'", engine.display())])
-        .output()
-        .expect("w6w-sim runs");
+    let out = against_the_lazy_engine(&["--generate", "0"]);
     assert_eq!(out.status.code(), Some(1));
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
@@ -203,4 +184,17 @@ fn an_engine_that_does_nothing_passes_nothing() {
             && text.contains("the engine seam judges what reaches the engine"),
         "{text}"
     );
+}
+
+/// `w6w-sim conformance ARGS --engine` the do-nothing engine
+/// (`tests/fixtures/context/lazy-engine.py`).
+fn against_the_lazy_engine(args: &[&str]) -> std::process::Output {
+    let engine =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/context/lazy-engine.py");
+    Command::new(BIN)
+        .arg("conformance")
+        .args(args)
+        .args(["--engine", &format!("python3 '{}'", engine.display())])
+        .output()
+        .expect("w6w-sim runs")
 }
