@@ -216,8 +216,9 @@ pub(crate) const SEAM_ENGINE: &str = "seam.engine";
 
 /// What [`SEAM_ENGINE`] means, as the report says it.
 pub(crate) const SEAM_ENGINE_MEANS: &str = "the engine seam judges what reaches the engine; \
-a run or replay the suite refuses before any session starts (its scenario, an unreachable \
-fault, a dialect document the import refuses, a missing workflow or run) is the suite's own \
+a run or replay the suite refuses before the engine starts (its scenario, an unreachable \
+fault, a dialect document the import refuses, a missing workflow or run, and at the Rust seam \
+an invalid workflow, which the suite validates before booting the engine) is the suite's own \
 answer";
 
 /// Whether a `missing` entry names a seam that does not judge the case, not a capability.

@@ -87,6 +87,25 @@ impl<E: EngineAdapter> Adapter for EngineOnSim<E> {
         super::Evidence::Observed
     }
 
+    /// D-379 at the Rust seam: the engine is booted with a workflow the suite already
+    /// validated, so a run or replay the suite answers before booting it (an invalid
+    /// workflow, scenario or budget, a fault no run reaches, a dialect document the import
+    /// refuses, a replay without a usable run) is the suite's answer, never the engine's.
+    /// Decided by handling the request itself with a [`Probe`] for the engine, which
+    /// records whether the suite got as far as booting one and runs nothing.
+    fn unjudged(&self, case: &super::Case) -> Option<&'static str> {
+        if !matches!(
+            case.request.get("op").and_then(Value::as_str),
+            Some("run" | "replay")
+        ) {
+            return None;
+        }
+        let mut probe = EngineOnSim::new(Probe::default());
+        // Whatever the probe's answer, only whether it was booted is asked.
+        let _ = probe.handle(&case.request);
+        (!probe.engine.booted.get()).then_some(super::capability::SEAM_ENGINE)
+    }
+
     fn handle(&mut self, request: &Value) -> Result<Value, AdapterError> {
         let factory = self.engine.factory();
         // The run's budgets (`"limits"`), as for the in-process `run` op.
@@ -125,13 +144,7 @@ impl<E: EngineAdapter> Adapter for EngineOnSim<E> {
         }
         judged(match op {
             Some("run") => run(request),
-            Some("replay") => {
-                crate::service::sim::replay_with(request, |workflow, scenario, original, from| {
-                    crate::sim::Simulation::with_engine(factory, workflow, scenario)
-                        .options(&options)
-                        .replay(original, from)
-                })
-            }
+            Some("replay") => replay(factory, request, &options)?,
             Some(op) => {
                 let op = op.to_owned();
                 self.engine.handle_op(request).unwrap_or_else(|| {
@@ -141,6 +154,73 @@ impl<E: EngineAdapter> Adapter for EngineOnSim<E> {
             }
             None => bad_request("a request needs a string \"op\" field"),
         })
+    }
+}
+
+/// The `replay` op on `factory`'s engine. D-378, D-380: a report the engine did not write
+/// is not judged as a replay (`Report::not_a_replay`), whatever its answer would be.
+fn replay<F: EngineFactory>(
+    factory: &F,
+    request: &Value,
+    options: &SimOptions,
+) -> Result<Value, AdapterError> {
+    let mut not_a_replay = None;
+    let answer = crate::service::sim::replay_with(request, |workflow, scenario, original, from| {
+        let result = crate::sim::Simulation::with_engine(factory, workflow, scenario)
+            .options(options)
+            .replay(original, from);
+        not_a_replay = result.as_ref().ok().and_then(|r| r.not_a_replay());
+        result
+    });
+    match not_a_replay {
+        Some(why) => {
+            let run = request
+                .pointer("/run/runId")
+                .and_then(Value::as_str)
+                .unwrap_or("");
+            Err(AdapterError::Protocol(format!(
+                "the replay of run {run:?} {why}"
+            )))
+        }
+        None => Ok(answer),
+    }
+}
+
+/// An engine under test that boots nothing: [`EngineOnSim::unjudged`]'s probe of whether
+/// a request reaches the engine at all. Its factory records the boot and refuses it.
+#[derive(Debug, Default)]
+struct Probe {
+    booted: std::cell::Cell<bool>,
+}
+
+impl EngineFactory for Probe {
+    type Engine<'w> = crate::engine::Engine<'w>;
+
+    fn boot<'w>(
+        &'w self,
+        _: &'w crate::model::Workflow,
+    ) -> Result<Self::Engine<'w>, crate::engine::EngineError> {
+        self.booted.set(true);
+        Err(crate::engine::EngineError::UnsupportedStep {
+            step_id: String::new(),
+            message: "the probe of whether a request reaches the engine boots none".into(),
+        })
+    }
+}
+
+impl EngineAdapter for Probe {
+    type Factory = Probe;
+
+    fn name(&self) -> String {
+        "probe".into()
+    }
+
+    fn factory(&self) -> &Probe {
+        self
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        Capabilities::all()
     }
 }
 

@@ -1045,15 +1045,10 @@ impl EngineProcess {
             )
             .options(&options)
             .replay(&original, from);
-            // D-378: a replay re-executes the run, and execution is checkpointed after
-            // every step (RFC § Replay, § Execution). A session that reaches a report
-            // without one checkpoint did not replay: the report would be the recording
-            // the suite handed over, judged as if the engine had walked it.
-            if let Ok(report) = &result
-                && report.world.checkpoints == 0
-            {
+            // D-378, D-380: a report the engine did not write is not judged as a replay.
+            if let Some(why) = result.as_ref().ok().and_then(|r| r.not_a_replay()) {
                 return Err(AdapterError::Protocol(format!(
-                    "the replay of run {original_id:?} ended without writing one checkpoint: a replay walks the plan and checkpoints each step it re-executes (RFC § Replay; REPLAY-1), so a report made of the recording alone is not judged as a replay"
+                    "the replay of run {original_id:?} {why}"
                 )));
             }
             (original_id, salt, result)

@@ -295,6 +295,12 @@ impl<'a> Sim<'a> {
         // Defense in depth (SEC-1): the stored state was scrubbed patch by patch already.
         self.scrub.state(&mut run);
         let world = self.world.into_inner();
+        let unwritten_steps = run
+            .steps
+            .keys()
+            .filter(|id| !world.written_steps.contains(*id))
+            .cloned()
+            .collect();
         let mut snap = world.snap;
         snap.invocations
             .iter_mut()
@@ -313,6 +319,7 @@ impl<'a> Sim<'a> {
             world: snap,
             trace: world.trace,
             unfired,
+            unwritten_steps,
         })
     }
 }

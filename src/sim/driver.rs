@@ -170,15 +170,29 @@ pub(super) enum Runner<'a> {
 }
 
 impl<'a> Runner<'a> {
-    /// The simulation's parts for a run of `scenario` under `options`: the engine is built
-    /// (or booted) first — a refusal is [`SimError::Rejected`] — then the scenario's faults
-    /// and scripts are checked against the workflow tree (D-121).
+    /// The simulation's parts for a run of `scenario` under `options`: the scenario's
+    /// faults and scripts are checked against the workflow tree first (D-121), then the
+    /// engine is built (or booted) — a refusal is [`SimError::Rejected`].
     pub(super) fn parts(
         self,
         scenario: &'a Scenario,
         options: &'a SimOptions,
         sink: Option<Box<dyn Write>>,
     ) -> Result<Parts<'a>, SimError> {
+        // D-121 first: a scenario no run of the workflow tree can carry out is refused
+        // before any engine is built, so the refusal is the simulator's own whichever
+        // engine would have run (D-379: no engine under test is judged on it).
+        let typed = match self {
+            Runner::Reference(workflow) | Runner::Factory(_, workflow) => Some(workflow),
+            Runner::Built(engine) => Some(engine.workflow),
+            Runner::Remote(..) => None,
+        };
+        if let Some(workflow) = typed
+            && scenario::names_steps(scenario)
+        {
+            // Only faults and scripts name steps that may not exist.
+            check_reachable_typed(workflow, scenario)?;
+        }
         let (driver, workflow): (Box<dyn Driver + 'a>, _) = match self {
             Runner::Reference(workflow) => (
                 Box::new(Engine::new(workflow).map_err(SimError::Rejected)?),
@@ -202,10 +216,6 @@ impl<'a> Runner<'a> {
                 });
             }
         };
-        if scenario::names_steps(scenario) {
-            // Only faults and scripts name steps that may not exist.
-            check_reachable_typed(workflow, scenario)?;
-        }
         Ok(Parts {
             driver,
             workflow_id: workflow.id.clone(),

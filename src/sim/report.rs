@@ -17,9 +17,35 @@ pub struct Report {
     pub trace: Vec<Value>,
     /// D-121: the scenario's faults that did not fire, `{fault, …}` (empty when all did).
     pub unfired: Vec<Value>,
+    /// The ids of the step records in `run` that no checkpoint of this simulation wrote,
+    /// in `run`'s order: records the store held before it began (a replay's recording)
+    /// and no process life rewrote (D-380; not part of the JSON report).
+    pub unwritten_steps: Vec<String>,
 }
 
 impl Report {
+    /// Why a replay of an engine under test that reached this report did not replay, if
+    /// it did not (D-378, D-380). The simulator's store begins a replay holding the
+    /// recording it was handed, so a report the engine did not write is that recording,
+    /// judged as if the engine had walked it. RFC § Replay: "The engine walks the plan";
+    /// § Execution: "After every step, the engine persists a StepExecution … plus the
+    /// run's updated status" — a replay persists every step it walks, one whose recorded
+    /// output it reuses too. So: no checkpoint at all is not a replay (D-378), and
+    /// neither is a report holding a step record no checkpoint of the replay wrote (D-380).
+    pub fn not_a_replay(&self) -> Option<String> {
+        if self.world.checkpoints == 0 {
+            return Some("ended without writing one checkpoint: a replay walks the plan and checkpoints each step it re-executes (RFC § Replay; REPLAY-1), so a report made of the recording alone is not judged as a replay".into());
+        }
+        let (first, more) = self.unwritten_steps.split_first()?;
+        let others = match more.len() {
+            0 => String::new(),
+            n => format!(" and {n} more"),
+        };
+        Some(format!(
+            "ended with step {first:?}{others} holding a record no checkpoint of the replay wrote: a replay persists a StepExecution for every step it walks, a reused output too (RFC § Replay, § Execution; REPLAY-1), so a record left from the recording is not judged as replayed"
+        ))
+    }
+
     /// The report (issue 4 item 6): `{run, invocations, waits, checkpoints, crashes,
     /// clockMs}`, plus `calls` when the run dispatched a reroute target.
     pub fn to_json(&self) -> Value {

@@ -218,6 +218,10 @@ pub(crate) struct World {
     /// stopped the run (then `halt` says where).
     pub judge: Option<Rc<crate::redact::leak::Detector>>,
     pub leaked: bool,
+    /// The step ids whose records the top-level run's stored checkpoints wrote in this
+    /// simulation (every process life): what [`Report::unwritten_steps`](super::Report)
+    /// is read against (D-380).
+    pub written_steps: BTreeSet<String>,
 }
 
 impl World {
@@ -241,6 +245,7 @@ impl World {
             track_counts: false,
             judge: None,
             leaked: false,
+            written_steps: BTreeSet::new(),
         }
     }
 
@@ -273,6 +278,7 @@ impl World {
             track_counts: self.track_counts,
             judge: self.judge.clone(),
             leaked: self.leaked,
+            written_steps: self.written_steps.clone(),
         })
     }
 

@@ -122,10 +122,27 @@ fn a_hostile_host_is_judged_and_never_takes_the_suite_down() {
 /// seam refuses a replay that wrote no checkpoint, naming why.
 #[test]
 fn an_engine_that_does_nothing_passes_no_replay() {
+    no_replay_passes(None, "ended without writing one checkpoint");
+}
+
+/// D-380: nor does one that loads the recording and writes its status back unchanged —
+/// one checkpoint, no step record. It passed `replay-determinism` and
+/// `sec-replay-run-trigger-scrubbed` under D-378 alone.
+#[test]
+fn an_engine_that_only_writes_the_recorded_status_passes_no_replay() {
+    no_replay_passes(
+        Some("status"),
+        "holding a record no checkpoint of the replay wrote",
+    );
+}
+
+/// Against the lazy engine in `mode`, no replay case of REPLAY and SEC-1 passes, and a
+/// finished run's replay fails saying `why`.
+fn no_replay_passes(mode: Option<&str>, why: &str) {
     if !python3() {
         return;
     }
-    let out = against_the_lazy_engine(&["--json", "--clause", "REPLAY", "--clause", "SEC-1"]);
+    let out = against_the_lazy_engine(mode, &["--json", "--clause", "REPLAY", "--clause", "SEC-1"]);
     assert_eq!(out.status.code(), Some(1));
     let report: serde_json::Value =
         serde_json::from_slice(&out.stdout).expect("the report is JSON");
@@ -146,20 +163,23 @@ fn an_engine_that_does_nothing_passes_no_replay() {
     for case in &replays {
         assert_ne!(
             case["status"], "passed",
-            "{} passed against an engine that does nothing",
+            "{} passed against a lazy engine ({mode:?})",
             case["id"]
         );
     }
-    let refused = replays.iter().any(|c| {
-        c["failures"].as_array().into_iter().flatten().any(|f| {
-            f.as_str()
-                .is_some_and(|f| f.contains("ended without writing one checkpoint"))
+    let refused = |id: &str| {
+        replays.iter().any(|c| {
+            c["id"] == id
+                && c["failures"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .any(|f| f.as_str().is_some_and(|f| f.contains(why)))
         })
-    });
-    assert!(
-        refused,
-        "a finished run's replay is refused for writing nothing"
-    );
+    };
+    for id in ["replay-determinism", "sec-replay-run-trigger-scrubbed"] {
+        assert!(refused(id), "{id} is refused saying {why:?}");
+    }
 }
 
 /// D-379: against the whole suite an engine that does nothing passes nothing. The runs and
@@ -170,7 +190,7 @@ fn an_engine_that_does_nothing_passes_nothing() {
     if !python3() {
         return;
     }
-    let out = against_the_lazy_engine(&["--generate", "0"]);
+    let out = against_the_lazy_engine(None, &["--generate", "0"]);
     assert_eq!(out.status.code(), Some(1));
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
@@ -187,14 +207,15 @@ fn an_engine_that_does_nothing_passes_nothing() {
 }
 
 /// `w6w-sim conformance ARGS --engine` the do-nothing engine
-/// (`tests/fixtures/context/lazy-engine.py`).
-fn against_the_lazy_engine(args: &[&str]) -> std::process::Output {
+/// (`tests/fixtures/context/lazy-engine.py`, given `mode` as its argument).
+fn against_the_lazy_engine(mode: Option<&str>, args: &[&str]) -> std::process::Output {
     let engine =
         PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/context/lazy-engine.py");
+    let mode = mode.map(|m| format!(" {m}")).unwrap_or_default();
     Command::new(BIN)
         .arg("conformance")
         .args(args)
-        .args(["--engine", &format!("python3 '{}'", engine.display())])
+        .args(["--engine", &format!("python3 '{}'{mode}", engine.display())])
         .output()
         .expect("w6w-sim runs")
 }

@@ -260,6 +260,9 @@ mod engine_seam {
         LeaksASecret,
         /// Before the run it logs the host's first secret, hex-encoded (D-207).
         LogsASecret,
+        /// A replay loads the recording and writes its status back unchanged: one
+        /// checkpoint, no step record (D-380).
+        ReplaysTheStatus,
     }
 
     struct Flawed<'w>(Engine<'w>, Flaw);
@@ -322,7 +325,18 @@ mod engine_seam {
             from: Option<&str>,
             ctx: &C,
         ) -> Result<(), EngineError> {
-            self.0.replay(run_id, from, ctx).await.map(drop)
+            match self.1 {
+                Flaw::ReplaysTheStatus => {
+                    let recorded = ctx.load(run_id).await?;
+                    let patch = w6w_sim::model::RunStatePatch {
+                        run_id: run_id.to_owned(),
+                        status: recorded.map(|r| r.status),
+                        ..Default::default()
+                    };
+                    Ok(ctx.checkpoint(&patch).await?)
+                }
+                _ => self.0.replay(run_id, from, ctx).await.map(drop),
+            }
         }
     }
 
@@ -399,6 +413,127 @@ mod engine_seam {
             .find(|r| r.clause == "PLAN-5")
             .expect("PLAN-5");
         assert!(plan.failed > 0, "unsupported_op answers fail");
+    }
+
+    /// An engine that boots for any workflow and does nothing: every run, resume and
+    /// replay ends at once, writing nothing.
+    struct Idle;
+
+    impl WorkflowEngine for Idle {
+        async fn start<C: WorkflowContext>(&self, _: RunSeed, _: &C) -> Result<(), EngineError> {
+            Ok(())
+        }
+        async fn resume<C: WorkflowContext>(
+            &self,
+            _: &str,
+            _: Option<&str>,
+            _: &C,
+        ) -> Result<(), EngineError> {
+            Ok(())
+        }
+        async fn replay<C: WorkflowContext>(
+            &self,
+            _: &str,
+            _: Option<&str>,
+            _: &C,
+        ) -> Result<(), EngineError> {
+            Ok(())
+        }
+    }
+
+    impl EngineFactory for Idle {
+        type Engine<'w> = Idle;
+        fn boot<'w>(&'w self, _: &'w Workflow) -> Result<Idle, EngineError> {
+            Ok(Idle)
+        }
+    }
+
+    impl EngineAdapter for Idle {
+        type Factory = Idle;
+        fn name(&self) -> String {
+            "idle".into()
+        }
+        fn factory(&self) -> &Idle {
+            self
+        }
+        fn capabilities(&self) -> Capabilities {
+            Capabilities::all()
+        }
+    }
+
+    /// D-379 at the Rust seam: against the whole suite an engine that does nothing passes
+    /// nothing. It passed ten cases: answers the suite gives before booting an engine (an
+    /// invalid workflow or scenario, an unknown budget, a fault no run reaches, a dialect
+    /// document the import refuses), now not judged here, and said so.
+    #[test]
+    fn an_engine_that_does_nothing_passes_nothing_through_the_rust_seam() {
+        let options = RunOptions {
+            generate: 0,
+            ..RunOptions::default()
+        };
+        let report = conformance::run_engine(Idle, &options).expect("suite loads");
+        let passed: Vec<&str> = report
+            .cases
+            .iter()
+            .filter(|c| c.passed())
+            .map(|c| c.outcome.id.as_str())
+            .collect();
+        assert_eq!(passed, Vec::<&str>::new());
+        let text = report.to_text();
+        assert!(text.contains("Not judged at this seam: "), "{text}");
+        // The reference through the same seam is judged on everything else, and passes it.
+        let reference = conformance::run_engine(ReferenceEngineAdapter, &options).expect("loads");
+        reference.assert_all_passed();
+        assert_eq!(reference.not_applicable(), report.not_applicable());
+    }
+
+    /// D-378, D-380 through the Rust seam: an engine whose replay writes nothing, or only
+    /// the recorded status, passes no replay of REPLAY and SEC-1 (the suite's store begins
+    /// each replay holding the recording, which would otherwise be judged as the replay),
+    /// and each replay of a finished run fails saying why.
+    #[test]
+    fn an_engine_that_does_not_replay_passes_no_replay_through_the_rust_seam() {
+        let options = RunOptions {
+            clauses: vec!["REPLAY".into(), "SEC-1".into()],
+            generate: 0,
+            ..RunOptions::default()
+        };
+        let suite = conformance::Suite::load_default().expect("cases");
+        let replays: Vec<String> = suite
+            .cases()
+            .filter(|(_, c)| c.request["op"] == "replay")
+            .map(|(_, c)| c.id.clone())
+            .collect();
+        let status_only = Candidate(Capabilities::all(), FlawedFactory(Flaw::ReplaysTheStatus));
+        for (report, why) in [
+            (
+                conformance::run_engine(Idle, &options),
+                "ended without writing one checkpoint",
+            ),
+            (
+                conformance::run_engine(status_only, &options),
+                "holding a record no checkpoint of the replay wrote",
+            ),
+        ] {
+            let report = report.expect("suite loads");
+            let judged: Vec<_> = report
+                .cases
+                .iter()
+                .filter(|c| replays.contains(&c.outcome.id) && !c.not_applicable())
+                .collect();
+            assert!(judged.len() >= 10, "{} replays judged", judged.len());
+            for case in &judged {
+                assert!(!case.passed(), "{} passed", case.outcome.id);
+            }
+            for id in ["replay-determinism", "sec-replay-run-trigger-scrubbed"] {
+                let said = judged
+                    .iter()
+                    .find(|c| c.outcome.id == id)
+                    .map(|c| c.outcome.failures.join("\n"))
+                    .unwrap_or_default();
+                assert!(said.contains(why), "{id}: {said}");
+            }
+        }
     }
 
     /// SEC-1 is judged on what the engine wrote, before any redaction (D-207): an engine
