@@ -93,7 +93,9 @@ fn the_process_adapter_gives_the_same_results_as_the_in_process_reference() {
     let fixtures = fixture_cases();
     // The bundled suite (whatever state it is in) and the fixture with a red case.
     for extra in [vec![], vec!["--cases", fixtures.as_str()]] {
-        let (inproc, _) = json_report(&extra);
+        let (inproc, inproc_code) = json_report(&extra);
+        // The report's verdict is the exit status's.
+        assert_eq!(inproc["allPassed"], json!(inproc_code == 0), "{extra:?}");
         let mut args = extra.clone();
         args.extend(["--adapter", serve.as_str()]);
         let (process, process_code) = json_report(&args);
@@ -135,12 +137,17 @@ fn the_process_adapter_gives_the_same_results_as_the_in_process_reference() {
         assert_eq!(inproc["implementation"], process["implementation"]);
         let failed = process["totals"]["failed"].as_u64().expect("failed");
         assert_eq!(process_code, i32::from(failed > 0), "{extra:?}");
+        assert_eq!(process["allPassed"], json!(failed == 0), "{extra:?}");
     }
     let (fixture, code) = json_report(&["--cases", &fixtures, "--adapter", &serve]);
     assert_eq!(code, 1, "a failing case makes the exit status 1");
     assert_eq!(
         fixture["totals"],
         json!({"cases": 3, "passed": 2, "failed": 1, "notApplicable": 0})
+    );
+    assert_eq!(
+        (&fixture["judged"], &fixture["allPassed"]),
+        (&json!(3), &json!(false))
     );
     // The same adapter made to claim runs (`--capabilities` overrides the ack): every
     // effectful case fails, naming the seams that observe what a run does.
@@ -498,6 +505,12 @@ fn an_adapter_whose_profile_leaves_everything_out_is_not_a_pass() {
     assert!(
         last.starts_with("0 passed, 0 failed, ") && last.ends_with(" not applicable"),
         "{last}"
+    );
+    // The JSON report carries the verdict, not only totals of zero.
+    let (v, code) = json_report(&["--adapter", &adapter, "--clause", "PLAN-1"]);
+    assert_eq!(
+        (code, &v["judged"], &v["allPassed"]),
+        (1, &json!(0), &json!(false))
     );
     // The whole suite and its generated workflows: still nothing judged, still exit 1.
     let out = conformance(&["--adapter", &adapter, "--generate", "3", "--seed", "1"]);

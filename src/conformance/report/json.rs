@@ -41,6 +41,10 @@ impl SuiteReport {
             "clausesWithoutCases": uncovered,
             "totals": {"cases": self.cases.len(), "passed": self.passed(), "failed": self.failed(),
                        "notApplicable": self.not_applicable()},
+            // The verdict `w6w-sim conformance` exits with, and how much it rests on:
+            // cases and generated workflows passed or failed (D-376: none judged, no pass).
+            "judged": self.judged(),
+            "allPassed": self.all_passed(),
             "generated": self.generated.as_ref().map(generated_json),
             "elapsedMs": self.elapsed.as_secs_f64() * 1000.0,
             "casesPerSecond": self.cases_per_second(),
