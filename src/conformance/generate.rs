@@ -16,7 +16,12 @@
 //!   to [`CRASH_POINTS_MAX`]), ends in the same RunState (RUN-3, RUN-4);
 //! - **replay**: replaying the finished run gives the same status, outputs and run output
 //!   with zero invocations of originally succeeded steps (REPLAY-1);
-//! - **secrets**: no response contains the secret's plaintext (SEC-1).
+//! - **secrets**: no response contains the secret's plaintext (SEC-1);
+//! - **plan** and **validate** (`generate/graph.rs`, D-382), for a candidate whose profile
+//!   has those ops: `plan` answers the model's PLAN-4/5 order, `validate` accepts the
+//!   workflow and names the one defect the seed plants in a copy of it. A candidate
+//!   without runs is judged on these alone, so no profile is judged only on the
+//!   published cases.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
@@ -24,6 +29,9 @@ use std::time::{Duration, Instant};
 use serde_json::{Map, Value, json};
 
 use super::{Adapter, AdapterError};
+
+mod graph;
+pub(crate) use graph::GraphChecks;
 
 /// The secret every generated scenario carries; it must never appear in a response.
 pub const SECRET: &str = "S3CRET-gen-7f3a9c";
@@ -477,7 +485,7 @@ impl Generated {
 /// Why a generated workflow failed.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Violation {
-    /// `model`, `crash`, `replay`, `secrets` or `adapter`.
+    /// `model`, `crash`, `replay`, `secrets`, `plan`, `validate` or `adapter`.
     pub property: &'static str,
     pub message: String,
     /// The scenario's fault plan that shows it (`{}` for none).
@@ -876,12 +884,48 @@ fn check_replay(
     Ok(())
 }
 
+/// What one generated workflow is judged on at a seam.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Properties {
+    /// The run properties of [`check`]: model, crash, replay, secrets.
+    pub(crate) runs: bool,
+    /// The graph properties (D-382).
+    pub(crate) graph: GraphChecks,
+}
+
+impl Properties {
+    /// The run properties alone.
+    #[cfg(test)]
+    pub(crate) const RUNS: Properties = Properties {
+        runs: true,
+        graph: GraphChecks {
+            plan: false,
+            validate: false,
+        },
+    };
+}
+
+/// Every property `props` names, of `g`, against `adapter`: the graph's first (two or
+/// three op requests), then the runs'.
+pub(crate) fn check_properties(
+    adapter: &mut dyn Adapter,
+    g: &Generated,
+    props: Properties,
+) -> Result<(), Violation> {
+    graph::check_graph(adapter, g, props.graph)?;
+    if props.runs {
+        check(adapter, g)?;
+    }
+    Ok(())
+}
+
 /// Greedily shrink a failing workflow: keep taking the first smaller variant that still
-/// fails, until none does (bounded by `budget` checks).
+/// fails `props`, until none does (bounded by `budget` checks).
 pub(crate) fn shrink(
     adapter: &mut dyn Adapter,
     g: &Generated,
     v: &Violation,
+    props: Properties,
     budget: usize,
 ) -> (Generated, Violation) {
     let (mut best, mut why) = (g.clone(), v.clone());
@@ -892,7 +936,7 @@ pub(crate) fn shrink(
                 break 'outer;
             }
             spent += 1;
-            if let Err(v) = check(adapter, &candidate) {
+            if let Err(v) = check_properties(adapter, &candidate, props) {
                 best = candidate;
                 why = v;
                 continue 'outer;
@@ -940,6 +984,10 @@ pub struct GeneratedReport {
     /// Workflows not run because the candidate's `run` / `replay` answers are
     /// self-reported ([`super::SELF_REPORTED`], D-102): counted as failed.
     pub self_reported: usize,
+    /// Workflows judged on their graph alone — what the candidate's `plan` and `validate`
+    /// answer of them — because their runs need what the profile lacks (in `missing`;
+    /// D-382). Counted as passed or failed like any other.
+    pub graph_only: usize,
     pub elapsed: Duration,
 }
 
@@ -1006,6 +1054,9 @@ pub(crate) enum SeedOutcome {
     /// Not run: the candidate's reports are self-written (D-102).
     SelfReported(u64),
     Failed(Box<GeneratedFailure>),
+    /// Judged on its graph alone (D-382): its runs need what the profile lacks (listed);
+    /// the failure, if it failed.
+    GraphOnly(u64, Vec<String>, Option<Box<GeneratedFailure>>),
 }
 
 impl super::runner::Judge {
@@ -1017,25 +1068,30 @@ impl super::runner::Judge {
         let mut needs = super::capability::required_by_request(&request);
         needs.insert("op.replay".into());
         let lacks = self.profile.missing(&needs);
-        if !lacks.is_empty() {
+        let graph = self.graph();
+        let runs = lacks.is_empty();
+        if !runs && !graph.any() {
             return SeedOutcome::NotApplicable(s, lacks);
         }
-        if !self.observed() {
+        if runs && !self.observed() {
             return SeedOutcome::SelfReported(s);
         }
-        match check(adapter, &g) {
-            Ok(()) => SeedOutcome::Passed(s),
-            Err(v) => {
-                let (small, v) = shrink(adapter, &g, &v, SHRINK_BUDGET);
-                SeedOutcome::Failed(Box::new(GeneratedFailure {
-                    seed: s,
-                    workflow: small.workflow(),
-                    scenario: small.scenario(v.faults.clone()),
-                    violation: v,
-                    steps_before: g.steps.len(),
-                    steps_after: small.steps.len(),
-                }))
-            }
+        let props = Properties { runs, graph };
+        let failure = check_properties(adapter, &g, props).err().map(|v| {
+            let (small, v) = shrink(adapter, &g, &v, props, SHRINK_BUDGET);
+            Box::new(GeneratedFailure {
+                seed: s,
+                workflow: small.workflow(),
+                scenario: small.scenario(v.faults.clone()),
+                violation: v,
+                steps_before: g.steps.len(),
+                steps_after: small.steps.len(),
+            })
+        });
+        match (runs, failure) {
+            (false, failure) => SeedOutcome::GraphOnly(s, lacks, failure),
+            (true, None) => SeedOutcome::Passed(s),
+            (true, Some(f)) => SeedOutcome::Failed(f),
         }
     }
 }
@@ -1059,6 +1115,7 @@ pub(crate) fn assemble(
         not_applicable_seeds: Vec::new(),
         missing: Vec::new(),
         self_reported: 0,
+        graph_only: 0,
         elapsed,
     };
     let mut missing = BTreeSet::new();
@@ -1078,6 +1135,12 @@ pub(crate) fn assemble(
             SeedOutcome::Failed(f) => {
                 report.seeds.push(f.seed);
                 report.failures.push(*f);
+            }
+            SeedOutcome::GraphOnly(s, lacks, failure) => {
+                report.seeds.push(s);
+                report.graph_only += 1;
+                missing.extend(lacks);
+                report.failures.extend(failure.map(|f| *f));
             }
         }
     }
@@ -1340,7 +1403,7 @@ mod tests {
             .find(|g| g.steps.len() > 2 && check(&mut broken, g).is_err())
             .expect("some seed records a stepError");
         let v = check(&mut broken, &failing).expect_err("fails");
-        let (small, why) = shrink(&mut broken, &failing, &v, SHRINK_BUDGET);
+        let (small, why) = shrink(&mut broken, &failing, &v, Properties::RUNS, SHRINK_BUDGET);
         assert!(check(&mut broken, &small).is_err(), "still fails");
         assert!(small.steps.len() < failing.steps.len(), "{small:?}");
         assert_eq!(why.property, "model", "{why:?}");

@@ -74,10 +74,12 @@ fn millis(v: &Value, key: &str) -> Duration {
 
 /// A generated property's name as the report keeps it (`&'static str`).
 fn property(name: &str) -> &'static str {
-    ["model", "crash", "replay", "secrets", "adapter"]
-        .into_iter()
-        .find(|p| *p == name)
-        .unwrap_or("unknown")
+    [
+        "model", "crash", "replay", "secrets", "plan", "validate", "adapter",
+    ]
+    .into_iter()
+    .find(|p| *p == name)
+    .unwrap_or("unknown")
 }
 
 fn case_from_json(c: &Value) -> Result<CaseResult, String> {
@@ -196,6 +198,7 @@ fn generated_from_json(g: &Value) -> Result<GeneratedReport, String> {
             })
             .unwrap_or_default(),
         self_reported: usize_of(g, "selfReported").unwrap_or(0),
+        graph_only: usize_of(g, "graphOnly").unwrap_or(0),
         elapsed: millis(g, "elapsedMs"),
     })
 }

@@ -130,6 +130,8 @@ pub(crate) struct Judge {
     pub(crate) profile: super::Capabilities,
     observed: bool,
     diff_reference: bool,
+    /// The graph properties of generated workflows this seam judges (D-382).
+    graph: super::generate::GraphChecks,
 }
 
 impl Judge {
@@ -138,9 +140,16 @@ impl Judge {
         self.observed
     }
 
+    /// The graph properties of generated workflows this seam judges (D-382).
+    pub(crate) fn graph(&self) -> super::generate::GraphChecks {
+        self.graph
+    }
+
     pub(crate) fn of(adapter: &dyn Adapter, diff_reference: bool) -> Judge {
+        let profile = adapter.capabilities();
         Judge {
-            profile: adapter.capabilities(),
+            graph: super::generate::GraphChecks::for_seam(adapter, &profile),
+            profile,
             observed: super::adapter::evidence_of(adapter) == super::Evidence::Observed,
             diff_reference,
         }
@@ -510,8 +519,16 @@ mod tests {
         let report = run_suite(&mut honest, &suite, &selection, false, &mut |_, _, _| {});
         assert_eq!(report.failed(), 0);
         assert_eq!(report.not_applicable(), effectful.len());
+        // Its generated workflows are judged on what its pure ops answer of them (D-382).
         let generated = crate::conformance::generate::run_generated(&mut honest, 3, 7);
-        assert_eq!((generated.failed(), generated.not_applicable), (0, 3));
+        assert_eq!(
+            (
+                generated.passed(),
+                generated.not_applicable,
+                generated.graph_only
+            ),
+            (3, 0, 3)
+        );
     }
 
     #[test]
