@@ -19,9 +19,12 @@
 //! - **secrets**: no response contains the secret's plaintext (SEC-1);
 //! - **plan** and **validate** (`generate/graph.rs`, D-382), for a candidate whose profile
 //!   has those ops: `plan` answers the model's PLAN-4/5 order, `validate` accepts the
-//!   workflow and names the one defect the seed plants in a copy of it. A candidate
-//!   without runs is judged on these alone, so no profile is judged only on the
-//!   published cases.
+//!   workflow and names the one defect the seed plants in a copy of it;
+//! - **logic** and **resolve** (`generate/expr.rs`, D-383): the seed's JSONLogic expression
+//!   and `with` block evaluate as the dialect does (the reference is its oracle).
+//!
+//! A candidate without runs is judged on the pure ops alone ([`PureChecks`]), so no profile
+//! is judged only on the published cases.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
@@ -30,8 +33,52 @@ use serde_json::{Map, Value, json};
 
 use super::{Adapter, AdapterError};
 
+mod expr;
 mod graph;
-pub(crate) use graph::GraphChecks;
+
+/// Which pure ops a generated seed is judged on (D-382, D-383): of what the profile offers,
+/// those the seam judges.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct PureChecks {
+    /// PLAN-4/5: the `plan` answer of the workflow is the model's order.
+    pub(crate) plan: bool,
+    /// PLAN-1/2/3/8: the workflow validates; with the seed's defect planted, `validate`
+    /// names that defect's code at its path.
+    pub(crate) validate: bool,
+    /// The seed's JSONLogic expression evaluates as the dialect does.
+    pub(crate) logic: bool,
+    /// The seed's `with` block resolves as the dialect does.
+    pub(crate) resolve: bool,
+}
+
+impl PureChecks {
+    /// The ops `profile` offers that `adapter`'s seam judges: a seam that answers an op
+    /// with the suite's own reference (the host seam's pure ops, D-208) is not judged on it.
+    pub(crate) fn for_seam(adapter: &dyn Adapter, profile: &super::Capabilities) -> Self {
+        let judged = |op: &str| {
+            let probe = super::Case {
+                id: format!("generated-{op}"),
+                clauses: Vec::new(),
+                description: String::new(),
+                request: json!({"op": op}),
+                expect: Map::new(),
+                requires: Vec::new(),
+            };
+            profile.supports(&format!("op.{op}")) && adapter.unjudged(&probe).is_none()
+        };
+        PureChecks {
+            plan: judged("plan"),
+            validate: judged("validate"),
+            logic: judged("logic"),
+            resolve: judged("resolve"),
+        }
+    }
+
+    /// Whether any pure op is judged.
+    pub(crate) fn any(self) -> bool {
+        self.plan || self.validate || self.logic || self.resolve
+    }
+}
 
 /// The secret every generated scenario carries; it must never appear in a response.
 pub const SECRET: &str = "S3CRET-gen-7f3a9c";
@@ -485,7 +532,8 @@ impl Generated {
 /// Why a generated workflow failed.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Violation {
-    /// `model`, `crash`, `replay`, `secrets`, `plan`, `validate` or `adapter`.
+    /// `model`, `crash`, `replay`, `secrets`, `plan`, `validate`, `logic`, `resolve` or
+    /// `adapter`.
     pub property: &'static str,
     pub message: String,
     /// The scenario's fault plan that shows it (`{}` for none).
@@ -889,8 +937,8 @@ fn check_replay(
 pub(crate) struct Properties {
     /// The run properties of [`check`]: model, crash, replay, secrets.
     pub(crate) runs: bool,
-    /// The graph properties (D-382).
-    pub(crate) graph: GraphChecks,
+    /// The pure-op properties (D-382, D-383).
+    pub(crate) pure: PureChecks,
 }
 
 impl Properties {
@@ -898,21 +946,24 @@ impl Properties {
     #[cfg(test)]
     pub(crate) const RUNS: Properties = Properties {
         runs: true,
-        graph: GraphChecks {
+        pure: PureChecks {
             plan: false,
             validate: false,
+            logic: false,
+            resolve: false,
         },
     };
 }
 
-/// Every property `props` names, of `g`, against `adapter`: the graph's first (two or
-/// three op requests), then the runs'.
+/// Every property `props` names, of `g`, against `adapter`: the pure ops' first (one op
+/// request each, `validate` two), then the runs'.
 pub(crate) fn check_properties(
     adapter: &mut dyn Adapter,
     g: &Generated,
     props: Properties,
 ) -> Result<(), Violation> {
-    graph::check_graph(adapter, g, props.graph)?;
+    graph::check_graph(adapter, g, props.pure)?;
+    expr::check_expr(adapter, g.seed, props.pure)?;
     if props.runs {
         check(adapter, g)?;
     }
@@ -984,10 +1035,10 @@ pub struct GeneratedReport {
     /// Workflows not run because the candidate's `run` / `replay` answers are
     /// self-reported ([`super::SELF_REPORTED`], D-102): counted as failed.
     pub self_reported: usize,
-    /// Workflows judged on their graph alone — what the candidate's `plan` and `validate`
-    /// answer of them — because their runs need what the profile lacks (in `missing`;
-    /// D-382). Counted as passed or failed like any other.
-    pub graph_only: usize,
+    /// Seeds judged on the pure ops alone — what the candidate's `plan`, `validate`,
+    /// `logic` and `resolve` answer of their draws — because their runs need what the
+    /// profile lacks (in `missing`; D-382, D-383). Counted as passed or failed.
+    pub pure_only: usize,
     pub elapsed: Duration,
 }
 
@@ -1054,9 +1105,9 @@ pub(crate) enum SeedOutcome {
     /// Not run: the candidate's reports are self-written (D-102).
     SelfReported(u64),
     Failed(Box<GeneratedFailure>),
-    /// Judged on its graph alone (D-382): its runs need what the profile lacks (listed);
-    /// the failure, if it failed.
-    GraphOnly(u64, Vec<String>, Option<Box<GeneratedFailure>>),
+    /// Judged on the pure ops alone (D-382): its runs need what the profile lacks
+    /// (listed); the failure, if it failed.
+    PureOnly(u64, Vec<String>, Option<Box<GeneratedFailure>>),
 }
 
 impl super::runner::Judge {
@@ -1068,15 +1119,15 @@ impl super::runner::Judge {
         let mut needs = super::capability::required_by_request(&request);
         needs.insert("op.replay".into());
         let lacks = self.profile.missing(&needs);
-        let graph = self.graph();
+        let pure = self.pure();
         let runs = lacks.is_empty();
-        if !runs && !graph.any() {
+        if !runs && !pure.any() {
             return SeedOutcome::NotApplicable(s, lacks);
         }
         if runs && !self.observed() {
             return SeedOutcome::SelfReported(s);
         }
-        let props = Properties { runs, graph };
+        let props = Properties { runs, pure };
         let failure = check_properties(adapter, &g, props).err().map(|v| {
             let (small, v) = shrink(adapter, &g, &v, props, SHRINK_BUDGET);
             Box::new(GeneratedFailure {
@@ -1089,7 +1140,7 @@ impl super::runner::Judge {
             })
         });
         match (runs, failure) {
-            (false, failure) => SeedOutcome::GraphOnly(s, lacks, failure),
+            (false, failure) => SeedOutcome::PureOnly(s, lacks, failure),
             (true, None) => SeedOutcome::Passed(s),
             (true, Some(f)) => SeedOutcome::Failed(f),
         }
@@ -1115,7 +1166,7 @@ pub(crate) fn assemble(
         not_applicable_seeds: Vec::new(),
         missing: Vec::new(),
         self_reported: 0,
-        graph_only: 0,
+        pure_only: 0,
         elapsed,
     };
     let mut missing = BTreeSet::new();
@@ -1136,9 +1187,9 @@ pub(crate) fn assemble(
                 report.seeds.push(f.seed);
                 report.failures.push(*f);
             }
-            SeedOutcome::GraphOnly(s, lacks, failure) => {
+            SeedOutcome::PureOnly(s, lacks, failure) => {
                 report.seeds.push(s);
-                report.graph_only += 1;
+                report.pure_only += 1;
                 missing.extend(lacks);
                 report.failures.extend(failure.map(|f| *f));
             }

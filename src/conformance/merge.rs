@@ -75,7 +75,7 @@ fn millis(v: &Value, key: &str) -> Duration {
 /// A generated property's name as the report keeps it (`&'static str`).
 fn property(name: &str) -> &'static str {
     [
-        "model", "crash", "replay", "secrets", "plan", "validate", "adapter",
+        "model", "crash", "replay", "secrets", "plan", "validate", "logic", "resolve", "adapter",
     ]
     .into_iter()
     .find(|p| *p == name)
@@ -198,7 +198,7 @@ fn generated_from_json(g: &Value) -> Result<GeneratedReport, String> {
             })
             .unwrap_or_default(),
         self_reported: usize_of(g, "selfReported").unwrap_or(0),
-        graph_only: usize_of(g, "graphOnly").unwrap_or(0),
+        pure_only: usize_of(g, "pureOpsOnly").unwrap_or(0),
         elapsed: millis(g, "elapsedMs"),
     })
 }

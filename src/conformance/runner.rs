@@ -130,8 +130,8 @@ pub(crate) struct Judge {
     pub(crate) profile: super::Capabilities,
     observed: bool,
     diff_reference: bool,
-    /// The graph properties of generated workflows this seam judges (D-382).
-    graph: super::generate::GraphChecks,
+    /// The pure ops generated seeds are judged on at this seam (D-382, D-383).
+    pure: super::generate::PureChecks,
 }
 
 impl Judge {
@@ -140,15 +140,15 @@ impl Judge {
         self.observed
     }
 
-    /// The graph properties of generated workflows this seam judges (D-382).
-    pub(crate) fn graph(&self) -> super::generate::GraphChecks {
-        self.graph
+    /// The pure ops generated seeds are judged on at this seam (D-382, D-383).
+    pub(crate) fn pure(&self) -> super::generate::PureChecks {
+        self.pure
     }
 
     pub(crate) fn of(adapter: &dyn Adapter, diff_reference: bool) -> Judge {
         let profile = adapter.capabilities();
         Judge {
-            graph: super::generate::GraphChecks::for_seam(adapter, &profile),
+            pure: super::generate::PureChecks::for_seam(adapter, &profile),
             profile,
             observed: super::adapter::evidence_of(adapter) == super::Evidence::Observed,
             diff_reference,
@@ -519,13 +519,13 @@ mod tests {
         let report = run_suite(&mut honest, &suite, &selection, false, &mut |_, _, _| {});
         assert_eq!(report.failed(), 0);
         assert_eq!(report.not_applicable(), effectful.len());
-        // Its generated workflows are judged on what its pure ops answer of them (D-382).
+        // Its generated seeds are judged on what its pure ops answer of them (D-382).
         let generated = crate::conformance::generate::run_generated(&mut honest, 3, 7);
         assert_eq!(
             (
                 generated.passed(),
                 generated.not_applicable,
-                generated.graph_only
+                generated.pure_only
             ),
             (3, 0, 3)
         );

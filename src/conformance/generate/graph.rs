@@ -1,8 +1,7 @@
 //! The graph properties of a generated workflow: what a candidate's `plan` and `validate`
 //! answer of it, checked against the generator's own model (D-382).
 //!
-//! Owns: [`GraphChecks`] (which of the two a seam judges, of what the profile offers),
-//! the model's plan order ([`Generated::model_order`], PLAN-4/5 written out naively: the
+//! Owns: the model's plan order ([`Generated::model_order`], PLAN-4/5 written out naively: the
 //! declared order without edges, else the earliest-declared ready step first over every
 //! edge, error edges included, ERR-13), the one defect a seed plants in a copy of its
 //! workflow ([`Defect`]: a dangling edge, a duplicate id, a dotted id or a self-loop,
@@ -12,45 +11,8 @@
 
 use serde_json::{Value, json};
 
-use super::{Generated, SplitMix64, Violation, cap, sid, violation};
-use crate::conformance::{Adapter, Capabilities, Case};
-
-/// Which graph properties a generated workflow is judged on.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub(crate) struct GraphChecks {
-    /// PLAN-4/5: the `plan` answer is the model's order.
-    pub(crate) plan: bool,
-    /// PLAN-1/2/3/8: the workflow validates; with the seed's defect planted, `validate`
-    /// names that defect's code at its path.
-    pub(crate) validate: bool,
-}
-
-impl GraphChecks {
-    /// The ops `profile` offers that `adapter`'s seam judges: a seam that answers an op
-    /// with the suite's own reference (the host seam's `plan`, D-208) is not judged on it.
-    pub(crate) fn for_seam(adapter: &dyn Adapter, profile: &Capabilities) -> Self {
-        let judged = |op: &str| {
-            let probe = Case {
-                id: format!("generated-{op}"),
-                clauses: Vec::new(),
-                description: String::new(),
-                request: json!({"op": op, "workflow": {}}),
-                expect: serde_json::Map::new(),
-                requires: Vec::new(),
-            };
-            profile.supports(&format!("op.{op}")) && adapter.unjudged(&probe).is_none()
-        };
-        GraphChecks {
-            plan: judged("plan"),
-            validate: judged("validate"),
-        }
-    }
-
-    /// Whether any graph property is judged.
-    pub(crate) fn any(self) -> bool {
-        self.plan || self.validate
-    }
-}
+use super::{Generated, PureChecks, SplitMix64, Violation, cap, sid, violation};
+use crate::conformance::Adapter;
 
 /// The one problem a seed plants in a copy of its workflow for the `validate` property,
 /// always appended, so every path before it is unchanged.
@@ -151,7 +113,7 @@ fn reply(adapter: &mut dyn Adapter, request: &Value) -> Result<Value, Violation>
 pub(crate) fn check_graph(
     adapter: &mut dyn Adapter,
     g: &Generated,
-    checks: GraphChecks,
+    checks: PureChecks,
 ) -> Result<(), Violation> {
     if checks.plan {
         let answer = reply(adapter, &json!({"op": "plan", "workflow": g.workflow()}))?;
@@ -211,7 +173,7 @@ mod tests {
 
     use super::*;
     use crate::conformance::generate::{SeedOutcome, run_generated};
-    use crate::conformance::{AdapterError, EngineOnHost, Reference, SimulatedHost};
+    use crate::conformance::{AdapterError, Capabilities, EngineOnHost, Reference, SimulatedHost};
 
     /// The reference's pure ops under a profile without runs, with `tamper` applied to
     /// every answer: the seam a pure-op candidate is judged at.
@@ -233,10 +195,7 @@ mod tests {
     /// The failed properties of seeds `1..=count` against `adapter`.
     fn failed(adapter: &mut dyn Adapter, count: usize) -> Vec<&'static str> {
         let report = run_generated(adapter, count, 1);
-        assert_eq!(
-            report.graph_only, count,
-            "every seed is judged on its graph"
-        );
+        assert_eq!(report.pure_only, count, "every seed is judged on its graph");
         report
             .failures
             .iter()
@@ -321,28 +280,65 @@ mod tests {
         );
     }
 
+    /// A dialect that negates a boolean result fails `logic`; a resolver that appends
+    /// to a string fails `resolve` (D-383).
+    #[test]
+    fn a_wrong_evaluator_or_resolver_fails_its_property() {
+        let mut negating = PureOps(|request: &Value, answer: Value| match answer.get("ok") {
+            Some(Value::Bool(b)) if request["op"] == "logic" => json!({"ok": !b}),
+            _ => answer,
+        });
+        let failures = failed(&mut negating, 40);
+        assert!(
+            !failures.is_empty() && failures.iter().all(|p| *p == "logic"),
+            "{failures:?}"
+        );
+        let mut appending = PureOps(|request: &Value, mut answer: Value| {
+            if request["op"] == "resolve"
+                && let Some(Value::Object(with)) = answer.get_mut("ok")
+            {
+                for v in with.values_mut() {
+                    if let Value::String(s) = v {
+                        s.push('!');
+                    }
+                }
+            }
+            answer
+        });
+        let failures = failed(&mut appending, 40);
+        assert!(
+            !failures.is_empty() && failures.iter().all(|p| *p == "resolve"),
+            "{failures:?}"
+        );
+    }
+
     /// The host seam answers `plan` with our engine (D-208): not the host's to be judged
     /// on; the reference in process is judged on both.
     #[test]
     fn a_seam_is_judged_only_on_the_ops_that_reach_its_candidate() {
         let host = EngineOnHost::new(SimulatedHost);
-        let at_host = GraphChecks::for_seam(&host, &host.capabilities());
-        assert!(!at_host.plan, "{at_host:?}");
-        let reference = GraphChecks::for_seam(&Reference, &Capabilities::all());
+        let at_host = PureChecks::for_seam(&host, &host.capabilities());
+        assert!(
+            !at_host.plan && !at_host.logic && !at_host.resolve,
+            "{at_host:?}"
+        );
+        let reference = PureChecks::for_seam(&Reference, &Capabilities::all());
         assert_eq!(
             reference,
-            GraphChecks {
+            PureChecks {
                 plan: true,
-                validate: true
+                validate: true,
+                logic: true,
+                resolve: true,
             }
         );
-        let none = GraphChecks::for_seam(&Reference, &Capabilities::engine_core());
+        let none = PureChecks::for_seam(&Reference, &Capabilities::engine_core());
         assert!(!none.any());
         // A seed of a pure-op profile is judged on its graph alone.
         let judge = super::super::super::runner::Judge::of(&PureOps(|_: &Value, a| a), false);
         assert!(matches!(
             judge.seed(&mut PureOps(|_: &Value, a| a), 5),
-            SeedOutcome::GraphOnly(5, _, None)
+            SeedOutcome::PureOnly(5, _, None)
         ));
     }
 }

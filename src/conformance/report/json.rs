@@ -97,7 +97,7 @@ fn generated_json(g: &GeneratedReport) -> Value {
         "passed": g.passed(),
         "failed": g.failed(),
         "selfReported": g.self_reported,
-        "graphOnly": g.graph_only,
+        "pureOpsOnly": g.pure_only,
         "notApplicable": g.not_applicable,
         "notApplicableSeeds": g.not_applicable_seeds,
         "missing": g.missing,

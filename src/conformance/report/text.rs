@@ -127,14 +127,14 @@ impl SuiteReport {
                 g.missing.join(", ")
             ),
         };
-        // D-382: seeds whose runs are outside the profile, judged on their graph.
-        let na = match (g.graph_only, na.is_empty()) {
+        // D-382: seeds whose runs are outside the profile, judged on the pure ops.
+        let na = match (g.pure_only, na.is_empty()) {
             (0, _) => na,
             (n, true) => format!(
-                "{na}; {n} judged on their plan and validation only (their runs need {}, outside the profile)",
+                "{na}; {n} judged on the pure ops only (their runs need {}, outside the profile)",
                 g.missing.join(", ")
             ),
-            (n, false) => format!("{na}; {n} judged on their plan and validation only"),
+            (n, false) => format!("{na}; {n} judged on the pure ops only"),
         };
         let shard = g
             .shard
