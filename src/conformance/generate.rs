@@ -20,8 +20,9 @@
 //! - **plan** and **validate** (`generate/graph.rs`, D-382), for a candidate whose profile
 //!   has those ops: `plan` answers the model's PLAN-4/5 order, `validate` accepts the
 //!   workflow and names the one defect the seed plants in a copy of it;
-//! - **logic** and **resolve** (`generate/expr.rs`, D-383): the seed's JSONLogic expression
-//!   and `with` block evaluate as the dialect does (the reference is its oracle).
+//! - **logic**, **resolve**, **parse** and **serialize** (`generate/expr.rs`, D-383): the
+//!   seed's JSONLogic expression, `with` block and template text evaluate, resolve, parse
+//!   and serialize as the dialect does (the reference is its oracle).
 //!
 //! A candidate without runs is judged on the pure ops alone ([`PureChecks`]), so no profile
 //! is judged only on the published cases.
@@ -49,6 +50,10 @@ pub(crate) struct PureChecks {
     pub(crate) logic: bool,
     /// The seed's `with` block resolves as the dialect does.
     pub(crate) resolve: bool,
+    /// The seed's template text parses as the dialect does.
+    pub(crate) parse: bool,
+    /// The parts of the seed's template text serialize as the dialect does.
+    pub(crate) serialize: bool,
 }
 
 impl PureChecks {
@@ -71,12 +76,14 @@ impl PureChecks {
             validate: judged("validate"),
             logic: judged("logic"),
             resolve: judged("resolve"),
+            parse: judged("parse"),
+            serialize: judged("serialize"),
         }
     }
 
     /// Whether any pure op is judged.
     pub(crate) fn any(self) -> bool {
-        self.plan || self.validate || self.logic || self.resolve
+        self.plan || self.validate || self.logic || self.resolve || self.parse || self.serialize
     }
 }
 
@@ -951,6 +958,8 @@ impl Properties {
             validate: false,
             logic: false,
             resolve: false,
+            parse: false,
+            serialize: false,
         },
     };
 }
@@ -1036,7 +1045,7 @@ pub struct GeneratedReport {
     /// self-reported ([`super::SELF_REPORTED`], D-102): counted as failed.
     pub self_reported: usize,
     /// Seeds judged on the pure ops alone — what the candidate's `plan`, `validate`,
-    /// `logic` and `resolve` answer of their draws — because their runs need what the
+    /// `logic`, `resolve`, `parse` and `serialize` answer of their draws — because their runs need what the
     /// profile lacks (in `missing`; D-382, D-383). Counted as passed or failed.
     pub pure_only: usize,
     pub elapsed: Duration,

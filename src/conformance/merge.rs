@@ -75,7 +75,17 @@ fn millis(v: &Value, key: &str) -> Duration {
 /// A generated property's name as the report keeps it (`&'static str`).
 fn property(name: &str) -> &'static str {
     [
-        "model", "crash", "replay", "secrets", "plan", "validate", "logic", "resolve", "adapter",
+        "model",
+        "crash",
+        "replay",
+        "secrets",
+        "plan",
+        "validate",
+        "logic",
+        "resolve",
+        "parse",
+        "serialize",
+        "adapter",
     ]
     .into_iter()
     .find(|p| *p == name)

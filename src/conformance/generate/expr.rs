@@ -1,8 +1,10 @@
 //! The expression properties of a generated seed: a JSONLogic expression over a small data
-//! object for the `logic` op, and a `with` block of markers and templates over a run scope
-//! for the `resolve` op, each drawn from the seed (D-383).
+//! object for the `logic` op, a `with` block of markers and templates over a run scope for
+//! the `resolve` op, and a template text for `parse` whose parts `serialize` is asked to
+//! write back, each drawn from the seed (D-383).
 //!
-//! Owns: the two draws ([`logic_request`], [`resolve_request`]) and [`check_expr`], which
+//! Owns: the draws ([`logic_request`], [`resolve_request`], [`parse_request`],
+//! [`serialize_request`]) and [`check_expr`], which
 //! holds the candidate's answer to the reference's: the dialect is the reference library's
 //! behaviour (expr-notes), which the in-process reference implements and the published
 //! `logic` and `resolve` cases pin, so it is the oracle here. Two answers agree when both
@@ -156,6 +158,50 @@ pub(crate) fn resolve_request(seed: u64) -> Value {
     json!({"op": "resolve", "with": with, "scope": scope()})
 }
 
+/// One piece of a drawn template text: plain text, each marker arm of expr-notes'
+/// grammar (a path, a secret, an `=` payload as JSON and as raw text, `||` and `??`
+/// chains, an empty marker), and the text the scan must keep as it is (an unterminated
+/// `{{`, a stray `}}`, NBSP and U+FEFF around a path).
+fn template_piece(rng: &mut SplitMix64) -> String {
+    match rng.below(12) {
+        0 => "plain ".into(),
+        1 => format!("{{{{ {} }}}}", reference(rng)),
+        2 => "{{ secrets.K }}".into(),
+        3 => format!("{{{{ ={} }}}}", expression(rng, 1, "vars.")),
+        4 => format!("{{{{ {} || \"x\" }}}}", reference(rng)),
+        5 => format!("{{{{{}??0}}}}", reference(rng)),
+        6 => "{{ =a + b }}".into(),
+        7 => "{{ unterminated".into(),
+        8 => "x}} y".into(),
+        9 => "{{}}".into(),
+        10 => "{{ vars.a ||| b }}".into(),
+        _ => "\u{a0}{{\u{feff}vars.n\u{feff}}}".into(),
+    }
+}
+
+/// The text and mode of `seed`'s template: one to four pieces.
+fn template(seed: u64) -> (String, &'static str) {
+    let mut rng = SplitMix64::new(seed ^ EXPR_STREAM ^ 2);
+    let text = (0..1 + rng.below(4))
+        .map(|_| template_piece(&mut rng))
+        .collect();
+    (text, if rng.chance(70) { "editor" } else { "render" })
+}
+
+/// The `parse` request of `seed`: its template text, in editor or render mode.
+pub(crate) fn parse_request(seed: u64) -> Value {
+    let (text, mode) = template(seed);
+    json!({"op": "parse", "text": text, "mode": mode})
+}
+
+/// The `serialize` request of `seed`: the parts of its template text, as the dialect
+/// parses them.
+pub(crate) fn serialize_request(seed: u64) -> Value {
+    let parsed = crate::service::handle(&parse_request(seed));
+    let parts = parsed.get("ok").cloned().unwrap_or_else(|| json!([]));
+    json!({"op": "serialize", "parts": parts})
+}
+
 /// Whether two answers agree: equal values (numbers by value), or two errors.
 fn agree(candidate: &Value, reference: &Value) -> bool {
     match (candidate.get("ok"), reference.get("ok")) {
@@ -181,19 +227,26 @@ fn same_value(a: &Value, b: &Value) -> bool {
     }
 }
 
+/// A seed's request for one op.
+type Draw = fn(u64) -> Value;
+
 /// The expression properties `checks` names, of `seed`, against `adapter`.
 pub(crate) fn check_expr(
     adapter: &mut dyn Adapter,
     seed: u64,
     checks: PureChecks,
 ) -> Result<(), Violation> {
-    for (on, property, request) in [
-        (checks.logic, "logic", logic_request(seed)),
-        (checks.resolve, "resolve", resolve_request(seed)),
-    ] {
+    let draws: [(bool, &'static str, Draw); 4] = [
+        (checks.logic, "logic", logic_request),
+        (checks.resolve, "resolve", resolve_request),
+        (checks.parse, "parse", parse_request),
+        (checks.serialize, "serialize", serialize_request),
+    ];
+    for (on, property, draw) in draws {
         if !on {
             continue;
         }
+        let request = draw(seed);
         let answer = adapter
             .handle(&request)
             .map_err(|e| violation("adapter", e.to_string()))?;
@@ -231,6 +284,10 @@ mod tests {
                 }
             }
             logic_ok += usize::from(crate::service::handle(&logic).get("ok").is_some());
+            for request in [parse_request(seed), serialize_request(seed)] {
+                let answer = crate::service::handle(&request);
+                assert!(answer.get("ok").is_some(), "{request} gives {answer}");
+            }
             let resolve = resolve_request(seed);
             let text = resolve["with"].to_string();
             for kind in ["\"$\":", "\"$expr\":", "{{", "??", "||"] {

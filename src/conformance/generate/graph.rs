@@ -310,6 +310,29 @@ mod tests {
             !failures.is_empty() && failures.iter().all(|p| *p == "resolve"),
             "{failures:?}"
         );
+        // A parser that drops text parts fails `parse`; a serializer that trims, `serialize`.
+        let mut textless = PureOps(|request: &Value, mut answer: Value| {
+            if request["op"] == "parse"
+                && let Some(Value::Array(parts)) = answer.get_mut("ok")
+            {
+                parts.retain(|p| p["kind"] != "text");
+            }
+            answer
+        });
+        let failures = failed(&mut textless, 40);
+        assert!(
+            !failures.is_empty() && failures.iter().all(|p| *p == "parse"),
+            "{failures:?}"
+        );
+        let mut trimming = PureOps(|request: &Value, answer: Value| match answer.get("ok") {
+            Some(Value::String(s)) if request["op"] == "serialize" => json!({"ok": s.trim()}),
+            _ => answer,
+        });
+        let failures = failed(&mut trimming, 60);
+        assert!(
+            !failures.is_empty() && failures.iter().all(|p| *p == "serialize"),
+            "{failures:?}"
+        );
     }
 
     /// The host seam answers `plan` with our engine (D-208): not the host's to be judged
@@ -330,6 +353,8 @@ mod tests {
                 validate: true,
                 logic: true,
                 resolve: true,
+                parse: true,
+                serialize: true,
             }
         );
         let none = PureChecks::for_seam(&Reference, &Capabilities::engine_core());
