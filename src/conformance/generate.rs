@@ -1138,7 +1138,13 @@ impl super::runner::Judge {
         }
         let props = Properties { runs, pure };
         let failure = check_properties(adapter, &g, props).err().map(|v| {
-            let (small, v) = shrink(adapter, &g, &v, props, SHRINK_BUDGET);
+            // A drawn expression, `with` block or template does not depend on the
+            // workflow: a smaller workflow would show the same failure, so none is sought.
+            let (small, v) = if expr::DRAWN.contains(&v.property) {
+                (g.clone(), v)
+            } else {
+                shrink(adapter, &g, &v, props, SHRINK_BUDGET)
+            };
             Box::new(GeneratedFailure {
                 seed: s,
                 workflow: small.workflow(),

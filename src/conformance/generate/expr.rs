@@ -227,6 +227,9 @@ fn same_value(a: &Value, b: &Value) -> bool {
     }
 }
 
+/// The properties of the draws, which the seed's workflow does not affect.
+pub(crate) const DRAWN: [&str; 4] = ["logic", "resolve", "parse", "serialize"];
+
 /// A seed's request for one op.
 type Draw = fn(u64) -> Value;
 
