@@ -295,12 +295,15 @@ impl<'a> Sim<'a> {
         // Defense in depth (SEC-1): the stored state was scrubbed patch by patch already.
         self.scrub.state(&mut run);
         let world = self.world.into_inner();
-        let unwritten_steps = run
-            .steps
-            .keys()
-            .filter(|id| !world.written_steps.contains(*id))
-            .cloned()
-            .collect();
+        let unwritten_steps = match &world.written_steps {
+            Some(written) => run
+                .steps
+                .keys()
+                .filter(|id| !written.contains(*id))
+                .cloned()
+                .collect(),
+            None => Vec::new(),
+        };
         let mut snap = world.snap;
         snap.invocations
             .iter_mut()

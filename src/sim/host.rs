@@ -278,10 +278,11 @@ impl WorkflowContext for SimHost<'_> {
         if let Some(acked) = self.acked.borrow_mut().as_mut() {
             acked.checkpoint(patch, n);
         }
-        if self.role == Role::Top {
-            // D-380: which step records this simulation wrote, for a replay's judge.
-            let mut w = self.world.borrow_mut();
-            w.written_steps.extend(patch.steps.keys().cloned());
+        if self.role == Role::Top
+            && let Some(written) = self.world.borrow_mut().written_steps.as_mut()
+        {
+            // D-380: which step records this replay wrote, for its judge.
+            written.extend(patch.steps.keys().cloned());
         }
         if self.tracing() {
             let fields = json!({"n": n, "bytes": bytes,

@@ -17,9 +17,10 @@ pub struct Report {
     pub trace: Vec<Value>,
     /// D-121: the scenario's faults that did not fire, `{fault, …}` (empty when all did).
     pub unfired: Vec<Value>,
-    /// The ids of the step records in `run` that no checkpoint of this simulation wrote,
-    /// in `run`'s order: records the store held before it began (a replay's recording)
-    /// and no process life rewrote (D-380; not part of the JSON report).
+    /// In a replay, the ids of the step records in `run` that no checkpoint of this
+    /// simulation wrote, in `run`'s order: records of the recording it began with that no
+    /// process life rewrote (D-380; empty in any other simulation; not part of the JSON
+    /// report).
     pub unwritten_steps: Vec<String>,
 }
 

@@ -208,6 +208,8 @@ impl<'a, S> Simulation<'a, S> {
         if let Some(acked) = sim.acked.borrow_mut().as_mut() {
             acked.put(&seeded);
         }
+        // D-380: what the replay itself writes, apart from the recording it starts on.
+        sim.world.borrow_mut().written_steps = Some(std::collections::BTreeSet::new());
         sim.drive(&original.run_id, Mode::Replay(from))?;
         sim.report(&original.run_id)
     }

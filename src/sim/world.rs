@@ -218,10 +218,11 @@ pub(crate) struct World {
     /// stopped the run (then `halt` says where).
     pub judge: Option<Rc<crate::redact::leak::Detector>>,
     pub leaked: bool,
-    /// The step ids whose records the top-level run's stored checkpoints wrote in this
-    /// simulation (every process life): what [`Report::unwritten_steps`](super::Report)
-    /// is read against (D-380).
-    pub written_steps: BTreeSet<String>,
+    /// In a replay, the step ids whose records the top-level run's stored checkpoints
+    /// wrote in this simulation (every process life): what
+    /// [`Report::unwritten_steps`](super::Report) is read against (D-380). `None` (nothing
+    /// tracked) in any other simulation.
+    pub written_steps: Option<BTreeSet<String>>,
 }
 
 impl World {
@@ -245,7 +246,7 @@ impl World {
             track_counts: false,
             judge: None,
             leaked: false,
-            written_steps: BTreeSet::new(),
+            written_steps: None,
         }
     }
 
