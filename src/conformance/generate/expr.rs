@@ -202,28 +202,13 @@ pub(crate) fn serialize_request(seed: u64) -> Value {
     json!({"op": "serialize", "parts": parts})
 }
 
-/// Whether two answers agree: equal values (numbers by value), or two errors.
+/// Whether two answers agree: values equal by [`crate::json::json_eq`] (the expectations'
+/// own equality: numbers by value), or two errors.
 fn agree(candidate: &Value, reference: &Value) -> bool {
     match (candidate.get("ok"), reference.get("ok")) {
-        (Some(a), Some(b)) => same_value(a, b),
+        (Some(a), Some(b)) => crate::json::json_eq(a, b),
         (None, None) => candidate.get("error").is_some() && reference.get("error").is_some(),
         _ => false,
-    }
-}
-
-/// JSON equality with numbers compared by value.
-fn same_value(a: &Value, b: &Value) -> bool {
-    match (a, b) {
-        (Value::Number(x), Value::Number(y)) => x.as_f64() == y.as_f64(),
-        (Value::Array(x), Value::Array(y)) => {
-            x.len() == y.len() && x.iter().zip(y).all(|(a, b)| same_value(a, b))
-        }
-        (Value::Object(x), Value::Object(y)) => {
-            x.len() == y.len()
-                && x.iter()
-                    .all(|(k, a)| y.get(k).is_some_and(|b| same_value(a, b)))
-        }
-        _ => a == b,
     }
 }
 
