@@ -67,10 +67,13 @@ impl Generated {
         }
     }
 
-    /// The workflow with `defect` planted, and the `(code, path)` of the problem
-    /// `validate` must name.
-    pub(crate) fn with_defect(&self, defect: Defect) -> (Value, (&'static str, String)) {
-        let mut wf = self.workflow();
+    /// `wf`, this workflow's document, with `defect` planted, and the `(code, path)` of
+    /// the problem `validate` must name.
+    pub(crate) fn with_defect(
+        &self,
+        mut wf: Value,
+        defect: Defect,
+    ) -> (Value, (&'static str, String)) {
         let steps = wf["steps"].as_array().map_or(0, Vec::len);
         let edges = wf["edges"].as_array().map_or(0, Vec::len);
         let step = |id: String| json!({"id": id, "uses": {"app": "app", "action": "act"}});
@@ -115,8 +118,16 @@ pub(crate) fn check_graph(
     g: &Generated,
     checks: PureChecks,
 ) -> Result<(), Violation> {
+    if !(checks.plan || checks.validate) {
+        return Ok(());
+    }
+    // Built once: each request carries a copy, the defect's request the original.
+    let workflow = g.workflow();
     if checks.plan {
-        let answer = reply(adapter, &json!({"op": "plan", "workflow": g.workflow()}))?;
+        let answer = reply(
+            adapter,
+            &json!({"op": "plan", "workflow": workflow.clone()}),
+        )?;
         let expected = g.model_order();
         if answer.get("ok") != Some(&json!(expected)) {
             return Err(violation(
@@ -132,7 +143,7 @@ pub(crate) fn check_graph(
     if checks.validate {
         let answer = reply(
             adapter,
-            &json!({"op": "validate", "workflow": g.workflow()}),
+            &json!({"op": "validate", "workflow": workflow.clone()}),
         )?;
         if answer.get("ok") != Some(&json!(true)) {
             return Err(violation(
@@ -144,7 +155,7 @@ pub(crate) fn check_graph(
             ));
         }
         let defect = g.defect();
-        let (workflow, (code, path)) = g.with_defect(defect);
+        let (workflow, (code, path)) = g.with_defect(workflow, defect);
         let answer = reply(adapter, &json!({"op": "validate", "workflow": workflow}))?;
         let named = answer
             .pointer("/error/errors")
